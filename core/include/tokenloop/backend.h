@@ -1,0 +1,44 @@
+/* The one interface between core's forward pass and the kernels. core/engine.c calls these
+ * operations in order, top to bottom; a backend (kernels/cpu, kernels/cuda) implements them
+ * over buffers it allocated itself. Activations are fp32; weights keep their file dtype.
+ * Row-major everywhere: a [T, n] activation is T rows of n floats. */
+#ifndef TOKENLOOP_BACKEND_H
+#define TOKENLOOP_BACKEND_H
+
+#include <stddef.h>
+#include "tokenloop/model.h"
+
+typedef struct tl_backend_ops {
+    const char *name;
+    void *(*create)(int threads, tl_error *err);     /* threads <= 0: all cores */
+    void (*destroy)(void *ctx);
+
+    float *(*alloc)(void *ctx, size_t n_floats);      /* zeroed; NULL on failure */
+    void (*release)(void *ctx, float *buf);
+    void (*to_host)(void *ctx, float *host, const float *buf, size_t n);
+    /* Make a weight usable by this backend (the CPU reads the mapping; CUDA copies it). */
+    int (*upload)(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err);
+    void (*unload)(void *ctx, tl_weight *dev);
+
+    void (*embed)(void *ctx, float *x, const tl_weight *table, const int *ids, int T);
+    void (*rmsnorm)(void *ctx, float *out, const float *x, const tl_weight *w, int T, int n, float eps);
+    /* out[T, W.rows] = x[T, W.cols] . W^T */
+    void (*matmul)(void *ctx, float *out, const float *x, const tl_weight *W, int T);
+    /* Rotate-half RoPE in place on T rows of n_heads*head_dim, positions pos0..pos0+T-1.
+     * inv_freq has head_dim/2 entries (llama3 scaling already applied). */
+    void (*rope)(void *ctx, float *x, int T, int n_heads, int head_dim, int pos0, const float *inv_freq);
+    /* Causal GQA attention of T queries at positions pos0.. over cache rows 0..pos0+T-1.
+     * q: [T, n_heads*head_dim]; k, v: [>= pos0+T, n_kv*head_dim]; out like q. */
+    void (*attention)(void *ctx, float *out, const float *q, const float *k, const float *v,
+                      int T, int pos0, int n_heads, int n_kv, int head_dim);
+    void (*swiglu)(void *ctx, float *gate, const float *up, int n);   /* gate = silu(gate) * up */
+    void (*add)(void *ctx, float *x, const float *y, int n);          /* x += y */
+    void (*sync)(void *ctx);                                          /* wait for queued work */
+} tl_backend_ops;
+
+const tl_backend_ops *tl_backend_cpu(void);
+const tl_backend_ops *tl_backend_cuda(void);  /* NULL when not compiled in */
+const tl_backend_ops *tl_backend_find(const char *name);  /* "cpu", "cuda"; NULL if absent */
+int tl_backend_cuda_available(void);          /* a device is present and usable */
+
+#endif

@@ -1,0 +1,74 @@
+/* A Llama model as read from a Hugging Face directory (config.json, generation_config.json,
+ * model.safetensors or the shards of model.safetensors.index.json). Weights stay memory-mapped
+ * in their file dtype; nothing here does arithmetic. */
+#ifndef TOKENLOOP_MODEL_H
+#define TOKENLOOP_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tokenloop/error.h"
+
+#define TL_MAX_EOS 8
+
+typedef enum { TL_F32 = 0, TL_F16 = 1, TL_BF16 = 2 } tl_dtype;
+
+size_t tl_dtype_size(tl_dtype t);
+const char *tl_dtype_name(tl_dtype t);
+
+typedef struct tl_config {
+    int hidden_size, intermediate_size, n_layers, n_heads, n_kv_heads, head_dim;
+    int vocab_size, max_position_embeddings;
+    float rms_norm_eps, rope_theta;
+    int rope_llama3;               /* rope_scaling.rope_type == "llama3" */
+    float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_original_max_position;
+    int tie_word_embeddings;
+    int bos_id;                    /* -1 when absent */
+    int eos_ids[TL_MAX_EOS], n_eos;
+    tl_dtype dtype;                /* torch_dtype */
+} tl_config;
+
+/* generation_config.json; has_* says whether the file set the field. */
+typedef struct tl_gen_config {
+    int has_do_sample, do_sample;
+    int has_temperature; float temperature;
+    int has_top_k; int top_k;
+    int has_top_p; float top_p;
+    int has_max_new_tokens; int max_new_tokens;
+    int has_max_length; int max_length;
+    int eos_ids[TL_MAX_EOS], n_eos;  /* n_eos == 0: fall back to config.json */
+} tl_gen_config;
+
+/* A 2-D weight [rows, cols] (1-D tensors have rows == 1). data points into the mapping. */
+typedef struct tl_weight {
+    const void *data;
+    tl_dtype dtype;
+    int64_t rows, cols;
+} tl_weight;
+
+typedef struct tl_layer {
+    tl_weight attn_norm, wq, wk, wv, wo;
+    tl_weight mlp_norm, w_gate, w_up, w_down;
+} tl_layer;
+
+typedef struct tl_model {
+    tl_config cfg;
+    tl_gen_config gen;
+    tl_weight embed, final_norm, lm_head;  /* lm_head aliases embed when tied */
+    tl_layer *layers;
+    int64_t n_params;
+    uint64_t weight_bytes;          /* bytes of all weights a decode step reads */
+    char dir[4096];                 /* "" for synthetic models */
+    void *priv;                     /* mappings, owned buffers */
+} tl_model;
+
+int tl_model_load(tl_model **out, const char *dir, tl_error *err);
+/* Random weights of the given shape, in memory (benchmarks of real shapes). */
+int tl_model_synthetic(tl_model **out, const tl_config *cfg, tl_dtype dtype, uint64_t seed, tl_error *err);
+void tl_model_free(tl_model *m);
+
+/* Parse config.json / generation_config.json alone (also used by tests and `info`). */
+int tl_config_load(tl_config *cfg, const char *path, tl_error *err);
+int tl_gen_config_load(tl_gen_config *gen, const char *path, tl_error *err);
+
+#endif

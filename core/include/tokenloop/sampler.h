@@ -1,0 +1,50 @@
+/* Choosing the next token with transformers' semantics and order:
+ * temperature -> top-k -> top-p, or greedy. The report says what each stage did. */
+#ifndef TOKENLOOP_SAMPLER_H
+#define TOKENLOOP_SAMPLER_H
+
+#include <stdint.h>
+#include "tokenloop/model.h"
+
+#define TL_MAX_TOP 64
+
+typedef struct tl_sampling {
+    int greedy;
+    float temperature;   /* 1.0 = off */
+    int top_k;           /* 0 = off */
+    float top_p;         /* 1.0 = off */
+    uint64_t seed;
+} tl_sampling;
+
+typedef struct tl_candidate {
+    int id;
+    float logit;
+    float prob;          /* softmax of the raw logits */
+    float prob_final;    /* after temperature, top-k, top-p and renormalisation (0 if cut) */
+    float prob_temp;     /* softmax(logit / temperature), before any cut */
+    int cut_top_k, cut_top_p;
+} tl_candidate;
+
+typedef struct tl_sample_report {
+    int chosen;
+    int n;                      /* candidates, sorted by logit, descending */
+    tl_candidate cand[TL_MAX_TOP];
+    double entropy;             /* nats, of softmax(logit / temperature) */
+    double mass_outside;        /* prob_temp mass not in cand[] */
+    int kept;                   /* tokens left after top-k and top-p */
+} tl_sample_report;
+
+typedef struct tl_sampler tl_sampler;
+
+/* Defaults from generation_config.json, as transformers fills them (top_k 50 when unset). */
+tl_sampling tl_sampling_defaults(const tl_gen_config *gen);
+tl_sampler *tl_sampler_create(int vocab_size, tl_sampling s);
+void tl_sampler_free(tl_sampler *s);
+void tl_sampler_set(tl_sampler *s, tl_sampling p);
+tl_sampling tl_sampler_get(const tl_sampler *s);
+/* Chooses a token; fills rep (if not NULL) with the top n candidates. */
+int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_report *rep);
+/* The report for a token chosen by someone else (the TUI's "force this token"). */
+void tl_sampler_explain(tl_sampler *s, const float *logits, int top_n, int chosen, tl_sample_report *rep);
+
+#endif

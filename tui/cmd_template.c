@@ -1,0 +1,9 @@
+/* PLACEHOLDER: replaced by the helper that owns this command. */
+#include "commands.h"
+
+int cmd_template(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return cli_fail(2, "template: not built yet");
+}

@@ -1,0 +1,17 @@
+/* Subcommands of the tokenloop program. Each returns the process exit status:
+ * 0 success, 1 bad input or failure at run time, 2 bad usage. */
+#ifndef TOKENLOOP_COMMANDS_H
+#define TOKENLOOP_COMMANDS_H
+
+int cmd_info(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
+int cmd_tui(int argc, char **argv);
+int cmd_lesson(int argc, char **argv);
+
+/* "tokenloop: <what>" on stderr; returns status. */
+int cli_fail(int status, const char *fmt, ...);
+
+#endif
