@@ -10,6 +10,8 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_tui(int argc, char **argv);
 int cmd_lesson(int argc, char **argv);
+/* `tokenloop bench --tokenizer ...`: cmd_bench hands over to this one. */
+int cmd_bench_tokenizer(int argc, char **argv);
 
 /* "tokenloop: <what>" on stderr; returns status. */
 int cli_fail(int status, const char *fmt, ...);
