@@ -34,6 +34,12 @@ typedef struct tl_backend_ops {
     void (*swiglu)(void *ctx, float *gate, const float *up, int n);   /* gate = silu(gate) * up */
     void (*add)(void *ctx, float *x, const float *y, int n);          /* x += y */
     void (*sync)(void *ctx);                                          /* wait for queued work */
+
+    /* Optional (NULL on the CPU): bracket one forward pass of T tokens at pos0, so a backend
+     * can capture the decode step as a graph and replay it. core/engine.c calls begin_pass
+     * before the first operation of a pass and end_pass after the last (before sync). */
+    void (*begin_pass)(void *ctx, int T, int pos0);
+    void (*end_pass)(void *ctx);
 } tl_backend_ops;
 
 const tl_backend_ops *tl_backend_cpu(void);
