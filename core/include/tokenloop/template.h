@@ -1,0 +1,67 @@
+/* Chat templates: a Jinja engine that renders Hugging Face chat templates byte for byte as
+ * transformers' apply_chat_template does (Jinja2, trim_blocks, lstrip_blocks, loop controls,
+ * raise_exception, strftime_now, tojson as json.dumps). */
+#ifndef TOKENLOOP_TEMPLATE_H
+#define TOKENLOOP_TEMPLATE_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "tokenloop/error.h"
+
+typedef struct tl_template tl_template;
+
+/* Syntax errors read "template:LINE:COL: <what> near '<text>'". */
+int tl_template_compile(const char *src, tl_template **out, tl_error *err);
+void tl_template_free(tl_template *tpl);
+
+/* context: a JSON object whose members become the template's variables (NULL: none).
+ * *out is malloc'd, NUL-terminated; *out_len (may be NULL) is its length. A failed render
+ * (raise_exception, an undefined value used where Jinja2 errors, a limit) returns -1. */
+int tl_template_render(const tl_template *tpl, const cJSON *context, char **out, size_t *out_len,
+                       tl_error *err);
+
+/* A byte range [start, end) of a render. */
+typedef struct tl_span {
+    size_t start, end;
+} tl_span;
+
+typedef struct tl_chat_result {
+    char *text;          /* the render, NUL-terminated */
+    size_t len;
+    tl_span *spans;      /* sorted, disjoint: bytes copied from message content */
+    size_t n_spans;
+} tl_chat_result;
+
+/* One extra template variable: name = JSON value ("true", "[...]", "\"26 Jul 2024\""). */
+typedef struct tl_template_var {
+    const char *name;
+    const char *json;
+} tl_template_var;
+
+/* Renders tpl as apply_chat_template does: messages (a JSON array), tools = None and
+ * documents = None unless vars set them, add_generation_prompt, bos_token/eos_token (NULL: left
+ * undefined), then vars, which override everything before them. */
+int tl_chat_render(const tl_template *tpl, const char *messages_json,
+                   const tl_template_var *vars, size_t n_vars, int add_generation_prompt,
+                   const char *bos_token, const char *eos_token, tl_chat_result *out,
+                   tl_error *err);
+void tl_chat_result_free(tl_chat_result *r);
+
+/* From DIR/tokenizer_config.json: chat_template (a string, or a list of {name, template}, of
+ * which "default" is taken) and bos_token/eos_token (strings or {"content": ...}); a missing
+ * token is NULL, a missing template is an error. */
+typedef struct tl_chat_config {
+    char *template_src;
+    char *bos_token;
+    char *eos_token;
+} tl_chat_config;
+
+int tl_chat_config_load(const char *model_dir, tl_chat_config *out, tl_error *err);
+void tl_chat_config_free(tl_chat_config *cfg);
+
+/* strftime_now() uses the time in the environment variable TOKENLOOP_NOW (Unix seconds, UTC)
+ * when it is set, so renders can be reproduced; otherwise the local time now. */
+
+#endif
