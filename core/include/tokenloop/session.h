@@ -1,0 +1,142 @@
+/* One conversation's generation, one forward pass at a time: the seam that the CLI, the TUI and
+ * the lessons drive. A session owns the model, engine, tokenizer, sampler, streamer, stop
+ * criteria and metrics, and keeps every step it took so a class can look back, branch
+ * (tl_session_force) and step back (tl_session_rewind).
+ *
+ * Step i chooses generated token i. Step 0 is the prefill of the prompt; step i > 0 decodes
+ * generated token i-1. The token that stops generation is never fed back (as in transformers).
+ * Strings and pointers returned by accessors stay valid until the next call that changes the
+ * session. A session is not thread-safe; tl_iter runs one on its own thread. */
+#ifndef TOKENLOOP_SESSION_H
+#define TOKENLOOP_SESSION_H
+
+#include <stddef.h>
+#include "tokenloop/error.h"
+#include "tokenloop/model.h"
+#include "tokenloop/sampler.h"
+#include "tokenloop/streamer.h"
+#include "tokenloop/stop.h"
+#include "tokenloop/metrics.h"
+#include "tokenloop/template.h"
+
+typedef struct tl_session tl_session;
+typedef struct tl_engine tl_engine;
+typedef struct tl_tokenizer tl_tokenizer;
+
+typedef struct tl_session_opts {
+    const char *model_dir;      /* tl_session_open: the model directory */
+    const char *tokenizer_dir;  /* NULL: model_dir if it has tokenizer.json, else assets/tokenizer */
+    const char *device;         /* "cpu" (NULL) or "cuda" */
+    int threads;                /* <= 0: all cores */
+    int capacity;               /* KV positions; <= 0: the engine's default */
+    tl_clock_fn clock;          /* NULL: monotonic (tests pass a fake clock) */
+    void *clock_ctx;
+    double bandwidth_gbs;       /* > 0: use this instead of probing (the floor) */
+} tl_session_opts;
+
+int tl_session_open(tl_session **out, const tl_session_opts *opts, tl_error *err);
+/* On a model already loaded (synthetic or shared); own != 0 hands it to the session. */
+int tl_session_open_model(tl_session **out, tl_model *m, int own, const tl_session_opts *opts,
+                          tl_error *err);
+void tl_session_free(tl_session *s);
+
+/* --- the request. Each setter clears the generation (as tl_session_reset). --- */
+/* A JSON array of {"role","content"} messages. */
+int tl_session_set_messages(tl_session *s, const char *messages_json, tl_error *err);
+/* Convenience: [{"role":"system",system}] (when system != NULL) + [{"role":"user",text}]. */
+int tl_session_set_user(tl_session *s, const char *system, const char *text, tl_error *err);
+void tl_session_set_add_generation_prompt(tl_session *s, int on);   /* default on */
+/* Extra template variables (date_string, tools, ...); copied. */
+int tl_session_set_template_vars(tl_session *s, const tl_template_var *vars, size_t n, tl_error *err);
+/* Raw prompt ids instead of messages (no template, no tokenizing). */
+int tl_session_set_prompt_ids(tl_session *s, const int *ids, int n, tl_error *err);
+
+void tl_session_set_sampling(tl_session *s, tl_sampling p);
+tl_sampling tl_session_sampling(const tl_session *s);   /* starts as the model's defaults */
+void tl_session_set_max_new_tokens(tl_session *s, int n);   /* <= 0: the config's budget */
+int tl_session_set_stop_strings(tl_session *s, const char *const *stop, int n, tl_error *err);
+void tl_session_set_stream_mode(tl_session *s, tl_stream_mode mode);
+/* TextStreamer options; defaults: skip_prompt 1, skip_special 1, clean_up as tokenizer_config. */
+void tl_session_set_streamer_opts(tl_session *s, int skip_prompt, int skip_special, int clean_up);
+void tl_session_set_top_n(tl_session *s, int n);    /* candidates per step, 1..TL_MAX_TOP; 10 */
+
+/* Render and tokenize now (otherwise the first step does it). The request's clock starts here. */
+int tl_session_prepare(tl_session *s, tl_error *err);
+
+/* --- stepping --- */
+typedef enum { TL_STEP_PREFILL = 0, TL_STEP_DECODE = 1 } tl_step_kind;
+
+typedef struct tl_step {
+    int index;
+    tl_step_kind kind;
+    int n_input;                /* positions this pass appended (the prompt length, then 1) */
+    int pos;                    /* KV positions after the pass */
+    double ms;                  /* wall time of the pass (synchronized) */
+    double t_ms;                /* when the chosen id was on the host, ms since the request start */
+    int chosen;
+    int forced;                 /* chosen by tl_session_force, not the sampler */
+    char piece[64];             /* display form of the chosen token (tl_tokenizer_display) */
+    tl_sample_report sample;    /* the top-N candidates and what each stage did */
+    char *printed;              /* text the streamer printed this step (NUL-terminated) */
+    char *held;                 /* the streamer's held-back buffer after this step */
+    int hold_reason;            /* TL_HOLD_* flags */
+    tl_stop_result stop;        /* reason TL_STOP_NONE unless this step stopped generation */
+} tl_step;
+
+enum { TL_SESSION_STEPPED = 0, TL_SESSION_DONE = 1 };
+
+/* Exactly one forward pass. Returns TL_SESSION_STEPPED, TL_SESSION_DONE (already stopped: no
+ * pass ran), or -1 on error. *out (may be NULL) receives the step (its strings belong to the
+ * session). */
+int tl_session_step(tl_session *s, const tl_step **out, tl_error *err);
+/* Replace the newest step's choice by id (no new pass: the same logits, explained by
+ * tl_sampler_explain); the streamer, stop check and metrics follow. After a rewind the logits
+ * are recomputed first (one pass). */
+int tl_session_force(tl_session *s, int id, tl_error *err);
+/* Step back n steps: the KV cache, the streamer, the stop state and the metrics return to where
+ * they were after step (n_steps - n - 1). n == n_steps goes back to before the prefill. */
+int tl_session_rewind(tl_session *s, int n, tl_error *err);
+/* Back to before the prefill; the request (prompt, settings) is kept. */
+void tl_session_reset(tl_session *s);
+
+/* Step through to the end. hook (may be NULL) sees each step; non-zero from it cancels.
+ * Returns TL_SESSION_DONE when a stop reason fired, TL_GENERATE_CANCELLED, or -1. */
+enum { TL_GENERATE_CANCELLED = 2 };
+typedef int (*tl_step_hook)(void *ctx, tl_session *s, const tl_step *step);
+int tl_generate(tl_session *s, tl_step_hook hook, void *ctx, tl_error *err);
+
+/* --- what the TUI shows --- */
+int tl_session_done(const tl_session *s);
+const tl_stop_result *tl_session_stop(const tl_session *s);      /* reason NONE while running */
+int tl_session_n_steps(const tl_session *s);
+const tl_step *tl_session_step_at(const tl_session *s, int i);
+const char *tl_session_prompt_text(const tl_session *s, size_t *len);  /* NULL for raw ids */
+const tl_span *tl_session_prompt_spans(const tl_session *s, size_t *n); /* message content */
+const int *tl_session_prompt_ids(const tl_session *s, int *n);
+const int *tl_session_generated_ids(const tl_session *s, int *n);
+/* The generated text: every generated token's bytes, special tokens dropped when skip_special. */
+const char *tl_session_text(const tl_session *s, size_t *len);
+/* Everything the streamer has printed. */
+const char *tl_session_streamed(const tl_session *s, size_t *len);
+const tl_stop_config *tl_session_stop_config(const tl_session *s);  /* EOS ids, budget + source */
+tl_metrics_report tl_session_metrics(const tl_session *s);
+const tl_metrics *tl_session_metrics_obj(const tl_session *s);      /* per-token times */
+const tl_model *tl_session_model(const tl_session *s);
+tl_engine *tl_session_engine(tl_session *s);
+const tl_tokenizer *tl_session_tokenizer(const tl_session *s);       /* NULL if none loaded */
+/* Last full logits (vocab_size floats) if they are those of the newest step, else NULL. */
+const float *tl_session_logits(const tl_session *s);
+
+/* --- the iterator streamer: generation on a background thread, text chunks in a queue --- */
+typedef struct tl_iter tl_iter;
+/* Starts generating on s (prepared or not); s must not be touched until tl_iter_finish. */
+int tl_iter_start(tl_iter **out, tl_session *s, tl_error *err);
+/* 1: a chunk (*chunk malloc'd, NUL-terminated; free it); 0: end of stream; -1: timeout
+ * (timeout_ms < 0 waits for ever). */
+int tl_iter_next(tl_iter *it, char **chunk, size_t *len, int timeout_ms);
+/* From the consumer: stop at the next token. */
+void tl_iter_cancel(tl_iter *it);
+/* Joins the thread and frees it. Returns what tl_generate returned (-1 with err on error). */
+int tl_iter_finish(tl_iter *it, tl_error *err);
+
+#endif
