@@ -1,0 +1,284 @@
+/* Pure text helpers: widths, fitting, numbers. See format.h. */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
+#include "format.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <wchar.h>
+
+int Format_utf8Next(const char *str, size_t len, int32_t *cp)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    if (len == 0) {
+        *cp = -1;
+        return 0;
+    }
+    unsigned c = s[0];
+    int n;
+    int32_t v, min;
+    if (c < 0x80) {
+        *cp = (int32_t)c;
+        return 1;
+    } else if ((c & 0xE0) == 0xC0) {
+        n = 2, v = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        n = 3, v = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        n = 4, v = c & 0x07, min = 0x10000;
+    } else {
+        *cp = -1;
+        return 1;
+    }
+    if ((size_t)n > len) {
+        *cp = -1;
+        return 1;
+    }
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) {
+            *cp = -1;
+            return 1;
+        }
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
+        *cp = -1;
+        return 1;
+    }
+    *cp = v;
+    return n;
+}
+
+int Format_cpWidth(int32_t cp)
+{
+    if (cp < 0)
+        return 1;
+    if (cp < 0x20 || cp == 0x7F)
+        return 1;
+    int w = wcwidth((wchar_t)cp);
+    if (w < 0)
+        return 1;
+    return w;
+}
+
+int Format_width(const char *s, size_t len)
+{
+    int w = 0;
+    size_t i = 0;
+    while (i < len) {
+        int32_t cp;
+        i += (size_t)Format_utf8Next(s + i, len - i, &cp);
+        w += Format_cpWidth(cp);
+    }
+    return w;
+}
+
+int Format_widthz(const char *s)
+{
+    return s ? Format_width(s, strlen(s)) : 0;
+}
+
+size_t Format_prefixFitting(const char *s, size_t len, int cols, int *used)
+{
+    size_t i = 0;
+    int w = 0;
+    while (i < len) {
+        int32_t cp;
+        int n = Format_utf8Next(s + i, len - i, &cp);
+        int cw = Format_cpWidth(cp);
+        if (w + cw > cols)
+            break;
+        w += cw;
+        i += (size_t)n;
+    }
+    if (i == 0 && len > 0 && cols > 0) {  /* a character wider than the space: take it anyway */
+        int32_t cp;
+        i = (size_t)Format_utf8Next(s, len, &cp);
+        w = Format_cpWidth(cp);
+    }
+    if (used)
+        *used = w;
+    return i;
+}
+
+int Format_fit(const char *s, size_t len, int cols, int ellipsis, char *out, size_t outsz)
+{
+    if (outsz == 0)
+        return 0;
+    out[0] = 0;
+    if (cols <= 0)
+        return 0;
+    int total = Format_width(s, len);
+    int budget = cols;
+    int trunc = total > cols;
+    if (trunc && ellipsis)
+        budget = cols - 1;
+    size_t i = 0, o = 0;
+    int w = 0;
+    while (i < len) {
+        int32_t cp;
+        int n = Format_utf8Next(s + i, len - i, &cp);
+        int cw = Format_cpWidth(cp);
+        if (w + cw > budget)
+            break;
+        if (o + (size_t)n + 1 > outsz)
+            break;
+        memcpy(out + o, s + i, (size_t)n);
+        o += (size_t)n;
+        i += (size_t)n;
+        w += cw;
+    }
+    if (trunc && ellipsis && o + 4 <= outsz) {
+        memcpy(out + o, "\xE2\x80\xA6", 3);  /* … */
+        o += 3;
+        w += 1;
+    }
+    out[o] = 0;
+    return w;
+}
+
+size_t Format_pad(const char *s, int cols, int align, char *out, size_t outsz)
+{
+    if (outsz == 0)
+        return 0;
+    char tmp[1024];
+    int w = Format_fit(s, strlen(s), cols, 1, tmp, sizeof tmp);
+    size_t tl = strlen(tmp);
+    int padn = cols > w ? cols - w : 0;
+    size_t o = 0;
+    if (align > 0)
+        for (; padn > 0 && o + 1 < outsz; padn--)
+            out[o++] = ' ';
+    if (o + tl + 1 > outsz)
+        tl = outsz - 1 - o;
+    memcpy(out + o, tmp, tl);
+    o += tl;
+    for (; padn > 0 && o + 1 < outsz; padn--)
+        out[o++] = ' ';
+    out[o] = 0;
+    return o;
+}
+
+static size_t put(char *out, size_t outsz, size_t o, const char *s, size_t n)
+{
+    if (o < outsz) {
+        size_t room = outsz - 1 - o;
+        memcpy(out + o, s, n < room ? n : room);
+    }
+    return o + n;
+}
+
+size_t Format_visible(const char *s, size_t len, char *out, size_t outsz)
+{
+    size_t o = 0, i = 0;
+    while (i < len) {
+        int32_t cp;
+        int n = Format_utf8Next(s + i, len - i, &cp);
+        if (cp == ' ')
+            o = put(out, outsz, o, "\xE2\x90\xA3", 3);      /* ␣ */
+        else if (cp == '\n')
+            o = put(out, outsz, o, "\xE2\x86\xB5", 3);      /* ↵ */
+        else if (cp == '\t')
+            o = put(out, outsz, o, "\xE2\x86\x92", 3);      /* → */
+        else if (cp == '\r')
+            o = put(out, outsz, o, "\xE2\x90\x8D", 3);      /* ␍ */
+        else if (cp < 0 || cp < 0x20 || cp == 0x7F) {
+            char hex[8];
+            snprintf(hex, sizeof hex, "<0x%02X>", (unsigned char)s[i]);
+            o = put(out, outsz, o, hex, 6);
+        } else
+            o = put(out, outsz, o, s + i, (size_t)n);
+        i += (size_t)n;
+    }
+    if (outsz)
+        out[o < outsz ? o : outsz - 1] = 0;
+    /* never leave half a character at a truncation point */
+    if (o >= outsz && outsz) {
+        size_t end = outsz - 1;
+        size_t k = end;
+        while (k > 0 && ((unsigned char)out[k - 1] & 0xC0) == 0x80)
+            k--;
+        if (k > 0 && ((unsigned char)out[k - 1] & 0xC0) == 0xC0) {
+            int32_t cp;
+            if ((size_t)Format_utf8Next(out + k - 1, end - (k - 1), &cp) != end - (k - 1) || cp < 0)
+                out[k - 1] = 0;
+        }
+    }
+    return o;
+}
+
+void Format_ms(double ms, char *out, size_t outsz)
+{
+    if (!(ms >= 0) || isinf(ms))
+        snprintf(out, outsz, "\xE2\x80\x94");
+    else if (ms < 10)
+        snprintf(out, outsz, "%.2f ms", ms);
+    else if (ms < 1000)
+        snprintf(out, outsz, "%.1f ms", ms);
+    else
+        snprintf(out, outsz, "%.2f s", ms / 1000);
+}
+
+void Format_prob(double p, char *out, size_t outsz)
+{
+    double pc = p * 100;
+    if (!(p >= 0))
+        snprintf(out, outsz, "\xE2\x80\x94");
+    else if (p == 0)
+        snprintf(out, outsz, "0%%");
+    else if (pc < 0.01)
+        snprintf(out, outsz, "<0.01%%");
+    else if (pc >= 99.95 && p < 1)
+        snprintf(out, outsz, ">99.9%%");
+    else if (p >= 1)
+        snprintf(out, outsz, "100%%");
+    else if (pc < 1)
+        snprintf(out, outsz, "%.2f%%", pc);
+    else
+        snprintf(out, outsz, "%.1f%%", pc);
+}
+
+void Format_bytes(double b, char *out, size_t outsz)
+{
+    static const char *unit[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (b >= 999.95 && u < 4) {
+        b /= 1000;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, outsz, "%.0f B", b);
+    else
+        snprintf(out, outsz, "%.*f %s", b < 9.995 ? 2 : b < 99.95 ? 1 : 0, b, unit[u]);
+}
+
+void Format_count(long long n, char *out, size_t outsz)
+{
+    char digits[32];
+    int neg = n < 0;
+    unsigned long long v = neg ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+    snprintf(digits, sizeof digits, "%llu", v);
+    size_t nd = strlen(digits), o = 0;
+    char buf[48];
+    if (neg)
+        buf[o++] = '-';
+    for (size_t i = 0; i < nd; i++) {
+        if (i && (nd - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = 0;
+    snprintf(out, outsz, "%s", buf);
+}
+
+void Format_logit(double x, char *out, size_t outsz)
+{
+    if (isinf(x))
+        snprintf(out, outsz, x < 0 ? "-inf" : "inf");
+    else if (isnan(x))
+        snprintf(out, outsz, "nan");
+    else
+        snprintf(out, outsz, "%.2f", x);
+}

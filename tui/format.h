@@ -1,0 +1,50 @@
+/* Pure text helpers for the TUI: display widths (wcwidth, so Vietnamese, CJK and emoji line
+ * up), truncation and padding to a number of columns, and the numbers the panes print.
+ * No ncurses here: everything is unit-tested. */
+#ifndef TL_TUI_FORMAT_H
+#define TL_TUI_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decodes one UTF-8 code point at s[0..len); returns bytes used (>= 1). A malformed or
+ * truncated sequence yields *cp = -1 and consumes one byte. */
+int Format_utf8Next(const char *s, size_t len, int32_t *cp);
+
+/* Columns one code point takes: wcwidth(), with control and malformed bytes counted as 1
+ * (the panes draw them as a replacement mark) and combining marks as 0. */
+int Format_cpWidth(int32_t cp);
+
+/* Columns of the first len bytes of s. */
+int Format_width(const char *s, size_t len);
+int Format_widthz(const char *s);
+
+/* Copies the longest prefix of s[0..len) that fits in cols columns into out (NUL-terminated,
+ * never splitting a character, combining marks kept with their base). When s does not fit and
+ * ellipsis is set, the last column holds "…". Returns the columns used. */
+int Format_fit(const char *s, size_t len, int cols, int ellipsis, char *out, size_t outsz);
+
+/* Format_fit, then spaces up to exactly cols columns; align < 0 left, > 0 right. A wide
+ * character that would straddle the edge is replaced by a space. Returns bytes written. */
+size_t Format_pad(const char *s, int cols, int align, char *out, size_t outsz);
+
+/* Bytes of s that fit into cols columns starting at byte 0 (for wrapping); at least one
+ * character if cols > 0 and s is not empty. *used gets the columns. */
+size_t Format_prefixFitting(const char *s, size_t len, int cols, int *used);
+
+/* Visible form of raw token/text bytes: space ␣, newline ↵, tab →, CR ␍, other control bytes
+ * and malformed UTF-8 as <0xNN>. Returns the length written (snprintf-like truncation). */
+size_t Format_visible(const char *s, size_t len, char *out, size_t outsz);
+
+/* "0.42 ms", "4.80 ms", "48.2 ms", "1.23 s"; "—" when ms < 0. */
+void Format_ms(double ms, char *out, size_t outsz);
+/* Probability as a percentage with sensible precision: "41.2%", "0.31%", "<0.01%", "100%". */
+void Format_prob(double p, char *out, size_t outsz);
+/* "16.0 GB", "28.6 MB", "512 B" (powers of 1000, as bandwidth figures are quoted). */
+void Format_bytes(double bytes, char *out, size_t outsz);
+/* "128,256" */
+void Format_count(long long n, char *out, size_t outsz);
+/* A logit: "17.25", "-3.10", "-inf". */
+void Format_logit(double x, char *out, size_t outsz);
+
+#endif

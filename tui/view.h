@@ -1,0 +1,105 @@
+/* What the panes draw: a plain snapshot of one conversation, filled from the session API by
+ * session_view.c (and by tests with made-up data). Panes read only this; they never call
+ * core, so drawing is pure and benchmarkable. */
+#ifndef TL_TUI_VIEW_H
+#define TL_TUI_VIEW_H
+
+#include <stddef.h>
+
+#define TL_VIEW_MAX_ROWS 64      /* logits rows (TL_MAX_TOP) */
+#define TL_VIEW_MAX_STOPS 8
+#define TL_VIEW_MAX_EOS 8
+
+/* Byte classes of the rendered prompt. */
+enum {
+    VSTYLE_TEMPLATE = 0,   /* text the template itself wrote */
+    VSTYLE_CONTENT = 1,    /* copied from a message's content */
+    VSTYLE_SPECIAL = 2,    /* a special token literal such as <|start_header_id|> */
+    VSTYLE_GENPROMPT = 4,  /* flag: part of the generation prompt (the final assistant header) */
+};
+
+typedef struct tl_view_token {
+    int id;
+    char display[48];        /* visible form (␣ ↵ <0xNN>), maybe shortened */
+    int special;
+    int generated;           /* 0: from the prompt */
+} tl_view_token;
+
+typedef struct tl_view_row {
+    int id;
+    char display[48];
+    float logit, prob_temp, prob_final, cum;
+    int cut_k, cut_p, chosen, forced;
+} tl_view_row;
+
+typedef struct tl_view {
+    /* title */
+    char model_name[128];
+    char device[32];
+    long long vocab_size;
+
+    /* sampling */
+    int greedy;
+    float temperature, top_p;
+    int top_k;
+    int logit_rows;             /* k rows shown (default 10) */
+
+    /* prompt pane */
+    const char *system_msg, *user_msg;
+    const char *prompt;         /* the render */
+    size_t prompt_len;
+    const unsigned char *prompt_style;  /* one VSTYLE_* per byte, may be NULL */
+    int add_generation_prompt;
+
+    /* tokens pane */
+    const tl_view_token *tokens;
+    int n_tokens, n_prompt;     /* n_tokens = prompt + generated */
+    int pos;                    /* positions in the KV cache */
+    /* bytes of the selected token, for the detail line */
+    char sel_bytes[96], sel_text[64];
+
+    /* logits pane: the pass just made (valid when has_logits) */
+    int has_logits;
+    int logits_step;            /* which generated token these scores chose (1 = first) */
+    tl_view_row rows[TL_VIEW_MAX_ROWS];
+    int n_rows;
+    double entropy, mass_outside;
+    int kept;
+
+    /* stream pane */
+    const char *printed;        /* what the streamer printed so far */
+    const char *held;           /* the held-back buffer */
+    char held_reason[96];
+    int stream_server;          /* 0: hf TextStreamer, 1: server mode */
+
+    /* stop pane */
+    int eos_ids[TL_VIEW_MAX_EOS];
+    char eos_names[TL_VIEW_MAX_EOS][32];
+    int n_eos;
+    const char *stops[TL_VIEW_MAX_STOPS];
+    int n_stops;
+    int budget;
+    char budget_source[96];
+    int generated;
+    int stopped;                /* a stop criterion fired */
+    char stop_reason[32];       /* "eos", "stop_string", "max_new_tokens" */
+    char stop_detail[160];
+
+    /* timing pane */
+    double ttft_ms, template_ms, tokenize_ms, prefill_ms;
+    double tpot_ms, decode_tps;
+    const double *step_ms;      /* per generated token after the first (decode passes) */
+    int n_step_ms;
+    double floor_ms, step_bytes, bandwidth_gbs;
+    char bandwidth_source[64];
+    int show_wrong;
+    double wrong_prompt_tps;    /* counting the prompt as output */
+    double wrong_unsynced_ms;   /* < 0: not applicable (synchronous backend) */
+
+    /* state */
+    int running;
+    char next[96];              /* "next: prefill 37 tokens" */
+    char message[160];          /* last notice or error, shown on the status line */
+} tl_view;
+
+#endif
