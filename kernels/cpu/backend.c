@@ -1,25 +1,97 @@
 /* The CPU backend's operation table. Buffers are plain host memory and weights are read
- * straight from the mapping, so upload is a no-op. Every operation is synchronous. */
+ * straight from the mapping, so upload is a no-op. Every operation is synchronous: it splits
+ * its work over the context's thread pool and returns when all of it is done.
+ * The matrix product picks the best kernel this CPU supports at run time (AVX-512 BF16,
+ * AVX-512F, AVX2+FMA+F16C, portable); TL_CPU_ISA=generic|avx2|avx512|avx512bf16 forces one. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
+#include "mm.h"
+#include "pool.h"
 #include "tokenloop/backend.h"
+
+typedef struct cpu_ctx {
+    tl_pool *pool;
+    const tl_cpu_isa *isa;
+    uint16_t *xpack;          /* packed activations for kernels that want them */
+    size_t xpack_cap;         /* in uint16 */
+    float *scratch;           /* attention scores: one slice per thread */
+    size_t scratch_cap;       /* floats per thread */
+} cpu_ctx;
+
+static const tl_cpu_isa *const isas[] = {
+#ifdef TL_CPU_X86
+    &tl_cpu_isa_avx512bf16, &tl_cpu_isa_avx512, &tl_cpu_isa_avx2,
+#endif
+    &tl_cpu_isa_generic,
+};
+
+const tl_cpu_isa *tl_cpu_isa_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
+        if (!name ? isas[i]->supported() : !strcmp(name, isas[i]->name))
+            return isas[i];
+    return NULL;
+}
+
+void *tl_cpu_create_isa(int threads, const char *isa_name, tl_error *err)
+{
+    const tl_cpu_isa *isa = tl_cpu_isa_find(isa_name);
+    if (!isa) {
+        tl_error_set(err, "%s: unknown CPU kernel set (generic, avx2, avx512, avx512bf16)", isa_name);
+        return NULL;
+    }
+    if (!isa->supported()) {
+        tl_error_set(err, "%s: this CPU does not support these kernels", isa_name);
+        return NULL;
+    }
+    cpu_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        tl_error_set(err, "cpu backend: out of memory");
+        return NULL;
+    }
+    c->isa = isa;
+    c->pool = tl_pool_create(threads);
+    if (!c->pool) {
+        free(c);
+        tl_error_set(err, "cpu backend: cannot start %d threads", threads);
+        return NULL;
+    }
+    return c;
+}
+
+const char *tl_cpu_ctx_isa(void *ctx) { return ((cpu_ctx *)ctx)->isa->name; }
+int tl_cpu_ctx_threads(void *ctx) { return tl_pool_size(((cpu_ctx *)ctx)->pool); }
 
 static void *cpu_create(int threads, tl_error *err)
 {
-    (void)threads;
-    (void)err;
-    static int dummy;
-    return &dummy;
+    const char *forced = getenv("TL_CPU_ISA");
+    return tl_cpu_create_isa(threads, forced && *forced ? forced : NULL, err);
 }
 
-static void cpu_destroy(void *ctx) { (void)ctx; }
+static void cpu_destroy(void *ctx)
+{
+    cpu_ctx *c = ctx;
+    if (!c)
+        return;
+    tl_pool_destroy(c->pool);
+    free(c->xpack);
+    free(c->scratch);
+    free(c);
+}
 
 static float *cpu_alloc(void *ctx, size_t n)
 {
     (void)ctx;
-    return calloc(n ? n : 1, sizeof(float));
+    size_t bytes = ((n ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
+    float *p = aligned_alloc(64, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
 }
 
 static void cpu_release(void *ctx, float *buf)
@@ -31,7 +103,8 @@ static void cpu_release(void *ctx, float *buf)
 static void cpu_to_host(void *ctx, float *host, const float *buf, size_t n)
 {
     (void)ctx;
-    memcpy(host, buf, n * sizeof(float));
+    if (host != buf)
+        memmove(host, buf, n * sizeof(float));
 }
 
 static int cpu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
@@ -48,13 +121,267 @@ static void cpu_unload(void *ctx, tl_weight *dev)
     (void)dev;
 }
 
-static void cpu_embed(void *ctx, float *x, const tl_weight *t, const int *ids, int T) { (void)ctx; tl_cpu_ref_embed(x, t, ids, T); }
-static void cpu_rmsnorm(void *ctx, float *o, const float *x, const tl_weight *w, int T, int n, float eps) { (void)ctx; tl_cpu_ref_rmsnorm(o, x, w, T, n, eps); }
-static void cpu_matmul(void *ctx, float *o, const float *x, const tl_weight *W, int T) { (void)ctx; tl_cpu_ref_matmul(o, x, W, T); }
-static void cpu_rope(void *ctx, float *x, int T, int nh, int hd, int pos0, const float *f) { (void)ctx; tl_cpu_ref_rope(x, T, nh, hd, pos0, f); }
-static void cpu_attention(void *ctx, float *o, const float *q, const float *k, const float *v, int T, int pos0, int nh, int nkv, int hd) { (void)ctx; tl_cpu_ref_attention(o, q, k, v, T, pos0, nh, nkv, hd); }
-static void cpu_swiglu(void *ctx, float *g, const float *u, int n) { (void)ctx; tl_cpu_ref_swiglu(g, u, n); }
-static void cpu_add(void *ctx, float *x, const float *y, int n) { (void)ctx; tl_cpu_ref_add(x, y, n); }
+/* ---- matrix product ---- */
+
+typedef struct {
+    const tl_cpu_mm *mm;
+    tl_cpu_mm_fn fn;
+    atomic_llong next;
+    int64_t chunk;
+} mm_job;
+
+static void mm_worker(void *arg, int tid, int n)
+{
+    (void)tid;
+    (void)n;
+    mm_job *j = arg;
+    for (;;) {
+        int64_t r0 = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
+        if (r0 >= j->mm->rows)
+            break;
+        int64_t r1 = r0 + j->chunk < j->mm->rows ? r0 + j->chunk : j->mm->rows;
+        j->fn(j->mm, r0, r1);
+    }
+}
+
+typedef struct {
+    uint16_t *xpack;
+    const float *x;
+    int T;
+    int64_t cols, cols_pad;
+} pack_job;
+
+static void pack_worker(void *arg, int tid, int n)
+{
+    pack_job *p = arg;
+    int t0 = (int)((int64_t)p->T * tid / n), t1 = (int)((int64_t)p->T * (tid + 1) / n);
+    if (t1 > t0)
+        tl_cpu_pack_bf16(p->xpack + (size_t)t0 * 2 * (size_t)p->cols_pad,
+                         p->x + (size_t)t0 * (size_t)p->cols, t1 - t0, p->cols, p->cols_pad);
+}
+
+static void cpu_matmul(void *ctx, float *out, const float *x, const tl_weight *W, int T)
+{
+    cpu_ctx *c = ctx;
+    if (T <= 0 || W->rows <= 0)
+        return;
+    if (W->cols <= 0) {
+        memset(out, 0, sizeof(float) * (size_t)T * (size_t)W->rows);
+        return;
+    }
+    tl_cpu_mm mm = {.out = out, .x = x, .w = W->data, .rows = W->rows, .cols = W->cols, .T = T};
+    int n = tl_pool_size(c->pool);
+    double work = (double)T * (double)W->rows * (double)W->cols;
+    if (work < 32768.0)
+        n = 1;   /* not worth waking anyone */
+    if (c->isa->want_pack[W->dtype]) {
+        int64_t al = c->isa->pack_align;
+        mm.cols_pad = (W->cols + al - 1) / al * al;
+        size_t need = (size_t)T * 2 * (size_t)mm.cols_pad;
+        if (need > c->xpack_cap) {
+            uint16_t *p = aligned_alloc(64, (need * sizeof(uint16_t) + 63) & ~(size_t)63);
+            if (!p) {   /* out of memory: the portable kernel needs no packing */
+                tl_cpu_isa_generic.mm[W->dtype](&mm, 0, W->rows);
+                return;
+            }
+            free(c->xpack);
+            c->xpack = p;
+            c->xpack_cap = need;
+        }
+        pack_job pj = {c->xpack, x, T, W->cols, mm.cols_pad};
+        if (T > 1 && n > 1)
+            tl_pool_run(c->pool, pack_worker, &pj);
+        else
+            pack_worker(&pj, 0, 1);
+        mm.xpack = c->xpack;
+    }
+    tl_cpu_mm_fn fn = c->isa->mm[W->dtype];
+    if (n == 1) {
+        fn(&mm, 0, W->rows);
+        return;
+    }
+    /* Contiguous chunks handed out dynamically: a thread the scheduler delays (this is a
+     * shared machine) takes fewer of them instead of holding everyone back. */
+    int64_t pieces = T == 1 ? 16 : 4;
+    int64_t chunk = W->rows / (n * pieces);
+    int64_t min_chunk = T == 1 ? 16 : 64;
+    if (chunk < min_chunk)
+        chunk = min_chunk;
+    chunk = (chunk + 3) & ~(int64_t)3;
+    mm_job j = {.mm = &mm, .fn = fn, .chunk = chunk};
+    atomic_init(&j.next, 0);
+    tl_pool_run(c->pool, mm_worker, &j);
+}
+
+/* ---- attention: one (token, head) pair per work item ---- */
+
+typedef struct {
+    cpu_ctx *c;
+    float *out;
+    const float *q, *k, *v;
+    int T, pos0, n_heads, n_kv, head_dim;
+    atomic_int next;
+} attn_job;
+
+static float dot(const float *a, const float *b, int n)
+{
+    float s[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            s[j] += a[i + j] * b[i + j];
+    float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; i < n; i++)
+        r += a[i] * b[i];
+    return r;
+}
+
+static void attn_worker(void *arg, int tid, int n)
+{
+    (void)n;
+    attn_job *a = arg;
+    float *scores = a->c->scratch + (size_t)tid * a->c->scratch_cap;
+    const int group = a->n_heads / a->n_kv, kv_dim = a->n_kv * a->head_dim, hd = a->head_dim;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int items = a->T * a->n_heads;
+    for (;;) {
+        int it = atomic_fetch_add_explicit(&a->next, 1, memory_order_relaxed);
+        if (it >= items)
+            break;
+        int t = it / a->n_heads, h = it % a->n_heads, kvh = h / group, n_ctx = a->pos0 + t + 1;
+        const float *qh = a->q + ((size_t)t * a->n_heads + h) * hd;
+        float max = -INFINITY;
+        for (int p = 0; p < n_ctx; p++) {
+            float s = dot(qh, a->k + (size_t)p * kv_dim + (size_t)kvh * hd, hd) * scale;
+            scores[p] = s;
+            if (s > max)
+                max = s;
+        }
+        float sum = 0.0f;
+        for (int p = 0; p < n_ctx; p++) {
+            scores[p] = expf(scores[p] - max);
+            sum += scores[p];
+        }
+        float inv = 1.0f / sum;
+        float *o = a->out + ((size_t)t * a->n_heads + h) * hd;
+        memset(o, 0, sizeof(float) * (size_t)hd);
+        for (int p = 0; p < n_ctx; p++) {
+            const float *vp = a->v + (size_t)p * kv_dim + (size_t)kvh * hd;
+            float w = scores[p] * inv;
+            for (int i = 0; i < hd; i++)
+                o[i] += w * vp[i];
+        }
+    }
+}
+
+static void cpu_attention(void *ctx, float *out, const float *q, const float *k, const float *v,
+                          int T, int pos0, int n_heads, int n_kv, int head_dim)
+{
+    cpu_ctx *c = ctx;
+    size_t need = (size_t)pos0 + (size_t)T;
+    int n = tl_pool_size(c->pool);
+    if (need > c->scratch_cap) {
+        size_t cap = need < 1024 ? 1024 : need * 2;
+        float *s = malloc(sizeof(float) * cap * (size_t)n);
+        if (!s) {   /* the reference allocates only one row */
+            tl_cpu_ref_attention(out, q, k, v, T, pos0, n_heads, n_kv, head_dim);
+            return;
+        }
+        free(c->scratch);
+        c->scratch = s;
+        c->scratch_cap = cap;
+    }
+    attn_job a = {c, out, q, k, v, T, pos0, n_heads, n_kv, head_dim, 0};
+    atomic_init(&a.next, 0);
+    if ((double)T * n_heads * (double)need * head_dim < 65536.0)
+        attn_worker(&a, 0, 1);
+    else
+        tl_pool_run(c->pool, attn_worker, &a);
+}
+
+/* ---- the small operations ---- */
+
+static void cpu_embed(void *ctx, float *x, const tl_weight *t, const int *ids, int T)
+{
+    (void)ctx;
+    tl_cpu_ref_embed(x, t, ids, T);
+}
+
+static void cpu_rmsnorm(void *ctx, float *o, const float *x, const tl_weight *w, int T, int n, float eps)
+{
+    (void)ctx;
+    tl_cpu_ref_rmsnorm(o, x, w, T, n, eps);
+}
+
+/* The angles depend on the position only, so sin/cos are computed once per position rather
+ * than once per head; the arithmetic is the reference's, operation for operation. */
+static void cpu_rope(void *ctx, float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
+{
+    (void)ctx;
+    int half = hd / 2;
+    float cs[512], sn[512];
+    if (half > 512) {
+        tl_cpu_ref_rope(x, T, nh, hd, pos0, inv_freq);
+        return;
+    }
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < half; i++) {
+            float angle = (float)(pos0 + t) * inv_freq[i];
+            cs[i] = cosf(angle);
+            sn[i] = sinf(angle);
+        }
+        for (int h = 0; h < nh; h++) {
+            float *v = x + ((size_t)t * nh + h) * hd;
+            for (int i = 0; i < half; i++) {
+                float a = v[i], b = v[i + half];
+                v[i] = a * cs[i] - b * sn[i];
+                v[i + half] = b * cs[i] + a * sn[i];
+            }
+        }
+    }
+}
+
+typedef struct {
+    float *x;
+    const float *y;
+    int n;
+    int op;   /* 0: swiglu, 1: add */
+} ew_job;
+
+static void ew_range(ew_job *e, int i0, int i1)
+{
+    if (e->op == 0)
+        tl_cpu_ref_swiglu(e->x + i0, e->y + i0, i1 - i0);
+    else
+        tl_cpu_ref_add(e->x + i0, e->y + i0, i1 - i0);
+}
+
+static void ew_worker(void *arg, int tid, int n)
+{
+    ew_job *e = arg;
+    ew_range(e, (int)((int64_t)e->n * tid / n), (int)((int64_t)e->n * (tid + 1) / n));
+}
+
+static void ew_run(cpu_ctx *c, ew_job *e)
+{
+    if (e->n < (1 << 16) || tl_pool_size(c->pool) == 1)
+        ew_range(e, 0, e->n);
+    else
+        tl_pool_run(c->pool, ew_worker, e);
+}
+
+static void cpu_swiglu(void *ctx, float *g, const float *u, int n)
+{
+    ew_job e = {g, u, n, 0};
+    ew_run(ctx, &e);
+}
+
+static void cpu_add(void *ctx, float *x, const float *y, int n)
+{
+    ew_job e = {x, y, n, 1};
+    ew_run(ctx, &e);
+}
+
 static void cpu_sync(void *ctx) { (void)ctx; }
 
 static const tl_backend_ops cpu_ops = {

@@ -1,4 +1,5 @@
-/* Internal to the CPU backend: scalar reference kernels and dtype conversion. */
+/* Internal to the CPU backend: scalar reference kernels, dtype conversion, and the hooks the
+ * kernel tests use to pick a kernel set. */
 #ifndef TL_KERNELS_CPU_H
 #define TL_KERNELS_CPU_H
 
@@ -17,5 +18,11 @@ void tl_cpu_ref_attention(float *out, const float *q, const float *k, const floa
                           int n_heads, int n_kv, int head_dim);
 void tl_cpu_ref_swiglu(float *gate, const float *up, int n);
 void tl_cpu_ref_add(float *x, const float *y, int n);
+
+/* A backend context with a chosen kernel set ("generic", "avx2", "avx512", "avx512bf16";
+ * NULL: the best this CPU supports), for tests that check every variant. */
+void *tl_cpu_create_isa(int threads, const char *isa, tl_error *err);
+const char *tl_cpu_ctx_isa(void *ctx);
+int tl_cpu_ctx_threads(void *ctx);
 
 #endif

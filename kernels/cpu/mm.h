@@ -1,0 +1,38 @@
+/* Matrix products inside the CPU backend: out[T, rows] = x[T, cols] . W^T, one function per
+ * instruction set and weight dtype, each computing the rows [r0, r1) for every token. The
+ * backend splits rows among its threads; each kernel blocks over k and tokens itself. */
+#ifndef TL_KERNELS_CPU_MM_H
+#define TL_KERNELS_CPU_MM_H
+
+#include <stdint.h>
+#include "tokenloop/model.h"
+
+typedef struct tl_cpu_mm {
+    float *out;
+    const float *x;
+    const void *w;
+    int64_t rows, cols;
+    int T;
+    /* For kernels with want_pack: x split into bf16 high and low halves (x ~= hi + lo to
+     * about 2^-17), [T][2][cols_pad], zero beyond cols. */
+    const uint16_t *xpack;
+    int64_t cols_pad;
+} tl_cpu_mm;
+
+typedef void (*tl_cpu_mm_fn)(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+
+typedef struct tl_cpu_isa {
+    const char *name;
+    int (*supported)(void);
+    tl_cpu_mm_fn mm[3];          /* indexed by tl_dtype */
+    int want_pack[3];
+    int64_t pack_align;          /* cols_pad is a multiple of this */
+} tl_cpu_isa;
+
+extern const tl_cpu_isa tl_cpu_isa_generic, tl_cpu_isa_avx2, tl_cpu_isa_avx512,
+    tl_cpu_isa_avx512bf16;
+
+/* Fills xpack for T rows of x (cols_pad >= cols, a multiple of 32). */
+void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int64_t cols_pad);
+
+#endif

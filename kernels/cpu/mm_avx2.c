@@ -1,0 +1,45 @@
+/* AVX2 + FMA + F16C: weights widened to fp32 in registers, fp32 FMA. Built with
+ * -mavx2 -mfma -mf16c; only called after __builtin_cpu_supports says so. */
+#include <immintrin.h>
+#include <stdint.h>
+
+static inline float a2_hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline __m256 a2_load_bf16(const void *w, int64_t k)
+{
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + k));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+#define MM_ISA avx2
+#define MM_VF __m256
+#define MM_VL 8
+#define MM_RB 4
+#define MM_TB 2
+#define MM_ZERO() _mm256_setzero_ps()
+#define MM_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define MM_HSUM(v) a2_hsum(v)
+#define MM_LOADX(p) _mm256_loadu_ps(p)
+#define MM_LOADW_F32(w, k) _mm256_loadu_ps((const float *)(w) + (k))
+#define MM_LOADW_F16(w, k) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)(w) + (k))))
+#define MM_LOADW_BF16(w, k) a2_load_bf16(w, k)
+#include "mm_tmpl.h"
+
+static int supported(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+}
+
+const tl_cpu_isa tl_cpu_isa_avx2 = {
+    .name = "avx2",
+    .supported = supported,
+    .mm = {tl_cpu_mm_f32_avx2, tl_cpu_mm_f16_avx2, tl_cpu_mm_bf16_avx2},
+};

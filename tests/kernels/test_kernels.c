@@ -1,0 +1,222 @@
+/* The CPU backend's operations, for every kernel set this CPU runs (portable, AVX2, AVX-512,
+ * AVX-512 BF16) and 1, 2 and 3 threads, against the scalar reference in kernels/cpu/ref.c:
+ * random inputs, all weight dtypes, sizes that are not multiples of any vector or tile,
+ * decode (T = 1) and prefill (T > 1) shapes, weights at unaligned addresses. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "tl_test.h"
+#include "tokenloop/backend.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+static float rndf(void) { return (float)(rnd() % 2000001) / 1000000.0f - 1.0f; }
+
+/* Random weights of a dtype: mostly ordinary magnitudes, some zeros and subnormals. */
+static void fill_weight(void *buf, tl_dtype dt, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t r = rnd();
+        int special = r % 97 == 0;
+        if (dt == TL_F32) {
+            ((float *)buf)[i] = special ? 0.0f : rndf();
+        } else if (dt == TL_BF16) {
+            uint16_t sign = (uint16_t)((r >> 1) & 0x8000), exp = (uint16_t)(120 + (r >> 3) % 8);
+            ((uint16_t *)buf)[i] = special ? sign : (uint16_t)(sign | exp << 7 | (r >> 8 & 0x7f));
+        } else {
+            uint16_t sign = (uint16_t)((r >> 1) & 0x8000), exp = (uint16_t)(8 + (r >> 3) % 8);
+            if (special)   /* a subnormal f16 */
+                ((uint16_t *)buf)[i] = (uint16_t)(sign | (r >> 8 & 0x3ff));
+            else
+                ((uint16_t *)buf)[i] = (uint16_t)(sign | exp << 10 | (r >> 8 & 0x3ff));
+        }
+    }
+}
+
+static const tl_backend_ops *ops;
+
+static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, int64_t cols, int T)
+{
+    size_t es = tl_dtype_size(dt);
+    /* one element of slack so the weights can start at an odd 2-byte (or 4-byte) offset */
+    char *raw = malloc((size_t)(rows * cols + 1) * es);
+    tl_weight W = {.data = raw + es, .dtype = dt, .rows = rows, .cols = cols};
+    fill_weight(raw + es, dt, rows * cols);
+    float *x = malloc(sizeof(float) * (size_t)(T * cols));
+    for (int64_t i = 0; i < T * cols; i++)
+        x[i] = rndf();
+    float *out = malloc(sizeof(float) * (size_t)(T * rows)), *ref = malloc(sizeof(float) * (size_t)(T * rows));
+    for (int64_t i = 0; i < T * rows; i++)
+        out[i] = 12345.0f;   /* every output must be written, none left over */
+    ops->matmul(ctx, out, x, &W, T);
+    tl_cpu_ref_matmul(ref, x, &W, T);
+    int bad = 0;
+    double worst = 0;
+    for (int t = 0; t < T && bad < 3; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            double mag = 0;
+            for (int64_t c = 0; c < cols; c++)
+                mag += fabs((double)tl_cpu_weight_at(&W, r * cols + c) * x[t * cols + c]);
+            double d = fabs((double)out[t * rows + r] - ref[t * rows + r]);
+            double tol = 2e-5 * mag + 1e-6;
+            if (d / tol > worst)
+                worst = d / tol;
+            if (!(d <= tol) && bad++ < 3)
+                fprintf(stderr, "%s %s %lldx%lld T=%d: out[%d][%lld] = %.9g, ref %.9g\n", tag,
+                        tl_dtype_name(dt), (long long)rows, (long long)cols, T, t, (long long)r,
+                        out[t * rows + r], ref[t * rows + r]);
+        }
+    TL_CHECK_MSG(bad == 0, "%s matmul %s %lldx%lld T=%d: worst error %.2f x tolerance", tag,
+                 tl_dtype_name(dt), (long long)rows, (long long)cols, T, worst);
+    free(raw);
+    free(x);
+    free(out);
+    free(ref);
+}
+
+static void check_attention(void *ctx, const char *tag, int T, int pos0, int nh, int nkv, int hd)
+{
+    int n_ctx = pos0 + T, qd = nh * hd, kvd = nkv * hd;
+    float *q = malloc(sizeof(float) * (size_t)(T * qd)), *k = malloc(sizeof(float) * (size_t)(n_ctx * kvd));
+    float *v = malloc(sizeof(float) * (size_t)(n_ctx * kvd));
+    float *out = malloc(sizeof(float) * (size_t)(T * qd)), *ref = malloc(sizeof(float) * (size_t)(T * qd));
+    for (int i = 0; i < T * qd; i++)
+        q[i] = 2 * rndf();
+    for (int i = 0; i < n_ctx * kvd; i++) {
+        k[i] = 2 * rndf();
+        v[i] = rndf();
+    }
+    ops->attention(ctx, out, q, k, v, T, pos0, nh, nkv, hd);
+    tl_cpu_ref_attention(ref, q, k, v, T, pos0, nh, nkv, hd);
+    double worst = 0;
+    for (int i = 0; i < T * qd; i++) {
+        double d = fabs((double)out[i] - ref[i]);
+        if (d > worst)
+            worst = d;
+    }
+    TL_CHECK_MSG(worst <= 1e-5, "%s attention T=%d pos0=%d heads %d/%d dim %d: max error %g", tag,
+                 T, pos0, nh, nkv, hd, worst);
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+    free(ref);
+}
+
+static void check_small_ops(void *ctx, const char *tag)
+{
+    /* rope: the same arithmetic as the reference, so equal to the last bit */
+    int T = 3, nh = 5, hd = 18, n = T * nh * hd;
+    float inv[9], *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < hd / 2; i++)
+        inv[i] = powf(10000.0f, -2.0f * i / hd);
+    for (int i = 0; i < n; i++)
+        a[i] = b[i] = rndf();
+    ops->rope(ctx, a, T, nh, hd, 77, inv);
+    tl_cpu_ref_rope(b, T, nh, hd, 77, inv);
+    TL_CHECK_MSG(!memcmp(a, b, sizeof(float) * (size_t)n), "%s rope differs from the reference", tag);
+    free(a);
+    free(b);
+
+    /* swiglu and add, small and large enough to be split among threads */
+    int sizes[] = {1, 1000, 200003};
+    for (int s = 0; s < 3; s++) {
+        int m = sizes[s];
+        float *g1 = malloc(sizeof(float) * (size_t)m), *g2 = malloc(sizeof(float) * (size_t)m);
+        float *u = malloc(sizeof(float) * (size_t)m);
+        for (int i = 0; i < m; i++) {
+            g1[i] = g2[i] = 8 * rndf();
+            u[i] = rndf();
+        }
+        ops->swiglu(ctx, g1, u, m);
+        tl_cpu_ref_swiglu(g2, u, m);
+        TL_CHECK_MSG(!memcmp(g1, g2, sizeof(float) * (size_t)m), "%s swiglu n=%d", tag, m);
+        ops->add(ctx, g1, u, m);
+        tl_cpu_ref_add(g2, u, m);
+        TL_CHECK_MSG(!memcmp(g1, g2, sizeof(float) * (size_t)m), "%s add n=%d", tag, m);
+        free(g1);
+        free(g2);
+        free(u);
+    }
+
+    /* rmsnorm and embed on every dtype */
+    for (int dt = 0; dt < 3; dt++) {
+        int rows = 11, cols = 37, ids[4] = {0, 10, 3, 3};
+        void *tab = malloc(tl_dtype_size((tl_dtype)dt) * (size_t)(rows * cols));
+        fill_weight(tab, (tl_dtype)dt, rows * cols);
+        tl_weight tw = {tab, (tl_dtype)dt, rows, cols}, nw = {tab, (tl_dtype)dt, 1, cols};
+        float e1[4 * 37], e2[4 * 37], o1[4 * 37], o2[4 * 37];
+        ops->embed(ctx, e1, &tw, ids, 4);
+        tl_cpu_ref_embed(e2, &tw, ids, 4);
+        TL_CHECK_MSG(!memcmp(e1, e2, sizeof e1), "%s embed %s", tag, tl_dtype_name((tl_dtype)dt));
+        ops->rmsnorm(ctx, o1, e1, &nw, 4, cols, 1e-5f);
+        tl_cpu_ref_rmsnorm(o2, e2, &nw, 4, cols, 1e-5f);
+        double worst = 0;
+        for (int i = 0; i < 4 * cols; i++)
+            worst = fmax(worst, fabs((double)o1[i] - o2[i]) / (fabs(o2[i]) + 1e-6));
+        TL_CHECK_MSG(worst <= 1e-6, "%s rmsnorm %s: %g", tag, tl_dtype_name((tl_dtype)dt), worst);
+        free(tab);
+    }
+}
+
+int main(void)
+{
+    ops = tl_backend_cpu();
+    const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16"};
+    static const struct { int64_t rows, cols; int T; } shapes[] = {
+        {1, 1, 1}, {7, 13, 1}, {33, 67, 1}, {130, 1000, 1}, {64, 2048, 1}, {1023, 96, 1},
+        {5, 31, 2}, {37, 517, 7}, {61, 1031, 13}, {16, 64, 6}, {9, 600, 12}, {3, 1, 5},
+    };
+    int tested = 0;
+    for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
+        tl_error err;
+        void *probe = tl_cpu_create_isa(1, isas[s], &err);
+        if (!probe) {
+            printf("kernels: %s not supported here (%s), skipped\n", isas[s], err.msg);
+            continue;
+        }
+        ops->destroy(probe);
+        tested++;
+        for (int threads = 1; threads <= 3; threads++) {
+            void *ctx = tl_cpu_create_isa(threads, isas[s], &err);
+            TL_CHECK_MSG(ctx != NULL, "%s", err.msg);
+            if (!ctx)
+                continue;
+            TL_CHECK_STR(tl_cpu_ctx_isa(ctx), isas[s]);
+            TL_CHECK_INT(tl_cpu_ctx_threads(ctx), threads);
+            char tag[64];
+            snprintf(tag, sizeof tag, "%s/%d threads", isas[s], threads);
+            for (int dt = 0; dt < 3; dt++)
+                for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+                    check_matmul(ctx, tag, (tl_dtype)dt, shapes[i].rows, shapes[i].cols, shapes[i].T);
+            check_attention(ctx, tag, 1, 0, 4, 2, 16);
+            check_attention(ctx, tag, 1, 40, 8, 2, 64);
+            check_attention(ctx, tag, 5, 3, 6, 3, 10);
+            check_attention(ctx, tag, 17, 0, 32, 8, 64);
+            check_small_ops(ctx, tag);
+            ops->destroy(ctx);
+        }
+    }
+    TL_CHECK(tested >= 1);   /* the portable set runs everywhere */
+
+    tl_error err;
+    TL_CHECK(tl_cpu_create_isa(1, "sse9", &err) == NULL);
+    TL_CHECK(strstr(err.msg, "sse9") != NULL);
+    void *all = ops->create(0, &err);   /* all cores, best kernels */
+    TL_CHECK(all != NULL);
+    if (all) {
+        printf("kernels: default set %s, %d threads\n", tl_cpu_ctx_isa(all), tl_cpu_ctx_threads(all));
+        check_matmul(all, "default", TL_BF16, 300, 700, 1);
+        ops->destroy(all);
+    }
+    return TL_TEST_END("kernels");
+}
