@@ -52,4 +52,7 @@ int tl_tokenizer_eos(const tl_tokenizer *tok);
 const char *tl_tokenizer_bos_token(const tl_tokenizer *tok);
 const char *tl_tokenizer_eos_token(const tl_tokenizer *tok);
 
+/* $TOKENLOOP_MODEL when set, else the source tree's assets/tokenizer. */
+const char *tl_tokenizer_default_dir(void);
+
 #endif

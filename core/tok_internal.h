@@ -1,0 +1,56 @@
+/* The tokenizer's private layout, shared by core/tok*.c only. */
+#ifndef TOKENLOOP_TOK_INTERNAL_H
+#define TOKENLOOP_TOK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TL_TOK_MAX_PRE 8
+#define TL_TOK_MAX_TEMPLATE 8
+
+enum { TL_PRE_SPLIT, TL_PRE_PREFIX_SPACE };
+enum { TL_SPLIT_REMOVED, TL_SPLIT_ISOLATED, TL_SPLIT_MERGED_PREV, TL_SPLIT_MERGED_NEXT, TL_SPLIT_CONTIGUOUS };
+
+struct pcre2_real_code_8;
+
+typedef struct {
+    int kind;
+    struct pcre2_real_code_8 *re;
+    int behavior, invert, prefix_space;
+} tl_pretok;
+
+typedef struct {
+    uint64_t key;  /* left id << 32 | right id */
+    int rank, result;  /* result < 0: empty slot */
+} tl_merge;
+
+typedef struct {
+    int id;
+    uint32_t off;  /* content in the arena */
+    size_t len;
+    unsigned char special, lstrip, rstrip;
+} tl_added;
+
+struct tl_tokenizer {
+    int n_vocab;
+    char *arena;
+    size_t arena_len, arena_cap;
+    uint32_t *piece_off, *piece_len, *tokstr_off;  /* per id: raw bytes and HF string in the arena */
+    unsigned char *present, *special;              /* special: 1 special added token, 2 other added */
+    uint32_t *bytes_map, *str_map;                 /* raw bytes -> id (BPE vocab); HF string -> id */
+    size_t bytes_map_size, str_map_size;
+    tl_merge *merge_map;
+    size_t merge_map_size;
+    int byte_id[256];
+    int cp_of_byte[256], byte_of_cp[0x144];
+    int ignore_merges;
+    tl_added *added;
+    int n_added;
+    tl_pretok pre[TL_TOK_MAX_PRE];
+    int n_pre;
+    int prefix[TL_TOK_MAX_TEMPLATE], suffix[TL_TOK_MAX_TEMPLATE], n_prefix, n_suffix;
+    int bos, eos;
+    char *bos_token, *eos_token;
+};
+
+#endif
