@@ -1,0 +1,152 @@
+/* TTFT/TPOT as defined in metrics.h, from clock stamps taken when each generated id is on the
+ * host. */
+#include "tokenloop/metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double tl_clock_monotonic_ms(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+struct tl_metrics {
+    tl_clock_fn clock;
+    void *ctx;
+    double t0, t_mark;
+    double template_ms, tokenize_ms;
+    int prompt_tokens;
+    double *t, *pass_ms, *unsynced;  /* per generated token; t relative to t0 */
+    int n, cap;
+    double step_bytes, bw;
+};
+
+tl_metrics *tl_metrics_create(tl_clock_fn clock, void *clock_ctx)
+{
+    tl_metrics *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->clock = clock ? clock : tl_clock_monotonic_ms;
+    m->ctx = clock_ctx;
+    tl_metrics_start(m);
+    return m;
+}
+
+void tl_metrics_free(tl_metrics *m)
+{
+    if (!m) return;
+    free(m->t);
+    free(m->pass_ms);
+    free(m->unsynced);
+    free(m);
+}
+
+double tl_metrics_now(const tl_metrics *m) { return m->clock(m->ctx); }
+
+void tl_metrics_start(tl_metrics *m)
+{
+    m->t0 = m->t_mark = tl_metrics_now(m);
+    m->template_ms = m->tokenize_ms = -1;
+    m->prompt_tokens = 0;
+    m->n = 0;
+}
+
+void tl_metrics_templated(tl_metrics *m)
+{
+    double now = tl_metrics_now(m);
+    m->template_ms = now - m->t_mark;
+    m->t_mark = now;
+}
+
+void tl_metrics_tokenized(tl_metrics *m, int prompt_tokens)
+{
+    double now = tl_metrics_now(m);
+    if (m->template_ms >= 0) m->tokenize_ms = now - m->t_mark;
+    m->t_mark = now;
+    m->prompt_tokens = prompt_tokens;
+}
+
+void tl_metrics_token(tl_metrics *m, double pass_ms, double unsynced_ms)
+{
+    double now = tl_metrics_now(m);
+    if (m->n == m->cap) {
+        int cap = m->cap ? m->cap * 2 : 64;
+        double *a = realloc(m->t, sizeof(double) * (size_t)cap);
+        if (a) m->t = a;
+        double *b = realloc(m->pass_ms, sizeof(double) * (size_t)cap);
+        if (b) m->pass_ms = b;
+        double *c = realloc(m->unsynced, sizeof(double) * (size_t)cap);
+        if (c) m->unsynced = c;
+        if (!a || !b || !c) return;
+        m->cap = cap;
+    }
+    m->t[m->n] = now - m->t0;
+    m->pass_ms[m->n] = pass_ms;
+    m->unsynced[m->n] = unsynced_ms;
+    m->n++;
+}
+
+void tl_metrics_drop(tl_metrics *m, int n)
+{
+    m->n = n >= m->n ? 0 : m->n - n;
+}
+
+void tl_metrics_set_floor(tl_metrics *m, double step_bytes, double bw)
+{
+    m->step_bytes = step_bytes;
+    m->bw = bw;
+}
+
+double tl_metrics_token_time(const tl_metrics *m, int i)
+{
+    return i >= 0 && i < m->n ? m->t[i] : -1;
+}
+
+int tl_metrics_count(const tl_metrics *m) { return m->n; }
+
+tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
+{
+    tl_metrics_report r;
+    memset(&r, 0, sizeof r);
+    r.prompt_tokens = m->prompt_tokens;
+    r.generated = m->n;
+    r.template_ms = m->template_ms;
+    r.tokenize_ms = m->tokenize_ms;
+    r.ttft_ms = r.tpot_ms = r.decode_tokens_per_s = r.total_ms = -1;
+    r.prompt_as_output_tokens_per_s = -1;
+    r.unsynced_tpot_ms = -1;
+    r.bandwidth_gbs = r.floor_ms = r.tpot_over_floor = -1;
+    r.ref_floor_ms = TL_REF_FLOOR_BYTES / TL_REF_FLOOR_BW * 1e3;
+    if (m->n >= 1) {
+        r.ttft_ms = m->t[0];
+        r.total_ms = m->t[m->n - 1];
+        if (r.total_ms > 0)
+            r.prompt_as_output_tokens_per_s = (m->prompt_tokens + m->n) / (r.total_ms / 1e3);
+    }
+    if (m->n >= 2) {
+        double span = m->t[m->n - 1] - m->t[0];
+        r.tpot_ms = span / (m->n - 1);
+        if (span > 0) r.decode_tokens_per_s = (m->n - 1) / (span / 1e3);
+        /* the unsynchronized reading: decode passes only (token 1 on), as the naive code times them */
+        int applicable = 1;
+        double sum = 0;
+        for (int i = 1; i < m->n; i++) {
+            if (m->unsynced[i] < 0) applicable = 0;
+            sum += m->unsynced[i];
+        }
+        r.unsynced_applicable = applicable;
+        if (applicable) r.unsynced_tpot_ms = sum / (m->n - 1);
+    } else if (m->n == 1) {
+        r.unsynced_applicable = m->unsynced[0] >= 0;
+    }
+    r.step_bytes = m->step_bytes;
+    if (m->bw > 0 && m->step_bytes > 0) {
+        r.bandwidth_gbs = m->bw / 1e9;
+        r.floor_ms = m->step_bytes / m->bw * 1e3;
+        if (r.tpot_ms > 0) r.tpot_over_floor = r.tpot_ms / r.floor_ms;
+    }
+    return r;
+}
