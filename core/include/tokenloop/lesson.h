@@ -1,0 +1,43 @@
+/* Lessons: a lesson file (a JSON file in lessons/, format in lessons/README.md) is a list of steps, each
+ * with narration in English and Vietnamese, actions that drive a tl_session, and expectations
+ * checked against what the session then shows. The same player serves `tokenloop lesson check`
+ * (headless) and the TUI's lesson panel. */
+#ifndef TOKENLOOP_LESSON_H
+#define TOKENLOOP_LESSON_H
+
+#include <stddef.h>
+#include "tokenloop/error.h"
+#include "tokenloop/session.h"
+
+typedef struct tl_lesson tl_lesson;
+
+int tl_lesson_load(tl_lesson **out, const char *path, tl_error *err);
+void tl_lesson_free(tl_lesson *l);
+const char *tl_lesson_id(const tl_lesson *l);
+const char *tl_lesson_title(const tl_lesson *l, const char *lang);
+int tl_lesson_n_steps(const tl_lesson *l);
+
+/* The lessons folder: $TOKENLOOP_LESSONS, else lessons/ found upwards from the executable,
+ * else the source tree's. Writes it to buf; -1 when none exists. */
+int tl_lesson_dir(char *buf, size_t size);
+/* The *.json files of dir, sorted by name (malloc'd array of malloc'd paths). */
+int tl_lesson_list(const char *dir, char ***paths, int *n, tl_error *err);
+void tl_lesson_list_free(char **paths, int n);
+/* "en" or "vi": "vi" when $LANG (or $LC_ALL, $LC_MESSAGES) starts with "vi". */
+const char *tl_lesson_default_lang(void);
+
+/* What the actions of a step ask the screen to do. */
+typedef struct tl_lesson_ui {
+    char highlight[32];         /* pane name, "" for none */
+    int show_wrong_readings;    /* -1 unchanged, 0/1 */
+} tl_lesson_ui;
+
+/* Runs the actions of step i on s (fills ui, may be NULL). */
+int tl_lesson_apply(tl_lesson *l, int i, tl_session *s, tl_lesson_ui *ui, tl_error *err);
+/* Checks the expectations of step i. 0: all hold; 1: one failed, described in why;
+ * -1: an error. */
+int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_size);
+/* The narration of step i in lang with {placeholders} filled from s (malloc'd). */
+char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session *s);
+
+#endif

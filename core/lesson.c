@@ -1,0 +1,914 @@
+/* The lesson player: validates a lesson file once at load time, then applies a step's actions
+ * to a session, checks its expectations and fills its narration from live values. Every number
+ * a lesson shows comes from the session (a field below) or is the class reference, which the
+ * lesson text labels as such. */
+#include "tokenloop/lesson.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "tokenloop/engine.h"
+#include "tokenloop/tokenizer.h"
+
+#define MAX_SAVED 16
+
+typedef struct saved_value {
+    char name[32];
+    int is_num;
+    double num;
+    char *str;
+} saved_value;
+
+struct tl_lesson {
+    char *path;
+    cJSON *root;
+    cJSON *steps;
+    int n_steps;
+    /* the conversation the actions build up */
+    char *system, *user;
+    saved_value saved[MAX_SAVED];
+    int n_saved;
+};
+
+/* ---------- live fields ---------- */
+
+typedef enum { F_NUM, F_STR } field_kind;
+
+typedef struct field_value {
+    field_kind kind;
+    double num;         /* NAN when not available yet */
+    char *str;          /* malloc'd */
+} field_value;
+
+static const char *const num_fields[] = {
+    "prompt_tokens", "generated", "steps", "position", "ttft_ms", "tpot_ms", "floor_ms",
+    "bandwidth_gbs", "tpot_over_floor", "decode_tokens_per_s", "prompt_as_output_tokens_per_s",
+    "ref_floor_ms", "unsynced_applicable", "step_mb", "weight_mb", "params_m", "max_new_tokens",
+    "vocab", "first_prob", "last_prob", "temperature", "top_p", "top_k", "prefill_ms",
+    "first_decode_ms", "median_decode_ms", "kept", "n_eos", "template_ms", "tokenize_ms",
+    "ref_tokens_per_s", "floor_tokens_per_s", NULL,
+};
+static const char *const str_fields[] = {
+    "stop_reason", "stop_detail", "budget_source", "text", "streamed", "held_back", "printed",
+    "hold_reason", "prompt_text", "first_piece", "last_piece", "eos_ids", "eos_names",
+    "last_kind", "generated_ids", "device", NULL,
+};
+
+static int in_list(const char *const *list, const char *name)
+{
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(list[i], name))
+            return 1;
+    return 0;
+}
+
+static char *dupstr(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+static double chosen_prob(const tl_step *st)
+{
+    for (int i = 0; i < st->sample.n; i++)
+        if (st->sample.cand[i].id == st->chosen)
+            return st->sample.cand[i].prob_final;
+    return NAN;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_decode_ms(tl_session *s)
+{
+    int n = tl_session_n_steps(s), k = 0;
+    if (n < 2)
+        return NAN;
+    double *v = malloc(sizeof(double) * (size_t)n);
+    if (!v)
+        return NAN;
+    for (int i = 1; i < n; i++)
+        v[k++] = tl_session_step_at(s, i)->ms;
+    qsort(v, (size_t)k, sizeof *v, cmp_double);
+    double m = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    free(v);
+    return m;
+}
+
+static char *join_ids(const int *ids, int n, const tl_tokenizer *tok, int names)
+{
+    size_t cap = 64 + (size_t)n * 32, len = 0;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        const char *name = names && tok ? tl_tokenizer_token(tok, ids[i]) : NULL;
+        int w = names ? snprintf(out + len, cap - len, "%s%s", i ? ", " : "", name ? name : "?")
+                      : snprintf(out + len, cap - len, "%s%d", i ? ", " : "", ids[i]);
+        if (w < 0 || (size_t)w >= cap - len)
+            break;
+        len += (size_t)w;
+    }
+    return out;
+}
+
+static const char *hold_name(int r)
+{
+    if (r & TL_HOLD_STOP_PREFIX) return "stop_prefix";
+    if (r & TL_HOLD_INCOMPLETE_UTF8) return "incomplete_utf8";
+    if (r & TL_HOLD_PARTIAL_WORD) return "partial_word";
+    return "none";
+}
+
+/* A negative metric means "not measured"; lessons see NAN so that checks fail loudly. */
+static double known(double v)
+{
+    return v < 0 ? NAN : v;
+}
+
+static int field_get(tl_session *s, const char *name, field_value *out)
+{
+    const tl_model *m = tl_session_model(s);
+    tl_metrics_report r = tl_session_metrics(s);
+    const tl_stop_config *sc = tl_session_stop_config(s);
+    const tl_stop_result *sr = tl_session_stop(s);
+    tl_sampling sp = tl_session_sampling(s);
+    int n_steps = tl_session_n_steps(s), n_prompt = 0, n_gen = 0;
+    const int *prompt_ids = tl_session_prompt_ids(s, &n_prompt);
+    const int *gen_ids = tl_session_generated_ids(s, &n_gen);
+    const tl_step *first = n_steps ? tl_session_step_at(s, 0) : NULL;
+    const tl_step *last = n_steps ? tl_session_step_at(s, n_steps - 1) : NULL;
+    (void)prompt_ids;
+
+    out->kind = F_NUM;
+    out->num = NAN;
+    out->str = NULL;
+    if (in_list(num_fields, name)) {
+        double v = NAN;
+        if (!strcmp(name, "prompt_tokens")) v = n_prompt;
+        else if (!strcmp(name, "generated")) v = n_gen;
+        else if (!strcmp(name, "steps")) v = n_steps;
+        else if (!strcmp(name, "position")) v = tl_engine_pos(tl_session_engine(s));
+        else if (!strcmp(name, "ttft_ms")) v = known(r.ttft_ms);
+        else if (!strcmp(name, "tpot_ms")) v = known(r.tpot_ms);
+        else if (!strcmp(name, "floor_ms")) v = known(r.floor_ms);
+        else if (!strcmp(name, "bandwidth_gbs")) v = known(r.bandwidth_gbs);
+        else if (!strcmp(name, "tpot_over_floor")) v = known(r.tpot_over_floor);
+        else if (!strcmp(name, "decode_tokens_per_s")) v = known(r.decode_tokens_per_s);
+        else if (!strcmp(name, "prompt_as_output_tokens_per_s")) v = known(r.prompt_as_output_tokens_per_s);
+        else if (!strcmp(name, "ref_floor_ms")) v = r.ref_floor_ms;
+        else if (!strcmp(name, "ref_tokens_per_s")) v = 1000.0 / r.ref_floor_ms;
+        else if (!strcmp(name, "floor_tokens_per_s")) v = r.floor_ms > 0 ? 1000.0 / r.floor_ms : NAN;
+        else if (!strcmp(name, "unsynced_applicable")) v = r.unsynced_applicable;
+        else if (!strcmp(name, "step_mb")) v = known(r.step_bytes) / 1e6;
+        else if (!strcmp(name, "weight_mb")) v = (double)m->weight_bytes / 1e6;
+        else if (!strcmp(name, "params_m")) v = (double)m->n_params / 1e6;
+        else if (!strcmp(name, "max_new_tokens")) v = sc->max_new_tokens;
+        else if (!strcmp(name, "vocab")) v = m->cfg.vocab_size;
+        else if (!strcmp(name, "first_prob")) v = first ? chosen_prob(first) : NAN;
+        else if (!strcmp(name, "last_prob")) v = last ? chosen_prob(last) : NAN;
+        else if (!strcmp(name, "temperature")) v = sp.temperature;
+        else if (!strcmp(name, "top_p")) v = sp.top_p;
+        else if (!strcmp(name, "top_k")) v = sp.top_k;
+        else if (!strcmp(name, "prefill_ms")) v = first ? first->ms : NAN;
+        else if (!strcmp(name, "first_decode_ms")) v = n_steps > 1 ? tl_session_step_at(s, 1)->ms : NAN;
+        else if (!strcmp(name, "median_decode_ms")) v = median_decode_ms(s);
+        else if (!strcmp(name, "kept")) v = last ? last->sample.kept : NAN;
+        else if (!strcmp(name, "n_eos")) v = sc->n_eos;
+        else if (!strcmp(name, "template_ms")) v = known(r.template_ms);
+        else if (!strcmp(name, "tokenize_ms")) v = known(r.tokenize_ms);
+        out->num = v;
+        return 0;
+    }
+    if (!in_list(str_fields, name))
+        return -1;
+    out->kind = F_STR;
+    size_t len = 0;
+    if (!strcmp(name, "stop_reason")) out->str = dupstr(tl_stop_reason_name(sr->reason));
+    else if (!strcmp(name, "stop_detail")) out->str = dupstr(sr->detail);
+    else if (!strcmp(name, "budget_source")) out->str = dupstr(tl_budget_source_name(sc->budget_source));
+    else if (!strcmp(name, "text")) out->str = dupstr(tl_session_text(s, &len));
+    else if (!strcmp(name, "streamed")) out->str = dupstr(tl_session_streamed(s, &len));
+    else if (!strcmp(name, "held_back")) out->str = dupstr(last ? last->held : "");
+    else if (!strcmp(name, "printed")) out->str = dupstr(last ? last->printed : "");
+    else if (!strcmp(name, "hold_reason")) out->str = dupstr(hold_name(last ? last->hold_reason : 0));
+    else if (!strcmp(name, "prompt_text")) out->str = dupstr(tl_session_prompt_text(s, &len));
+    else if (!strcmp(name, "first_piece")) out->str = dupstr(first ? first->piece : "");
+    else if (!strcmp(name, "last_piece")) out->str = dupstr(last ? last->piece : "");
+    else if (!strcmp(name, "eos_ids")) out->str = join_ids(sc->eos_ids, sc->n_eos, NULL, 0);
+    else if (!strcmp(name, "eos_names")) out->str = join_ids(sc->eos_ids, sc->n_eos, tl_session_tokenizer(s), 1);
+    else if (!strcmp(name, "last_kind")) out->str = dupstr(!last ? "none" : last->kind == TL_STEP_PREFILL ? "prefill" : "decode");
+    else if (!strcmp(name, "generated_ids")) out->str = join_ids(gen_ids, n_gen, NULL, 0);
+    else if (!strcmp(name, "device")) out->str = dupstr(tl_engine_device(tl_session_engine(s)));
+    return out->str ? 0 : -1;
+}
+
+/* ---------- loading and validation ---------- */
+
+static const char *const action_names[] = {
+    "reset", "system", "user", "messages", "raw_prompt", "generation_prompt", "greedy",
+    "sampling", "defaults", "max_new_tokens", "stop_strings", "stream_mode", "step", "run",
+    "rewind", "force", "highlight", "wrong_readings", "remember", "top_n", NULL,
+};
+static const char *const panes[] = { "prompt", "tokens", "logits", "stream", "stop", "timing", "", NULL };
+
+static int fail(tl_error *err, const tl_lesson *l, int step, const char *what, const char *field,
+                const char *msg)
+{
+    if (step < 0)
+        return tl_error_set(err, "%s: %s%s%s", l->path, field ? field : "", field ? ": " : "", msg);
+    return tl_error_set(err, "%s: step %d: %s \"%s\": %s", l->path, step + 1, what, field, msg);
+}
+
+static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *err)
+{
+    if (!cJSON_IsObject(a) || !a->child || a->child->next)
+        return fail(err, l, si, "action", "?", "each action is an object with exactly one key");
+    const cJSON *v = a->child;
+    const char *k = v->string;
+    if (!in_list(action_names, k))
+        return fail(err, l, si, "action", k, "unknown action");
+    int ok = 1;
+    if (!strcmp(k, "system") || !strcmp(k, "user") || !strcmp(k, "raw_prompt"))
+        ok = cJSON_IsString(v) || (!strcmp(k, "system") && cJSON_IsNull(v));
+    else if (!strcmp(k, "messages") || !strcmp(k, "stop_strings")) {
+        ok = cJSON_IsArray(v);
+        if (ok && !strcmp(k, "stop_strings"))
+            for (const cJSON *e = v->child; e; e = e->next)
+                ok = ok && cJSON_IsString(e);
+    } else if (!strcmp(k, "generation_prompt") || !strcmp(k, "greedy") || !strcmp(k, "wrong_readings")
+               || !strcmp(k, "reset") || !strcmp(k, "run") || !strcmp(k, "defaults"))
+        ok = cJSON_IsBool(v);
+    else if (!strcmp(k, "max_new_tokens") || !strcmp(k, "step") || !strcmp(k, "rewind")
+             || !strcmp(k, "top_n"))
+        ok = cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble == (int)v->valuedouble;
+    else if (!strcmp(k, "sampling")) {
+        ok = cJSON_IsObject(v);
+        for (const cJSON *e = ok ? v->child : NULL; e; e = e->next)
+            if (!(cJSON_IsNumber(e) && (!strcmp(e->string, "temperature") || !strcmp(e->string, "top_k")
+                                        || !strcmp(e->string, "top_p") || !strcmp(e->string, "seed")))
+                && !(cJSON_IsBool(e) && !strcmp(e->string, "greedy")))
+                return fail(err, l, si, "action", k, "takes greedy, temperature, top_k, top_p, seed");
+    } else if (!strcmp(k, "stream_mode"))
+        ok = cJSON_IsString(v) && (!strcmp(v->valuestring, "hf") || !strcmp(v->valuestring, "server"));
+    else if (!strcmp(k, "force"))
+        ok = cJSON_IsString(v) || (cJSON_IsNumber(v) && v->valuedouble >= 0);
+    else if (!strcmp(k, "highlight"))
+        ok = cJSON_IsString(v) && in_list(panes, v->valuestring);
+    else if (!strcmp(k, "remember")) {
+        const cJSON *as = cJSON_GetObjectItemCaseSensitive(v, "as");
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, "field");
+        ok = cJSON_IsString(as) && cJSON_IsString(f) && strlen(as->valuestring) < 32
+             && (in_list(num_fields, f->valuestring) || in_list(str_fields, f->valuestring));
+    }
+    return ok ? 0 : fail(err, l, si, "action", k, "wrong type or value (see lessons/README.md)");
+}
+
+static const char *const str_ops[] = { "equals", "contains", "not_contains", "starts_with",
+                                       "not_ends_with", "nonempty", "empty", "equals_saved",
+                                       "differs_from_saved", NULL };
+static const char *const num_ops[] = { "eq", "min", "max", "gt", "lt", "gt_saved", "lt_saved",
+                                       "eq_saved", "gt_field", "lt_field", NULL };
+
+static int check_expect(const tl_lesson *l, int si, const cJSON *e, tl_error *err)
+{
+    if (!cJSON_IsObject(e) || !e->child || e->child->next)
+        return fail(err, l, si, "expectation", "?", "each expectation is an object with exactly one key");
+    const cJSON *v = e->child;
+    const char *k = v->string;
+    int is_num = in_list(num_fields, k);
+    if (!is_num && !in_list(str_fields, k))
+        return fail(err, l, si, "expectation", k, "unknown field");
+    if (is_num ? cJSON_IsNumber(v) : cJSON_IsString(v))
+        return 0;
+    if (!cJSON_IsObject(v) || !v->child)
+        return fail(err, l, si, "expectation", k, is_num ? "needs a number or {op: value}" : "needs a string or {op: value}");
+    for (const cJSON *op = v->child; op; op = op->next) {
+        if (!in_list(is_num ? num_ops : str_ops, op->string))
+            return fail(err, l, si, "expectation", k, "unknown comparison");
+        int want_str = strstr(op->string, "saved") || strstr(op->string, "field") || !is_num;
+        if (!strcmp(op->string, "nonempty") || !strcmp(op->string, "empty"))
+            want_str = 0;
+        if (want_str ? !cJSON_IsString(op) : !(cJSON_IsNumber(op) || cJSON_IsBool(op)))
+            return fail(err, l, si, "expectation", k, "wrong type of comparison value");
+        if (strstr(op->string, "field") && !in_list(num_fields, op->valuestring))
+            return fail(err, l, si, "expectation", k, "compares with an unknown field");
+    }
+    return 0;
+}
+
+static int check_text(const tl_lesson *l, int si, const cJSON *obj, const char *key, tl_error *err)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsObject(t))
+        return fail(err, l, si, "field", key, "needs {\"en\": ..., \"vi\": ...}");
+    const char *langs[] = { "en", "vi" };
+    for (int i = 0; i < 2; i++) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(t, langs[i]);
+        if (!cJSON_IsString(s) || !*s->valuestring)
+            return fail(err, l, si, "field", key, i ? "missing the Vietnamese text (\"vi\")" : "missing the English text (\"en\")");
+    }
+    return 0;
+}
+
+static char *read_file(const char *path, tl_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tl_error_set(err, "%s: cannot open", path);
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            if (cap > (16u << 20)) {
+                free(buf);
+                fclose(f);
+                tl_error_set(err, "%s: larger than 16 MiB", path);
+                return NULL;
+            }
+            char *nb = realloc(buf, cap);
+            if (!nb) break;
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    if (!buf) {
+        tl_error_set(err, "%s: out of memory", path);
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+int tl_lesson_load(tl_lesson **out, const char *path, tl_error *err)
+{
+    *out = NULL;
+    char *text = read_file(path, err);
+    if (!text)
+        return -1;
+    tl_lesson *l = calloc(1, sizeof *l);
+    if (!l) {
+        free(text);
+        return tl_error_set(err, "%s: out of memory", path);
+    }
+    l->path = strdup(path);
+    l->root = cJSON_Parse(text);
+    if (!l->root) {
+        const char *at = cJSON_GetErrorPtr();
+        int line = 1;
+        for (const char *p = text; at && p < at && *p; p++)
+            line += *p == '\n';
+        tl_error_set(err, "%s: line %d: not valid JSON", path, line);
+        free(text);
+        tl_lesson_free(l);
+        return -1;
+    }
+    free(text);
+    int rc = 0;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(l->root, "id");
+    l->steps = cJSON_GetObjectItemCaseSensitive(l->root, "steps");
+    if (!cJSON_IsObject(l->root))
+        rc = fail(err, l, -1, NULL, NULL, "a lesson is a JSON object");
+    else if (!cJSON_IsString(id) || !*id->valuestring)
+        rc = fail(err, l, -1, NULL, "id", "missing or not a string");
+    else if (check_text(l, -1, l->root, "title", err))
+        rc = -1;
+    else if (!cJSON_IsArray(l->steps) || cJSON_GetArraySize(l->steps) == 0)
+        rc = fail(err, l, -1, NULL, "steps", "missing or empty");
+    if (!rc) {
+        int si = 0;
+        for (const cJSON *st = l->steps->child; st && !rc; st = st->next, si++) {
+            if (!cJSON_IsObject(st)) {
+                rc = fail(err, l, si, "step", "", "is not an object");
+                break;
+            }
+            for (const cJSON *f = st->child; f && !rc; f = f->next)
+                if (strcmp(f->string, "say") && strcmp(f->string, "actions") && strcmp(f->string, "expect"))
+                    rc = fail(err, l, si, "field", f->string, "unknown (say, actions, expect)");
+            if (!rc && check_text(l, si, st, "say", err))
+                rc = -1;
+            const cJSON *acts = cJSON_GetObjectItemCaseSensitive(st, "actions");
+            const cJSON *exps = cJSON_GetObjectItemCaseSensitive(st, "expect");
+            if (!rc && acts && !cJSON_IsArray(acts))
+                rc = fail(err, l, si, "field", "actions", "is not an array");
+            if (!rc && exps && !cJSON_IsArray(exps))
+                rc = fail(err, l, si, "field", "expect", "is not an array");
+            for (const cJSON *a = acts ? acts->child : NULL; a && !rc; a = a->next)
+                rc = check_action(l, si, a, err);
+            for (const cJSON *e = exps ? exps->child : NULL; e && !rc; e = e->next)
+                rc = check_expect(l, si, e, err);
+        }
+        l->n_steps = si;
+    }
+    if (rc) {
+        tl_lesson_free(l);
+        return -1;
+    }
+    *out = l;
+    return 0;
+}
+
+void tl_lesson_free(tl_lesson *l)
+{
+    if (!l)
+        return;
+    for (int i = 0; i < l->n_saved; i++)
+        free(l->saved[i].str);
+    cJSON_Delete(l->root);
+    free(l->path);
+    free(l->system);
+    free(l->user);
+    free(l);
+}
+
+const char *tl_lesson_id(const tl_lesson *l)
+{
+    return cJSON_GetObjectItemCaseSensitive(l->root, "id")->valuestring;
+}
+
+static const char *text_in(const cJSON *t, const char *lang)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(t, lang && !strcmp(lang, "vi") ? "vi" : "en");
+    return s->valuestring;
+}
+
+const char *tl_lesson_title(const tl_lesson *l, const char *lang)
+{
+    return text_in(cJSON_GetObjectItemCaseSensitive(l->root, "title"), lang);
+}
+
+int tl_lesson_n_steps(const tl_lesson *l) { return l->n_steps; }
+
+/* ---------- finding lessons ---------- */
+
+static int is_dir(const char *p)
+{
+    DIR *d = opendir(p);
+    if (d)
+        closedir(d);
+    return d != NULL;
+}
+
+int tl_lesson_dir(char *buf, size_t size)
+{
+    const char *env = getenv("TOKENLOOP_LESSONS");
+    if (env && *env) {
+        snprintf(buf, size, "%s", env);
+        return is_dir(buf) ? 0 : -1;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        for (char *slash = strrchr(exe, '/'); slash; slash = strrchr(exe, '/')) {
+            *slash = '\0';
+            if (snprintf(buf, size, "%s/lessons", exe) < (int)size && is_dir(buf)) {
+                char probe[PATH_MAX + 16];
+                snprintf(probe, sizeof probe, "%s/README.md", buf);
+                if (access(probe, R_OK) == 0)
+                    return 0;
+            }
+        }
+    }
+#ifdef TL_SOURCE_DIR
+    snprintf(buf, size, "%s/lessons", TL_SOURCE_DIR);
+    if (is_dir(buf))
+        return 0;
+#endif
+    return -1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int tl_lesson_list(const char *dir, char ***paths, int *n, tl_error *err)
+{
+    *paths = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return tl_error_set(err, "%s: cannot open the lessons folder", dir);
+    char **v = NULL;
+    int cnt = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") || e->d_name[0] == '.')
+            continue;
+        char **nv = realloc(v, sizeof *v * (size_t)(cnt + 1));
+        if (!nv)
+            break;
+        v = nv;
+        size_t plen = strlen(dir) + len + 2;
+        v[cnt] = malloc(plen);
+        if (!v[cnt])
+            break;
+        snprintf(v[cnt++], plen, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    qsort(v, (size_t)cnt, sizeof *v, cmp_str);
+    *paths = v;
+    *n = cnt;
+    return 0;
+}
+
+void tl_lesson_list_free(char **paths, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+const char *tl_lesson_default_lang(void)
+{
+    const char *vars[] = { "LC_ALL", "LC_MESSAGES", "LANG" };
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return !strncmp(v, "vi", 2) ? "vi" : "en";
+    }
+    return "en";
+}
+
+/* ---------- actions ---------- */
+
+static int set_conversation(tl_lesson *l, tl_session *s, tl_error *err)
+{
+    return tl_session_set_user(s, l->system, l->user ? l->user : "", err);
+}
+
+static int force_token(tl_session *s, const cJSON *v, tl_error *err)
+{
+    int id = -1;
+    if (cJSON_IsNumber(v)) {
+        id = (int)v->valuedouble;
+    } else {
+        const tl_tokenizer *tok = tl_session_tokenizer(s);
+        if (!tok)
+            return tl_error_set(err, "force: no tokenizer loaded");
+        int *ids = NULL, n = 0;
+        if (tl_tokenizer_encode(tok, v->valuestring, strlen(v->valuestring), 0, &ids, &n, err))
+            return -1;
+        id = n == 1 ? ids[0] : -1;
+        free(ids);
+        if (id < 0)
+            return tl_error_set(err, "force: \"%s\" is not a single token", v->valuestring);
+    }
+    return tl_session_force(s, id, err);
+}
+
+static int remember(tl_lesson *l, tl_session *s, const cJSON *v, tl_error *err)
+{
+    const char *as = cJSON_GetObjectItemCaseSensitive(v, "as")->valuestring;
+    const char *f = cJSON_GetObjectItemCaseSensitive(v, "field")->valuestring;
+    saved_value *slot = NULL;
+    for (int i = 0; i < l->n_saved; i++)
+        if (!strcmp(l->saved[i].name, as))
+            slot = &l->saved[i];
+    if (!slot) {
+        if (l->n_saved == MAX_SAVED)
+            return tl_error_set(err, "%s: remember: more than %d names", l->path, MAX_SAVED);
+        slot = &l->saved[l->n_saved++];
+        snprintf(slot->name, sizeof slot->name, "%s", as);
+    }
+    field_value fv;
+    if (field_get(s, f, &fv))
+        return tl_error_set(err, "%s: remember: cannot read %s", l->path, f);
+    free(slot->str);
+    slot->is_num = fv.kind == F_NUM;
+    slot->num = fv.num;
+    slot->str = fv.str;
+    return 0;
+}
+
+static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *ui, tl_error *err)
+{
+    const char *k = v->string;
+    if (!strcmp(k, "reset")) {
+        tl_session_reset(s);
+    } else if (!strcmp(k, "system") || !strcmp(k, "user")) {
+        char **slot = !strcmp(k, "system") ? &l->system : &l->user;
+        free(*slot);
+        *slot = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+        return set_conversation(l, s, err);
+    } else if (!strcmp(k, "messages")) {
+        char *json = cJSON_PrintUnformatted(v);
+        int rc = json ? tl_session_set_messages(s, json, err) : tl_error_set(err, "out of memory");
+        free(json);
+        return rc;
+    } else if (!strcmp(k, "raw_prompt")) {
+        const tl_tokenizer *tok = tl_session_tokenizer(s);
+        int *ids = NULL, n = 0;
+        if (!tok)
+            return tl_error_set(err, "raw_prompt: no tokenizer loaded");
+        if (tl_tokenizer_encode(tok, v->valuestring, strlen(v->valuestring), TL_TOK_ADD_BOS, &ids, &n, err))
+            return -1;
+        int rc = tl_session_set_prompt_ids(s, ids, n, err);
+        free(ids);
+        return rc;
+    } else if (!strcmp(k, "generation_prompt")) {
+        tl_session_set_add_generation_prompt(s, cJSON_IsTrue(v));
+    } else if (!strcmp(k, "greedy")) {
+        tl_sampling p = tl_session_sampling(s);
+        p.greedy = cJSON_IsTrue(v);
+        tl_session_set_sampling(s, p);
+    } else if (!strcmp(k, "defaults")) {
+        tl_session_set_sampling(s, tl_sampling_defaults(&tl_session_model(s)->gen));
+        tl_session_set_max_new_tokens(s, 0);
+        tl_session_set_stop_strings(s, NULL, 0, err);
+    } else if (!strcmp(k, "sampling")) {
+        tl_sampling p = tl_session_sampling(s);
+        for (const cJSON *e = v->child; e; e = e->next) {
+            if (!strcmp(e->string, "greedy")) p.greedy = cJSON_IsTrue(e);
+            else if (!strcmp(e->string, "temperature")) p.temperature = (float)e->valuedouble;
+            else if (!strcmp(e->string, "top_k")) p.top_k = (int)e->valuedouble;
+            else if (!strcmp(e->string, "top_p")) p.top_p = (float)e->valuedouble;
+            else if (!strcmp(e->string, "seed")) p.seed = (uint64_t)e->valuedouble;
+        }
+        tl_session_set_sampling(s, p);
+    } else if (!strcmp(k, "max_new_tokens")) {
+        tl_session_set_max_new_tokens(s, (int)v->valuedouble);
+    } else if (!strcmp(k, "stop_strings")) {
+        const char *list[TL_MAX_STOP];
+        int n = 0;
+        for (const cJSON *e = v->child; e && n < TL_MAX_STOP; e = e->next)
+            list[n++] = e->valuestring;
+        return tl_session_set_stop_strings(s, list, n, err);
+    } else if (!strcmp(k, "stream_mode")) {
+        tl_session_set_stream_mode(s, !strcmp(v->valuestring, "server") ? TL_STREAM_SERVER : TL_STREAM_HF);
+    } else if (!strcmp(k, "step")) {
+        for (int i = 0; i < (int)v->valuedouble; i++) {
+            int rc = tl_session_step(s, NULL, err);
+            if (rc < 0)
+                return -1;
+            if (rc == TL_SESSION_DONE || tl_session_done(s))
+                break;
+        }
+    } else if (!strcmp(k, "run")) {
+        if (cJSON_IsTrue(v) && tl_generate(s, NULL, NULL, err) < 0)
+            return -1;
+    } else if (!strcmp(k, "rewind")) {
+        return tl_session_rewind(s, (int)v->valuedouble, err);
+    } else if (!strcmp(k, "force")) {
+        return force_token(s, v, err);
+    } else if (!strcmp(k, "highlight")) {
+        if (ui)
+            snprintf(ui->highlight, sizeof ui->highlight, "%s", v->valuestring);
+    } else if (!strcmp(k, "wrong_readings")) {
+        if (ui)
+            ui->show_wrong_readings = cJSON_IsTrue(v);
+    } else if (!strcmp(k, "remember")) {
+        return remember(l, s, v, err);
+    } else if (!strcmp(k, "top_n")) {
+        tl_session_set_top_n(s, (int)v->valuedouble);
+    }
+    return 0;
+}
+
+static const cJSON *step_at(const tl_lesson *l, int i)
+{
+    return i >= 0 && i < l->n_steps ? cJSON_GetArrayItem(l->steps, i) : NULL;
+}
+
+int tl_lesson_apply(tl_lesson *l, int i, tl_session *s, tl_lesson_ui *ui, tl_error *err)
+{
+    const cJSON *st = step_at(l, i);
+    if (!st)
+        return tl_error_set(err, "%s: no step %d", l->path, i + 1);
+    if (ui) {
+        ui->highlight[0] = '\0';
+        ui->show_wrong_readings = -1;
+    }
+    const cJSON *acts = cJSON_GetObjectItemCaseSensitive(st, "actions");
+    for (const cJSON *a = acts ? acts->child : NULL; a; a = a->next) {
+        tl_error e2;
+        if (apply_one(l, s, a->child, ui, &e2))
+            return tl_error_set(err, "%s: step %d: action \"%s\": %s", l->path, i + 1, a->child->string, e2.msg);
+    }
+    return 0;
+}
+
+/* ---------- expectations ---------- */
+
+static const saved_value *find_saved(const tl_lesson *l, const char *name)
+{
+    for (int i = 0; i < l->n_saved; i++)
+        if (!strcmp(l->saved[i].name, name))
+            return &l->saved[i];
+    return NULL;
+}
+
+static int check_num(tl_lesson *l, tl_session *s, const char *k, double have, const cJSON *spec,
+                     char *why, size_t n)
+{
+    if (cJSON_IsNumber(spec)) {
+        if (have == spec->valuedouble)
+            return 0;
+        snprintf(why, n, "%s is %g, expected %g", k, have, spec->valuedouble);
+        return 1;
+    }
+    for (const cJSON *op = spec->child; op; op = op->next) {
+        const char *o = op->string;
+        double want = op->valuedouble;
+        if (cJSON_IsBool(op))
+            want = cJSON_IsTrue(op);
+        if (strstr(o, "_saved")) {
+            const saved_value *sv = find_saved(l, op->valuestring);
+            if (!sv || !sv->is_num) {
+                snprintf(why, n, "%s: nothing numeric remembered as \"%s\"", k, op->valuestring);
+                return 1;
+            }
+            want = sv->num;
+        } else if (strstr(o, "_field")) {
+            field_value fv;
+            if (field_get(s, op->valuestring, &fv)) {
+                snprintf(why, n, "%s: cannot read %s", k, op->valuestring);
+                return 1;
+            }
+            want = fv.num;
+        }
+        int ok = !isnan(have) && !isnan(want);
+        if (ok) {
+            if (!strcmp(o, "eq") || !strcmp(o, "eq_saved")) ok = have == want;
+            else if (!strcmp(o, "min")) ok = have >= want;
+            else if (!strcmp(o, "max")) ok = have <= want;
+            else if (!strncmp(o, "gt", 2)) ok = have > want;
+            else if (!strncmp(o, "lt", 2)) ok = have < want;
+        }
+        if (!ok) {
+            snprintf(why, n, "%s is %g, expected %s %g%s%s", k, have, o, want,
+                     cJSON_IsString(op) ? " from " : "", cJSON_IsString(op) ? op->valuestring : "");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static int check_str(tl_lesson *l, const char *k, const char *have, const cJSON *spec, char *why, size_t n)
+{
+    if (cJSON_IsString(spec)) {
+        if (!strcmp(have, spec->valuestring))
+            return 0;
+        snprintf(why, n, "%s is \"%.120s\", expected \"%.120s\"", k, have, spec->valuestring);
+        return 1;
+    }
+    for (const cJSON *op = spec->child; op; op = op->next) {
+        const char *o = op->string, *want = cJSON_IsString(op) ? op->valuestring : "";
+        int ok = 1;
+        if (!strcmp(o, "equals")) ok = !strcmp(have, want);
+        else if (!strcmp(o, "contains")) ok = strstr(have, want) != NULL;
+        else if (!strcmp(o, "not_contains")) ok = strstr(have, want) == NULL;
+        else if (!strcmp(o, "starts_with")) ok = !strncmp(have, want, strlen(want));
+        else if (!strcmp(o, "not_ends_with")) ok = !ends_with(have, want);
+        else if (!strcmp(o, "nonempty")) ok = (*have != '\0') == cJSON_IsTrue(op);
+        else if (!strcmp(o, "empty")) ok = (*have == '\0') == cJSON_IsTrue(op);
+        else if (!strcmp(o, "equals_saved") || !strcmp(o, "differs_from_saved")) {
+            const saved_value *sv = find_saved(l, want);
+            if (!sv || sv->is_num) {
+                snprintf(why, n, "%s: no text remembered as \"%s\"", k, want);
+                return 1;
+            }
+            ok = !strcmp(have, sv->str) == !strcmp(o, "equals_saved");
+            want = sv->str;
+        }
+        if (!ok) {
+            snprintf(why, n, "%s is \"%.120s\", expected %s \"%.120s\"", k, have, o, want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_size)
+{
+    const cJSON *st = step_at(l, i);
+    if (!st) {
+        snprintf(why, why_size, "no step %d", i + 1);
+        return -1;
+    }
+    const cJSON *exps = cJSON_GetObjectItemCaseSensitive(st, "expect");
+    for (const cJSON *e = exps ? exps->child : NULL; e; e = e->next) {
+        const cJSON *spec = e->child;
+        field_value fv;
+        if (field_get(s, spec->string, &fv)) {
+            snprintf(why, why_size, "cannot read %s", spec->string);
+            return -1;
+        }
+        int bad = fv.kind == F_NUM ? check_num(l, s, spec->string, fv.num, spec, why, why_size)
+                                   : check_str(l, spec->string, fv.str, spec, why, why_size);
+        free(fv.str);
+        if (bad)
+            return 1;
+    }
+    return 0;
+}
+
+/* ---------- narration ---------- */
+
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+} buf;
+
+static void buf_add(buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap : 256);
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np)
+            return;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+/* A number as people read it: integers plain, small values with 2-3 significant digits. */
+static void format_num(char *out, size_t n, double v)
+{
+    if (isnan(v))
+        snprintf(out, n, "n/a");
+    else if (v == (long long)v && fabs(v) < 1e15)
+        snprintf(out, n, "%lld", (long long)v);
+    else if (fabs(v) >= 100)
+        snprintf(out, n, "%.0f", v);
+    else if (fabs(v) >= 10)
+        snprintf(out, n, "%.1f", v);
+    else if (fabs(v) >= 0.01)
+        snprintf(out, n, "%.2f", v);
+    else
+        snprintf(out, n, "%.2g", v);
+}
+
+char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session *s)
+{
+    const cJSON *st = step_at(l, i);
+    if (!st)
+        return NULL;
+    const char *src = text_in(cJSON_GetObjectItemCaseSensitive(st, "say"), lang);
+    buf b = { 0 };
+    buf_add(&b, "", 0);
+    for (const char *p = src; *p;) {
+        const char *close = *p == '{' ? strchr(p, '}') : NULL;
+        if (close && close - p < 48) {
+            char name[48];
+            memcpy(name, p + 1, (size_t)(close - p - 1));
+            name[close - p - 1] = '\0';
+            const saved_value *sv = !strncmp(name, "saved.", 6) ? find_saved(l, name + 6) : NULL;
+            field_value fv = { 0 };
+            char num[64];
+            if (sv) {
+                if (sv->is_num) {
+                    format_num(num, sizeof num, sv->num);
+                    buf_add(&b, num, strlen(num));
+                } else {
+                    buf_add(&b, sv->str, strlen(sv->str));
+                }
+                p = close + 1;
+                continue;
+            }
+            if (field_get(s, name, &fv) == 0) {
+                if (fv.kind == F_NUM) {
+                    format_num(num, sizeof num, fv.num);
+                    buf_add(&b, num, strlen(num));
+                } else {
+                    buf_add(&b, fv.str, strlen(fv.str));
+                }
+                free(fv.str);
+                p = close + 1;
+                continue;
+            }
+        }
+        buf_add(&b, p, 1);
+        p++;
+    }
+    return b.p;
+}
