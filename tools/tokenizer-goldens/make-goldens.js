@@ -1,0 +1,199 @@
+// Writes tests/tokenizer/golden-llama3.json: a corpus of strings and the ids a second tokenizer
+// implementation gives for them — @lenml/tokenizers (a fork of transformers.js's tokenizers)
+// loaded with assets/tokenizer/{tokenizer.json,tokenizer_config.json}.
+//
+// Every entry: {"text", "flags": [...], "ids"}; flags: "add_special" (add_special_tokens=True),
+// "no_parse_special" (special-token text is plain text; transformers' split_special_tokens=True).
+// Where JavaScript's regex engine and Hugging Face's (Oniguruma) disagree about \s — JS counts
+// U+FEFF as whitespace and not U+0085, Oniguruma the other way round — the entry carries
+// "lenml_ids" (what the package gives) and "ids" from the same package run with \s spelled out as
+// Oniguruma defines it (\t\n\v\f\r, U+0085, Zs, Zl, Zp).
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const { TokenizerLoader } = require("@lenml/tokenizers");
+
+const [tokDir, outPath] = process.argv.slice(2);
+if (!tokDir || !outPath) {
+  console.error("usage: node make-goldens.js TOKENIZER_DIR OUT.json");
+  process.exit(2);
+}
+const tokJSON = JSON.parse(fs.readFileSync(path.join(tokDir, "tokenizer.json"), "utf8"));
+const tokCfg = JSON.parse(fs.readFileSync(path.join(tokDir, "tokenizer_config.json"), "utf8"));
+const load = (j) => TokenizerLoader.fromPreTrained({ tokenizerJSON: j, tokenizerConfig: tokCfg });
+const tok = load(tokJSON);
+
+// The same tokenizer with Oniguruma's \s in the pre-tokenizer regex.
+const ONIG_S = "\\t\\n\\v\\f\\r\\u0085\\p{Z}";
+function onigPattern(p) {
+  let out = "", inClass = false;
+  for (let i = 0; i < p.length; i++) {
+    const c = p[i];
+    if (c === "\\" && i + 1 < p.length) {
+      const d = p[i + 1];
+      if (d === "s") out += inClass ? ONIG_S : `[${ONIG_S}]`;
+      else if (d === "S" && !inClass) out += `[^${ONIG_S}]`;
+      else out += c + d;
+      i++;
+      continue;
+    }
+    if (c === "[" && !inClass) inClass = true;
+    else if (c === "]" && inClass) inClass = false;
+    out += c;
+  }
+  return out;
+}
+const onigJSON = JSON.parse(JSON.stringify(tokJSON));
+for (const pt of onigJSON.pre_tokenizer.pretokenizers || [onigJSON.pre_tokenizer])
+  if (pt.type === "Split" && pt.pattern.Regex) pt.pattern.Regex = onigPattern(pt.pattern.Regex);
+const tokOnig = load(onigJSON);
+
+// split_special_tokens=True: no added token is matched in the text.
+function noParseSpecial(t) {
+  const copy = load(t === tok ? tokJSON : onigJSON);
+  copy.added_tokens_splitter = { split: (s) => [s] };
+  copy.added_tokens_map = new Map();
+  return copy;
+}
+const tokPlain = noParseSpecial(tok), tokOnigPlain = noParseSpecial(tokOnig);
+
+// ---- the corpus (deterministic) ----
+const corpus = [];
+const add = (...xs) => xs.forEach((x) => corpus.push(x));
+
+add("", " ", "a", "Hello world", " Hello world", "Hello World!", "The quick brown fox jumps over the lazy dog.",
+  "It was the best of times, it was the worst of times.", "Don't panic!", "e.g. i.e. etc. vs. Mr. Mrs. Dr.",
+  "Supercalifragilisticexpialidocious", "antidisestablishmentarianism is long",
+  "pneumonoultramicroscopicsilicovolcanoconiosis", "CamelCaseIdentifierNames and snake_case_names",
+  "ALL CAPS SENTENCE WITH SHOUTING!!!", "lowercase only here", "Title Case For Headlines",
+  "She said, \"Hello,\" and left.", "Quotes: ‘single’ “double” «guillemets» „low“",
+  "Ellipsis... and — em dash – en dash", "Price: $1,234.56 (approx. €1.100,00)", "50% off; 3/4 cup; 2^10 = 1024",
+  "email: someone@example.com, url: https://example.org/path?q=1&r=2#frag",
+  "#hashtag @mention $TICKER ~tilde `backtick`", "A.B.C. U.S.A. N.A.S.A.", "naïve café résumé coöperate",
+  "Zürich, Köln, Düsseldorf; straße; ÆØÅ æøå", "El niño comió jalapeños en España.", "Привет, как дела?",
+  "Γειά σου Κόσμε", "مرحبا بالعالم", "שלום עולם", "नमस्ते दुनिया", "สวัสดีชาวโลก", "ᠮᠣᠩᠭᠣᠯ", "Ελληνικά και English mixed",
+  "tab\tseparated\tvalues", "line one\nline two\nline three", "windows\r\nline\r\nendings\r\n", "old mac\rline",
+  "trailing space ", "  leading spaces", "\n\nleading newlines", "trailing newlines\n\n\n", " \n \n ",
+  "mixed \t \n \r\n whitespace", "x\u00a0y nbsp", "ideographic\u3000space", "thin\u2009space and hair\u200aspace",
+  "line\u2028separator and paragraph\u2029separator", "zero\u200bwidth\u200cnon\u200djoiner",
+  "soft\u00adhyphen", "e\u0301 combining acute vs é", "Å vs A\u030a", "ﬁ ligature ﬂ", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３",
+  "x\u0085y next line", "\u0085", " \u0085 ", "a\ufeffb BOM inside", "\ufeffBOM at start", "x \u0085\n y",
+  "a\u0085\u0085b", "\u0085\u0085", "a \u0085b", "x \ufeff y", "\ufeff\ufeff x", "a\ufeff\ufeffb", "end\u0085");
+
+add("Tiếng Việt có nhiều dấu thanh.", "Xin chào, bạn khỏe không?", "Hà Nội là thủ đô của Việt Nam.",
+  "Thành phố Hồ Chí Minh đông dân nhất.", "Phở bò, bún chả, bánh mì và cà phê sữa đá.",
+  "Nguyễn Du viết Truyện Kiều.", "Trăm năm trong cõi người ta, chữ tài chữ mệnh khéo là ghét nhau.",
+  "Tôi yêu tiếng Việt", "ĐẠI HỌC QUỐC GIA HÀ NỘI", "đường, được, đủ, đẹp, đỏ", "ỗ ộ ở ợ ừ ữ ự ỳ ỵ ỷ ỹ",
+  "Học sinh học bài ở trường.", "Mười hai giờ trưa", "Người Việt Nam", "Sông Hồng và sông Cửu Long",
+  "Chúc mừng năm mới!", "Cảm ơn rất nhiều.", "Không có gì quý hơn độc lập, tự do.",
+  "Trường Đại học Bách khoa", "quốc ngữ", "Việt\u0323 decomposed tone", "Vie\u0323\u0302t combining marks",
+  "Lập trình viên viết mã nguồn bằng C.", "Mô hình ngôn ngữ lớn dự đoán từ tiếp theo.");
+
+add("你好，世界！", "我爱自然语言处理。", "中华人民共和国", "今天天气很好，我们去公园吧。", "日本語のテキストです。",
+  "ひらがなとカタカナ、漢字", "東京は日本の首都です", "한국어 문장입니다.", "안녕하세요, 세계!", "大規模言語モデル",
+  "繁體中文與简体中文", "「引用」と『二重引用』", "中文English混合text", "𠀀𠀁 CJK extension B", "１２３４５ 全角数字",
+  "龍龘 rare characters", "ｶﾀｶﾅ halfwidth katakana");
+
+add("🤗", "😀😃😄😁", "👍🏽 thumbs up medium skin", "👨‍👩‍👧‍👦 family ZWJ", "👩‍💻 technologist", "🏳️‍🌈 rainbow flag",
+  "🇻🇳🇺🇸🇯🇵 flags", "❤️ red heart with VS16", "☺︎ text style", "🧑🏿‍🚀 astronaut dark skin", "🐈‍⬛ black cat",
+  "emoji in text 🎉 party 🎂 cake", "🦀🐍🦊🐧", "👁️‍🗨️", "🫠🫡🫶 newer emoji", "1️⃣ keycap #️⃣ *️⃣",
+  "🏴󠁧󠁢󠁳󠁣󠁴󠁿 Scotland tag sequence", "😀x😀 y 😀", "\u{1F600}\u{1F601}\u{1F602}\u{1F603}\u{1F604}\u{1F605}");
+
+add("int main(void) { return 0; }", "#include <stdio.h>\n\nint main() {\n    printf(\"hi\\n\");\n}\n",
+  "def f(x):\n    return x ** 2\n", "for i in range(10):\n\tprint(i)\n", "const x = () => { return [1, 2, 3]; };",
+  "if (a && b || !c) { x += 1; } else { x -= 1; }", "SELECT * FROM users WHERE id = 42;",
+  "<div class=\"main\"><p>Hello</p></div>", "{\"key\": \"value\", \"n\": 123, \"list\": [1, 2, 3]}",
+  "$ ls -la | grep foo > out.txt 2>&1", "fn main() { println!(\"{}\", 1 + 2); }", "x = a[i:j:-1]; y = {**d}",
+  "#define MAX(a,b) ((a)>(b)?(a):(b))", "    indented four\n        indented eight\n", "\t\ttwo tabs\n\t\t\tthree",
+  "/* comment */ // line comment", "regex: ^[a-z]+\\d{2,3}$", "path/to/file.c:123:45: error: expected ';'",
+  "0x1F 0b1010 0o777 1e-10 3.14159f", "a->b; c::d; e<f>; g<<2; h>>=1;", "`code` ```python\nprint(1)\n```",
+  "i++; --j; k ** 2; m //= 3;", "<|not_a_token|> <| |> <<>> |<>|", "lambda x: x if x else None",
+  "struct { uint8_t a; } __attribute__((packed));", "package main\n\nimport \"fmt\"\n",
+  "std::vector<std::string> v{\"a\", \"b\"};", "@decorator\ndef g(*args, **kwargs): pass",
+  "    \n    \n", "}}}}}}{{{{{{", "::::::;;;;;;,,,,,,......");
+
+for (let n = 1; n <= 20; n++) {
+  const digits = "12345678901234567890".slice(0, n);
+  add(digits);
+}
+for (let n = 1; n <= 20; n++) add(" " + "9".repeat(n), "x" + "0".repeat(n) + "y");
+add("3.14159265358979", "1,000,000", "2024-07-26", "12:34:56", "+84 912 345 678", "٠١٢٣٤٥٦٧٨٩ Arabic-Indic",
+  "०१२३ Devanagari digits", "²³¹ superscripts ½ ¼ ¾", "ⅠⅡⅢⅣ roman numerals", "①②③ circled", "abc123def4567ghi89",
+  "1st 2nd 3rd 4th", "v1.2.3-rc.4", "0.000001", "-42", "1e100");
+
+for (let n = 1; n <= 16; n++) add(" ".repeat(n), "a" + " ".repeat(n) + "b");
+add("\t", "\t\t", "\t\t\t\t", "\n", "\n\n", "\n\n\n", "\n\n\n\n\n\n\n\n", "\r\n", "\r\n\r\n", "\r\r\n\n", " \r\n ",
+  "a\r\nb", "a\n\nb", "a \n b", "a  \n  b", "\t\n", " \t \t ", "x\n \ny", " ".repeat(100), "\n".repeat(50),
+  "a" + " ".repeat(1000) + "b", "x\t\t\ty", "word \n", "!\n\n", "?\r\n", ".\n ", "end.  \n\n  start");
+
+const contractions = ["s", "t", "re", "ve", "m", "ll", "d"];
+for (const c of contractions) {
+  const variants = [c, c.toUpperCase(), c[0].toUpperCase() + c.slice(1), c[0] + c.slice(1).toUpperCase()];
+  for (const v of new Set(variants)) add(`it'${v} x`, `IT'${v}`);
+}
+add("I'm you're we've they'll she'd he's can't", "I'M YOU'RE WE'VE THEY'LL SHE'D HE'S CAN'T",
+  "I'm", "'s", "'S", "''s", "don’t curly apostrophe", "rock 'n' roll", "'quoted'", "O'Neill O'NEILL", "'ll've'd",
+  "L'Été d'Aujourd'hui");
+
+add("<|begin_of_text|>", "<|eot_id|>", "<|begin_of_text|>Hello", "Hello<|eot_id|>",
+  "<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>",
+  "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|><|eot_id|>", "<|eot_id|> <|eot_id|>",
+  "x<|eot_id|>y", "<|eot_id", "eot_id|>", "<|eot_id|", "<<|eot_id|>>", "<|reserved_special_token_5|>",
+  "<|reserved_special_token_247|>", "<|python_tag|>print(1)<|eom_id|>", "<|finetune_right_pad_id|>",
+  "<|end_of_text|>", "<|foo|>", "< |eot_id| >", "<|EOT_ID|>", "text <|start_header_id|>system<|end_header_id|>",
+  " <|eot_id|>", "<|eot_id|> ", "\n<|eot_id|>\n", "<|begin_of_text|><|begin_of_text|>");
+
+// Deterministic fuzz: strings drawn from a mixed alphabet (xorshift PRNG).
+let seed = 0x9e3779b9;
+const rnd = (n) => {
+  seed ^= seed << 13; seed >>>= 0;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5; seed >>>= 0;
+  return seed % n;
+};
+const alphabet = [..."aAbBzZ09 5 \t\n\r'sStTlLdD.,;!?-_()[]{}<>|/\\\"@#$%^&*+=~`éàỗđĐ中文日本한국😀👍🏽\u200d\u00a0\u3000ßİı"];
+const words = ["the", " the", "token", " tokenizer", "Việt", " Nam", "123", "4567", "<|eot_id|>", "<|begin_of_text|>",
+  "'re", "'LL", "\r\n", "  ", "\n\n", "def", "()", "=>", "👨‍👩‍👧", "👍🏽", "中文"];
+for (let i = 0; i < 120; i++) {
+  let s = "";
+  const len = 1 + rnd(40);
+  for (let k = 0; k < len; k++) s += rnd(3) ? alphabet[rnd(alphabet.length)] : words[rnd(words.length)];
+  add(s);
+}
+
+// ---- run it ----
+const hasSpecial = (s) => tok.added_tokens.some((t) => s.includes(t.content));
+const onigDiffers = (s) => /[\u0085\ufeff]/u.test(s);
+const entries = [];
+function entry(text, flags) {
+  const special = flags.includes("add_special");
+  const plain = flags.includes("no_parse_special");
+  const pick = (onig) => (plain ? (onig ? tokOnigPlain : tokPlain) : onig ? tokOnig : tok);
+  const enc = (t) => Array.from(t.encode(text, { add_special_tokens: special }));
+  const e = { text, flags, ids: enc(pick(onigDiffers(text))) };
+  if (onigDiffers(text)) {
+    e.lenml_ids = enc(pick(false));
+    e.note = "\\s: Oniguruma (HF) counts U+0085 and not U+FEFF; JavaScript the other way round";
+  }
+  entries.push(e);
+}
+const seen = new Set();
+for (const s of corpus) {
+  if (seen.has(s)) continue;
+  seen.add(s);
+  entry(s, []);
+  if (hasSpecial(s)) entry(s, ["no_parse_special"]);
+}
+for (const s of ["Hello world", "", "<|begin_of_text|>Hi", "Việt Nam", "<|eot_id|>"]) entry(s, ["add_special"]);
+entry("<|begin_of_text|>Hi<|eot_id|>", ["add_special", "no_parse_special"]);
+
+const out = {
+  generator: "tools/tokenizer-goldens/make-goldens.js",
+  reference: "@lenml/tokenizers@" + JSON.parse(fs.readFileSync(
+    path.join(path.dirname(require.resolve("@lenml/tokenizers")), "..", "package.json"), "utf8")).version,
+  tokenizer: "assets/tokenizer",
+  entries,
+};
+fs.writeFileSync(outPath, JSON.stringify(out, null, 0).replace(/\},\{/g, "},\n{") + "\n");
+const nDiff = entries.filter((e) => e.lenml_ids && JSON.stringify(e.lenml_ids) !== JSON.stringify(e.ids)).length;
+console.log(`wrote ${outPath}: ${entries.length} entries (${seen.size} distinct strings), ${nDiff} where JS \\s differs`);
