@@ -1,0 +1,290 @@
+/* tl_model_load: a Hugging Face Llama directory -> config + memory-mapped weights.
+ * The weights come from model.safetensors, or from the shards that
+ * model.safetensors.index.json names; every tensor the forward pass uses is checked
+ * (present, BF16/F16/F32, the shape config.json implies) before anyone reads it. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model_priv.h"
+#include "safetensors.h"
+#include "tokenloop/model.h"
+
+#define INDEX_JSON "model.safetensors.index.json"
+#define SINGLE_FILE "model.safetensors"
+
+typedef struct model_files {
+    tl_model_priv head;   /* first: tl_model_free calls head.release */
+    tl_st_file *shards;
+    int n_shards;
+    cJSON *weight_map;   /* name -> shard file name; NULL for a single file */
+    cJSON *index;        /* owns weight_map */
+    char index_path[4200];
+} model_files;
+
+size_t tl_dtype_size(tl_dtype t)
+{
+    return t == TL_F32 ? 4 : 2;
+}
+
+const char *tl_dtype_name(tl_dtype t)
+{
+    switch (t) {
+    case TL_F32: return "f32";
+    case TL_F16: return "f16";
+    case TL_BF16: return "bf16";
+    }
+    return "?";
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static int open_shard(model_files *mf, const char *dir, const char *name, tl_error *err)
+{
+    char path[8400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    tl_st_file *grown = realloc(mf->shards, sizeof *grown * (size_t)(mf->n_shards + 1));
+    if (!grown)
+        return tl_error_set(err, "%s: out of memory", path);
+    mf->shards = grown;
+    if (tl_st_open(&mf->shards[mf->n_shards], path, err))
+        return -1;
+    mf->n_shards++;
+    return 0;
+}
+
+/* The index names each tensor's shard; open every shard it names, once. */
+static int open_index(model_files *mf, const char *dir, tl_error *err)
+{
+    const char *path = mf->index_path;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return tl_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+    char *text = NULL;
+    long n = -1;
+    if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && n < (64L << 20) && fseek(fp, 0, SEEK_SET) == 0 &&
+        (text = malloc((size_t)n + 1)) && fread(text, 1, (size_t)n, fp) == (size_t)n)
+        text[n] = 0;
+    else {
+        free(text);
+        text = NULL;
+    }
+    fclose(fp);
+    if (!text)
+        return tl_error_set(err, "%s: cannot read", path);
+    mf->index = cJSON_Parse(text);
+    free(text);
+    if (!mf->index)
+        return tl_error_set(err, "%s: malformed JSON", path);
+    mf->weight_map = cJSON_GetObjectItemCaseSensitive(mf->index, "weight_map");
+    if (!cJSON_IsObject(mf->weight_map))
+        return tl_error_set(err, "%s: weight_map is missing or not an object", path);
+
+    const cJSON *e;
+    cJSON_ArrayForEach(e, mf->weight_map) {
+        if (!cJSON_IsString(e) || !e->valuestring[0] || strchr(e->valuestring, '/') ||
+            !strcmp(e->valuestring, ".."))
+            return tl_error_set(err, "%s: weight_map[\"%.100s\"] is not a file name in this directory", path,
+                                e->string);
+        int seen = 0;
+        for (int i = 0; i < mf->n_shards && !seen; i++)
+            seen = !strcmp(strrchr(mf->shards[i].path, '/') + 1, e->valuestring);
+        if (!seen && open_shard(mf, dir, e->valuestring, err))
+            return -1;
+    }
+    if (mf->n_shards == 0)
+        return tl_error_set(err, "%s: weight_map is empty", path);
+    return 0;
+}
+
+static int open_files(model_files *mf, const char *dir, tl_error *err)
+{
+    snprintf(mf->index_path, sizeof mf->index_path, "%s/%s", dir, INDEX_JSON);
+    if (file_exists(mf->index_path))
+        return open_index(mf, dir, err);
+    char single[4200];
+    snprintf(single, sizeof single, "%s/%s", dir, SINGLE_FILE);
+    if (!file_exists(single))
+        return tl_error_set(err, "%s: no %s or %s", dir, SINGLE_FILE, INDEX_JSON);
+    return open_shard(mf, dir, SINGLE_FILE, err);
+}
+
+static void release_loaded(tl_model *m)
+{
+    model_files *mf = m->priv;
+    for (int i = 0; i < mf->n_shards; i++)
+        tl_st_close(&mf->shards[i]);
+    free(mf->shards);
+    cJSON_Delete(mf->index);
+    free(mf);
+    free(m->layers);
+}
+
+/* Finds a tensor by name in the shard the index says holds it (or the single file). */
+static int find_tensor(const model_files *mf, const char *name, const tl_st_file **file,
+                       const tl_st_tensor **t, tl_error *err)
+{
+    const tl_st_file *f = &mf->shards[0];
+    if (mf->weight_map) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(mf->weight_map, name);
+        if (!e)
+            return tl_error_set(err, "%s: weight_map has no tensor '%s'", mf->index_path, name);
+        for (int i = 0; i < mf->n_shards; i++)
+            if (!strcmp(strrchr(mf->shards[i].path, '/') + 1, e->valuestring))
+                f = &mf->shards[i];
+    }
+    *file = f;
+    if (!(*t = tl_st_find(f, name)))
+        return tl_error_set(err, "%s: tensor '%s' is missing", f->path, name);
+    return 0;
+}
+
+/* Binds w to tensor `name`, which must have shape [rows, cols] (or [cols] when rows == 0). */
+static int bind(const model_files *mf, const char *name, int64_t rows, int64_t cols, tl_weight *w, tl_error *err)
+{
+    const tl_st_file *f;
+    const tl_st_tensor *t;
+    if (find_tensor(mf, name, &f, &t, err))
+        return -1;
+    if (!t->known)
+        return tl_error_set(err, "%s: tensor '%s' has dtype %s; expected BF16, F16 or F32", f->path, name,
+                            t->dtype_name);
+    int want_dims = rows ? 2 : 1;
+    if (t->ndim != want_dims || (rows && t->shape[0] != rows) || t->shape[want_dims - 1] != cols) {
+        char got[160] = "", want[64];
+        size_t o = 0;
+        for (int i = 0; i < t->ndim && o < sizeof got - 24; i++)
+            o += (size_t)snprintf(got + o, sizeof got - o, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        if (rows)
+            snprintf(want, sizeof want, "%lld, %lld", (long long)rows, (long long)cols);
+        else
+            snprintf(want, sizeof want, "%lld", (long long)cols);
+        return tl_error_set(err, "%s: tensor '%s' has shape [%s], config.json implies [%s]", f->path, name, got,
+                            want);
+    }
+    w->data = t->data;
+    w->dtype = t->dtype;
+    w->rows = rows ? rows : 1;
+    w->cols = cols;
+    return 0;
+}
+
+static int bind_layer(const model_files *mf, const tl_config *c, int l, tl_layer *L, tl_error *err)
+{
+    int64_t d = c->hidden_size, q = (int64_t)c->n_heads * c->head_dim, kv = (int64_t)c->n_kv_heads * c->head_dim;
+    int64_t ff = c->intermediate_size;
+    char p[96], name[160];
+    snprintf(p, sizeof p, "model.layers.%d.", l);
+#define BIND(suffix, r, cl, w) (snprintf(name, sizeof name, "%s%s", p, suffix), bind(mf, name, r, cl, w, err))
+    return BIND("input_layernorm.weight", 0, d, &L->attn_norm) ||
+           BIND("self_attn.q_proj.weight", q, d, &L->wq) ||
+           BIND("self_attn.k_proj.weight", kv, d, &L->wk) ||
+           BIND("self_attn.v_proj.weight", kv, d, &L->wv) ||
+           BIND("self_attn.o_proj.weight", d, q, &L->wo) ||
+           BIND("post_attention_layernorm.weight", 0, d, &L->mlp_norm) ||
+           BIND("mlp.gate_proj.weight", ff, d, &L->w_gate) ||
+           BIND("mlp.up_proj.weight", ff, d, &L->w_up) ||
+           BIND("mlp.down_proj.weight", d, ff, &L->w_down) ? -1 : 0;
+#undef BIND
+}
+
+static uint64_t weight_size(const tl_weight *w)
+{
+    return (uint64_t)(w->rows * w->cols) * tl_dtype_size(w->dtype);
+}
+
+/* Parameters as transformers counts them (a tied lm_head once); bytes a decode step reads:
+ * every layer, the final norm, lm_head, and one row of the embedding when it is not tied. */
+static void count(tl_model *m)
+{
+    const tl_weight *all[9];
+    uint64_t bytes = weight_size(&m->final_norm) + weight_size(&m->lm_head);
+    int64_t params = m->embed.rows * m->embed.cols + m->final_norm.cols;
+    if (m->lm_head.data != m->embed.data) {
+        params += m->lm_head.rows * m->lm_head.cols;
+        bytes += (uint64_t)m->embed.cols * tl_dtype_size(m->embed.dtype);
+    }
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        tl_layer *L = &m->layers[l];
+        const tl_weight *w[9] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
+                                 &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down};
+        memcpy(all, w, sizeof all);
+        for (int i = 0; i < 9; i++) {
+            params += all[i]->rows * all[i]->cols;
+            bytes += weight_size(all[i]);
+        }
+    }
+    m->n_params = params;
+    m->weight_bytes = bytes;
+}
+
+static int bind_all(tl_model *m, const model_files *mf, tl_error *err)
+{
+    const tl_config *c = &m->cfg;
+    if (bind(mf, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, err) ||
+        bind(mf, "model.norm.weight", 0, c->hidden_size, &m->final_norm, err))
+        return -1;
+    if (c->tie_word_embeddings)
+        m->lm_head = m->embed;
+    else if (bind(mf, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, err))
+        return -1;
+    if (!(m->layers = calloc((size_t)c->n_layers, sizeof *m->layers)))
+        return tl_error_set(err, "%s: out of memory", m->dir);
+    for (int l = 0; l < c->n_layers; l++)
+        if (bind_layer(mf, c, l, &m->layers[l], err))
+            return -1;
+    count(m);
+    return 0;
+}
+
+int tl_model_load(tl_model **out, const char *dir, tl_error *err)
+{
+    *out = NULL;
+    tl_model *m = calloc(1, sizeof *m);
+    model_files *mf = calloc(1, sizeof *mf);
+    if (!m || !mf) {
+        free(m);
+        free(mf);
+        return tl_error_set(err, "%s: out of memory", dir);
+    }
+    mf->head.release = release_loaded;
+    m->priv = mf;
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+
+    char path[4200];
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+        tl_error_set(err, "%s: not a model directory", dir);
+        goto fail;
+    }
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tl_config_load(&m->cfg, path, err))
+        goto fail;
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    if (file_exists(path) && tl_gen_config_load(&m->gen, path, err))
+        goto fail;
+    if (open_files(mf, dir, err) || bind_all(m, mf, err))
+        goto fail;
+    *out = m;
+    return 0;
+fail:
+    tl_model_free(m);
+    return -1;
+}
+
+void tl_model_free(tl_model *m)
+{
+    if (!m)
+        return;
+    tl_model_priv *p = m->priv;
+    if (p && p->release)
+        p->release(m);
+    free(m);
+}

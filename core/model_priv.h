@@ -1,0 +1,13 @@
+/* Private to core: how tl_model_free releases a model without knowing where it came from.
+ * Whatever m->priv points to begins with this header; a loaded model (model.c) and a
+ * synthetic one (synthetic.c) each put their own release there. */
+#ifndef TL_MODEL_PRIV_H
+#define TL_MODEL_PRIV_H
+
+#include "tokenloop/model.h"
+
+typedef struct tl_model_priv {
+    void (*release)(tl_model *m);   /* frees m->layers, m->priv and what they own; not m */
+} tl_model_priv;
+
+#endif
