@@ -1,0 +1,346 @@
+/* The forward pass of a Llama model, as transformers computes it, one call per pass.
+ * Every operation goes through the backend's table (tokenloop/backend.h), so this file reads
+ * top to bottom like the math: embed -> for each layer { RMSNorm, q/k/v, RoPE, attention,
+ * o_proj, residual, RMSNorm, SwiGLU MLP, residual } -> final RMSNorm -> lm_head -> logits.
+ * The KV cache is fp32, [layer][position][n_kv_heads * head_dim]; k_proj and v_proj write
+ * straight into the rows of the positions being computed, so there is no copy. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tokenloop/engine.h"
+
+#define DEFAULT_CAPACITY 4096
+#define MAX_CHUNK 256          /* prefill rows per pass: bounds the activation buffers */
+
+struct tl_engine {
+    const tl_model *m;
+    const tl_backend_ops *be;
+    void *ctx;
+
+    /* the weights as the backend sees them (the CPU: the mapping itself) */
+    tl_weight embed, final_norm, lm_head;
+    tl_layer *layers;
+    int tied;                  /* lm_head is embed: uploaded once */
+    float *inv_freq_host;      /* head_dim/2 RoPE frequencies, llama3 scaling applied */
+    tl_weight inv_freq;        /* the same, uploaded */
+
+    int capacity, pos, chunk;
+
+    /* activations, chunk rows each (backend memory) */
+    float *x;                  /* [chunk, hidden] the residual stream */
+    float *xb, *xb2;           /* [chunk, hidden] normed input, projection output */
+    float *q, *att;            /* [chunk, n_heads * head_dim] */
+    float *hb, *hb2;           /* [chunk, intermediate] gate, up */
+    float *logits_dev;         /* [vocab] */
+    float *k_cache, *v_cache;  /* [n_layers, capacity, kv_dim] */
+
+    float *logits;             /* [vocab] host copy */
+    double last_ms, last_unsynced_ms;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+/* HF's rope_init_fn for rope_type "llama3": long wavelengths are divided by factor, short
+ * ones kept, and the band between low_freq_wavelen and high_freq_wavelen interpolated. */
+static void compute_inv_freq(float *out, const tl_config *c)
+{
+    int half = c->head_dim / 2;
+    for (int i = 0; i < half; i++) {
+        double f = 1.0 / pow(c->rope_theta, (2.0 * i) / c->head_dim);
+        if (c->rope_llama3) {
+            double old = c->rope_original_max_position, lo = c->rope_low_freq_factor;
+            double hi = c->rope_high_freq_factor, factor = c->rope_factor;
+            double wavelen = 2.0 * M_PI / f;
+            if (wavelen > old / lo) {
+                f /= factor;
+            } else if (wavelen >= old / hi) {
+                double smooth = (old / wavelen - lo) / (hi - lo);
+                f = (1.0 - smooth) * f / factor + smooth * f;
+            }
+        }
+        out[i] = (float)f;
+    }
+}
+
+static int upload(tl_engine *e, const tl_weight *host, tl_weight *dev, tl_error *err)
+{
+    return e->be->upload(e->ctx, host, dev, err);
+}
+
+static void unload(tl_engine *e, tl_weight *dev)
+{
+    if (dev->data)
+        e->be->unload(e->ctx, dev);
+    dev->data = NULL;
+}
+
+static int upload_weights(tl_engine *e, tl_error *err)
+{
+    const tl_model *m = e->m;
+    if (upload(e, &m->embed, &e->embed, err) || upload(e, &m->final_norm, &e->final_norm, err))
+        return -1;
+    e->tied = m->lm_head.data == m->embed.data;
+    if (e->tied)
+        e->lm_head = e->embed;
+    else if (upload(e, &m->lm_head, &e->lm_head, err))
+        return -1;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const tl_layer *h = &m->layers[l];
+        tl_layer *d = &e->layers[l];
+        if (upload(e, &h->attn_norm, &d->attn_norm, err) || upload(e, &h->wq, &d->wq, err) ||
+            upload(e, &h->wk, &d->wk, err) || upload(e, &h->wv, &d->wv, err) || upload(e, &h->wo, &d->wo, err) ||
+            upload(e, &h->mlp_norm, &d->mlp_norm, err) || upload(e, &h->w_gate, &d->w_gate, err) ||
+            upload(e, &h->w_up, &d->w_up, err) || upload(e, &h->w_down, &d->w_down, err))
+            return -1;
+    }
+    tl_weight f = {.data = e->inv_freq_host, .dtype = TL_F32, .rows = 1, .cols = m->cfg.head_dim / 2};
+    return upload(e, &f, &e->inv_freq, err);
+}
+
+static float *alloc(tl_engine *e, size_t n, int *failed)
+{
+    float *p = e->be->alloc(e->ctx, n);
+    if (!p)
+        *failed = 1;
+    return p;
+}
+
+static int alloc_buffers(tl_engine *e, tl_error *err)
+{
+    const tl_config *c = &e->m->cfg;
+    size_t T = (size_t)e->chunk, q_dim = (size_t)c->n_heads * c->head_dim;
+    size_t kv = (size_t)c->n_layers * e->capacity * c->n_kv_heads * c->head_dim;
+    int failed = 0;
+    e->x = alloc(e, T * c->hidden_size, &failed);
+    e->xb = alloc(e, T * c->hidden_size, &failed);
+    e->xb2 = alloc(e, T * c->hidden_size, &failed);
+    e->q = alloc(e, T * q_dim, &failed);
+    e->att = alloc(e, T * q_dim, &failed);
+    e->hb = alloc(e, T * c->intermediate_size, &failed);
+    e->hb2 = alloc(e, T * c->intermediate_size, &failed);
+    e->logits_dev = alloc(e, (size_t)c->vocab_size, &failed);
+    e->k_cache = alloc(e, kv, &failed);
+    e->v_cache = alloc(e, kv, &failed);
+    e->logits = calloc((size_t)c->vocab_size, sizeof(float));
+    if (failed || !e->logits)
+        return tl_error_set(err, "%s: out of memory for a KV cache of %d positions (%.1f MiB)", e->be->name,
+                            e->capacity, 2.0 * kv * sizeof(float) / 1048576.0);
+    return 0;
+}
+
+int tl_engine_create(tl_engine **out, const tl_model *m, const tl_backend_ops *be, int threads, int capacity,
+                     tl_error *err)
+{
+    *out = NULL;
+    if (!be)
+        return tl_error_set(err, "backend: not compiled in");
+    const tl_config *c = &m->cfg;
+    tl_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return tl_error_set(err, "engine: out of memory");
+    e->m = m;
+    e->be = be;
+    e->capacity = capacity > 0 ? capacity : DEFAULT_CAPACITY;
+    if (e->capacity > c->max_position_embeddings)
+        e->capacity = c->max_position_embeddings;
+    e->chunk = e->capacity < MAX_CHUNK ? e->capacity : MAX_CHUNK;
+    e->last_unsynced_ms = -1;
+    e->layers = calloc((size_t)c->n_layers, sizeof *e->layers);
+    e->inv_freq_host = malloc(sizeof(float) * (size_t)(c->head_dim / 2));
+    if (!e->layers || !e->inv_freq_host) {
+        tl_engine_free(e);
+        return tl_error_set(err, "engine: out of memory");
+    }
+    compute_inv_freq(e->inv_freq_host, c);
+    if (!(e->ctx = be->create(threads, err))) {
+        tl_engine_free(e);
+        return -1;
+    }
+    if (upload_weights(e, err) || alloc_buffers(e, err)) {
+        tl_engine_free(e);
+        return -1;
+    }
+    *out = e;
+    return 0;
+}
+
+void tl_engine_free(tl_engine *e)
+{
+    if (!e)
+        return;
+    if (e->ctx) {
+        float *bufs[] = {e->x, e->xb, e->xb2, e->q, e->att, e->hb, e->hb2, e->logits_dev, e->k_cache, e->v_cache};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            if (bufs[i])
+                e->be->release(e->ctx, bufs[i]);
+        if (!e->tied)
+            unload(e, &e->lm_head);
+        unload(e, &e->embed);
+        unload(e, &e->final_norm);
+        unload(e, &e->inv_freq);
+        for (int l = 0; e->layers && l < e->m->cfg.n_layers; l++) {
+            tl_layer *d = &e->layers[l];
+            tl_weight *w[] = {&d->attn_norm, &d->wq, &d->wk, &d->wv, &d->wo, &d->mlp_norm, &d->w_gate, &d->w_up,
+                              &d->w_down};
+            for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+                unload(e, w[i]);
+        }
+        e->be->destroy(e->ctx);
+    }
+    free(e->layers);
+    free(e->inv_freq_host);
+    free(e->logits);
+    free(e);
+}
+
+/* ---- the forward pass ------------------------------------------------------------------- */
+
+/* x += o_proj(attention(rope(q), rope(k), v)) over the cache rows 0..pos0+T-1. */
+static void attention_block(tl_engine *e, int l, int T, int pos0)
+{
+    const tl_backend_ops *be = e->be;
+    const tl_config *c = &e->m->cfg;
+    const tl_layer *L = &e->layers[l];
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    float *k_layer = e->k_cache + (size_t)l * e->capacity * kv_dim;
+    float *v_layer = e->v_cache + (size_t)l * e->capacity * kv_dim;
+    float *k_rows = k_layer + (size_t)pos0 * kv_dim, *v_rows = v_layer + (size_t)pos0 * kv_dim;
+    const float *inv_freq = e->inv_freq.data;
+
+    be->rmsnorm(e->ctx, e->xb, e->x, &L->attn_norm, T, c->hidden_size, c->rms_norm_eps);
+    be->matmul(e->ctx, e->q, e->xb, &L->wq, T);
+    be->matmul(e->ctx, k_rows, e->xb, &L->wk, T);   /* straight into the cache */
+    be->matmul(e->ctx, v_rows, e->xb, &L->wv, T);
+    be->rope(e->ctx, e->q, T, c->n_heads, c->head_dim, pos0, inv_freq);
+    be->rope(e->ctx, k_rows, T, c->n_kv_heads, c->head_dim, pos0, inv_freq);
+    be->attention(e->ctx, e->att, e->q, k_layer, v_layer, T, pos0, c->n_heads, c->n_kv_heads, c->head_dim);
+    be->matmul(e->ctx, e->xb2, e->att, &L->wo, T);
+    be->add(e->ctx, e->x, e->xb2, T * c->hidden_size);
+}
+
+/* x += down(silu(gate(norm(x))) * up(norm(x))) */
+static void mlp_block(tl_engine *e, int l, int T)
+{
+    const tl_backend_ops *be = e->be;
+    const tl_config *c = &e->m->cfg;
+    const tl_layer *L = &e->layers[l];
+
+    be->rmsnorm(e->ctx, e->xb, e->x, &L->mlp_norm, T, c->hidden_size, c->rms_norm_eps);
+    be->matmul(e->ctx, e->hb, e->xb, &L->w_gate, T);
+    be->matmul(e->ctx, e->hb2, e->xb, &L->w_up, T);
+    be->swiglu(e->ctx, e->hb, e->hb2, T * c->intermediate_size);
+    be->matmul(e->ctx, e->xb2, e->hb, &L->w_down, T);
+    be->add(e->ctx, e->x, e->xb2, T * c->hidden_size);
+}
+
+/* Logits of the last of the T rows: only that row goes through the final norm and lm_head. */
+static void logits_block(tl_engine *e, int T)
+{
+    const tl_config *c = &e->m->cfg;
+    const float *last = e->x + (size_t)(T - 1) * c->hidden_size;
+    e->be->rmsnorm(e->ctx, e->xb, last, &e->final_norm, 1, c->hidden_size, c->rms_norm_eps);
+    e->be->matmul(e->ctx, e->logits_dev, e->xb, &e->lm_head, 1);
+}
+
+/* One pass over T new tokens at positions pos..pos+T-1; the logits only when asked. */
+static void forward(tl_engine *e, const int *ids, int T, int want_logits)
+{
+    int pos0 = e->pos;
+    if (e->be->begin_pass)
+        e->be->begin_pass(e->ctx, T, pos0);
+    e->be->embed(e->ctx, e->x, &e->embed, ids, T);
+    for (int l = 0; l < e->m->cfg.n_layers; l++) {
+        attention_block(e, l, T, pos0);
+        mlp_block(e, l, T);
+    }
+    if (want_logits)
+        logits_block(e, T);
+    if (e->be->end_pass)
+        e->be->end_pass(e->ctx);
+    e->pos += T;
+}
+
+/* ---- the step API ----------------------------------------------------------------------- */
+
+static int check_ids(const tl_engine *e, const int *ids, int n, const char *what, tl_error *err)
+{
+    int vocab = e->m->cfg.vocab_size;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return n == 1 && !strcmp(what, "id")
+                       ? tl_error_set(err, "id: token id %d is out of range (vocabulary of %d)", ids[i], vocab)
+                       : tl_error_set(err, "%s[%d]: token id %d is out of range (vocabulary of %d)", what, i, ids[i],
+                                      vocab);
+    if (n > e->capacity - e->pos)
+        return tl_error_set(err, "%s: %d tokens at position %d do not fit in the context of %d positions", what, n,
+                            e->pos, e->capacity);
+    return 0;
+}
+
+/* Sync, then copy the logits out; the pass's wall time includes both. */
+static void finish(tl_engine *e, double t0)
+{
+    e->last_unsynced_ms = strcmp(e->be->name, "cpu") ? now_ms() - t0 : -1;   /* the CPU is synchronous */
+    e->be->sync(e->ctx);
+    e->be->to_host(e->ctx, e->logits, e->logits_dev, (size_t)e->m->cfg.vocab_size);
+    e->last_ms = now_ms() - t0;
+}
+
+int tl_engine_prefill(tl_engine *e, const int *ids, int n, tl_error *err)
+{
+    if (n <= 0)
+        return tl_error_set(err, "ids: the prompt is empty");
+    if (check_ids(e, ids, n, "ids", err))
+        return -1;
+    double t0 = now_ms();
+    for (int done = 0; done < n;) {
+        int T = n - done < e->chunk ? n - done : e->chunk;
+        forward(e, ids + done, T, done + T == n);
+        done += T;
+    }
+    finish(e, t0);
+    return 0;
+}
+
+int tl_engine_decode(tl_engine *e, int id, tl_error *err)
+{
+    if (check_ids(e, &id, 1, "id", err))
+        return -1;
+    double t0 = now_ms();
+    forward(e, &id, 1, 1);
+    finish(e, t0);
+    return 0;
+}
+
+int tl_engine_rewind(tl_engine *e, int n)
+{
+    if (n < 0 || n > e->pos)
+        return -1;
+    e->pos -= n;   /* the rows past pos are overwritten by the next pass */
+    return 0;
+}
+
+int tl_engine_pos(const tl_engine *e) { return e->pos; }
+int tl_engine_capacity(const tl_engine *e) { return e->capacity; }
+const float *tl_engine_logits(const tl_engine *e) { return e->logits; }
+const tl_model *tl_engine_model(const tl_engine *e) { return e->m; }
+const char *tl_engine_device(const tl_engine *e) { return e->be->name; }
+double tl_engine_last_ms(const tl_engine *e) { return e->last_ms; }
+double tl_engine_last_unsynced_ms(const tl_engine *e) { return e->last_unsynced_ms; }
+
+/* A decode at position pos reads every weight once and the K and V rows 0..pos of each layer. */
+double tl_engine_step_bytes(const tl_engine *e)
+{
+    const tl_config *c = &e->m->cfg;
+    double kv_row = (double)c->n_kv_heads * c->head_dim * sizeof(float);
+    return (double)e->m->weight_bytes + 2.0 * c->n_layers * (e->pos + 1) * kv_row;
+}
