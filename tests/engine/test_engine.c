@@ -1,0 +1,187 @@
+/* The step API's own promises, on a generated checkpoint (argv[1]):
+ * prefill of n tokens == n single decodes; rewind then decode == never having gone forward;
+ * positions, capacity, step bytes; token ids out of range and prompts longer than the context
+ * are refused with a message and leave the engine as it was. */
+#include <stdlib.h>
+
+#include "../common/tl_test.h"
+#include "tokenloop/engine.h"
+
+static const int prompt[] = {1, 17, 255, 3, 99, 42, 7, 200, 150, 11, 64, 0};
+#define N_PROMPT ((int)(sizeof prompt / sizeof prompt[0]))
+
+/* max|a - b| / max|b| */
+static double rel_err(const float *a, const float *b, int n)
+{
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - b[i]));
+        den = fmax(den, fabs((double)b[i]));
+    }
+    return den > 0 ? num / den : num;
+}
+
+static tl_engine *engine(const tl_model *m, int capacity)
+{
+    tl_engine *e = NULL;
+    tl_error err = {{0}};
+    if (tl_engine_create(&e, m, tl_backend_cpu(), 0, capacity, &err))
+        fprintf(stderr, "engine: %s\n", err.msg);
+    return e;
+}
+
+static float *copy_logits(const tl_engine *e)
+{
+    int v = tl_engine_model(e)->cfg.vocab_size;
+    float *c = malloc(sizeof(float) * (size_t)v);
+    memcpy(c, tl_engine_logits(e), sizeof(float) * (size_t)v);
+    return c;
+}
+
+static void test_prefill_equals_decodes(const tl_model *m)
+{
+    int vocab = m->cfg.vocab_size;
+    tl_engine *a = engine(m, 0), *b = engine(m, 0);
+    tl_error err;
+    TL_CHECK_INT(tl_engine_prefill(a, prompt, N_PROMPT, &err), 0);
+    for (int i = 0; i < N_PROMPT; i++)
+        TL_CHECK_INT(tl_engine_decode(b, prompt[i], &err), 0);
+    TL_CHECK_INT(tl_engine_pos(a), N_PROMPT);
+    TL_CHECK_INT(tl_engine_pos(b), N_PROMPT);
+    double e1 = rel_err(tl_engine_logits(a), tl_engine_logits(b), vocab);
+    TL_CHECK_MSG(e1 <= 1e-5, "prefill vs decodes: %g", e1);
+    /* the caches agree too: the next decode matches */
+    TL_CHECK_INT(tl_engine_decode(a, 5, &err), 0);
+    TL_CHECK_INT(tl_engine_decode(b, 5, &err), 0);
+    double e2 = rel_err(tl_engine_logits(a), tl_engine_logits(b), vocab);
+    TL_CHECK_MSG(e2 <= 1e-5, "decode after prefill vs after decodes: %g", e2);
+    tl_engine_free(a);
+    tl_engine_free(b);
+}
+
+static void test_rewind(const tl_model *m)
+{
+    int vocab = m->cfg.vocab_size;
+    tl_engine *a = engine(m, 0), *b = engine(m, 0);
+    tl_error err;
+    /* a: prompt, two steps forward, back two, then 123 */
+    TL_CHECK_INT(tl_engine_prefill(a, prompt, N_PROMPT, &err), 0);
+    float *after_prompt = copy_logits(a);
+    TL_CHECK_INT(tl_engine_decode(a, 44, &err), 0);
+    TL_CHECK_INT(tl_engine_decode(a, 45, &err), 0);
+    TL_CHECK_INT(tl_engine_rewind(a, 2), 0);
+    TL_CHECK_INT(tl_engine_pos(a), N_PROMPT);
+    TL_CHECK_INT(tl_engine_decode(a, 123, &err), 0);
+    /* b: prompt, then 123 */
+    TL_CHECK_INT(tl_engine_prefill(b, prompt, N_PROMPT, &err), 0);
+    TL_CHECK(rel_err(tl_engine_logits(b), after_prompt, vocab) == 0);
+    TL_CHECK_INT(tl_engine_decode(b, 123, &err), 0);
+    double e1 = rel_err(tl_engine_logits(a), tl_engine_logits(b), vocab);
+    TL_CHECK_MSG(e1 <= 1e-6, "rewind then decode vs never forward: %g", e1);
+    /* rewind into the prompt and branch: prompt[:8] + 9 == prefill of the same 9 tokens */
+    TL_CHECK_INT(tl_engine_rewind(a, N_PROMPT + 1 - 8), 0);
+    TL_CHECK_INT(tl_engine_pos(a), 8);
+    TL_CHECK_INT(tl_engine_decode(a, 9, &err), 0);
+    tl_engine *c = engine(m, 0);
+    int branch[9];
+    memcpy(branch, prompt, sizeof(int) * 8);
+    branch[8] = 9;
+    TL_CHECK_INT(tl_engine_prefill(c, branch, 9, &err), 0);
+    double e2 = rel_err(tl_engine_logits(a), tl_engine_logits(c), vocab);
+    TL_CHECK_MSG(e2 <= 1e-5, "branch inside the prompt: %g", e2);
+    /* impossible rewinds change nothing */
+    TL_CHECK_INT(tl_engine_rewind(a, 10), -1);
+    TL_CHECK_INT(tl_engine_rewind(a, -1), -1);
+    TL_CHECK_INT(tl_engine_pos(a), 9);
+    TL_CHECK_INT(tl_engine_rewind(a, 9), 0);
+    TL_CHECK_INT(tl_engine_pos(a), 0);
+    free(after_prompt);
+    tl_engine_free(a);
+    tl_engine_free(b);
+    tl_engine_free(c);
+}
+
+static void test_bad_ids(const tl_model *m)
+{
+    int vocab = m->cfg.vocab_size;
+    tl_engine *e = engine(m, 16);
+    tl_error err = {{0}};
+    TL_CHECK_INT(tl_engine_capacity(e), 16);
+    TL_CHECK_INT(tl_engine_decode(e, vocab, &err), -1);
+    TL_CHECK_MSG(strstr(err.msg, "id: token id") && strstr(err.msg, "out of range"), "%s", err.msg);
+    TL_CHECK_INT(tl_engine_decode(e, -1, &err), -1);
+    int ids[20];
+    for (int i = 0; i < 20; i++)
+        ids[i] = i;
+    ids[2] = vocab + 7;
+    TL_CHECK_INT(tl_engine_prefill(e, ids, 3, &err), -1);
+    TL_CHECK_MSG(strstr(err.msg, "ids[2]: token id") != NULL, "%s", err.msg);
+    TL_CHECK_INT(tl_engine_prefill(e, ids, 0, &err), -1);
+    TL_CHECK_INT(tl_engine_pos(e), 0);
+    ids[2] = 2;
+    /* longer than the context: refused whole, nothing computed */
+    TL_CHECK_INT(tl_engine_prefill(e, ids, 17, &err), -1);
+    TL_CHECK_MSG(strstr(err.msg, "do not fit in the context of 16") != NULL, "%s", err.msg);
+    TL_CHECK_INT(tl_engine_pos(e), 0);
+    TL_CHECK_INT(tl_engine_prefill(e, ids, 10, &err), 0);
+    TL_CHECK_INT(tl_engine_prefill(e, ids, 7, &err), -1);
+    TL_CHECK_INT(tl_engine_prefill(e, ids, 6, &err), 0);
+    TL_CHECK_INT(tl_engine_pos(e), 16);
+    TL_CHECK_INT(tl_engine_decode(e, 1, &err), -1);
+    TL_CHECK_MSG(strstr(err.msg, "context") != NULL, "%s", err.msg);
+    TL_CHECK_INT(tl_engine_pos(e), 16);
+    tl_engine_free(e);
+}
+
+static void test_accounting(const tl_model *m)
+{
+    const tl_config *c = &m->cfg;
+    tl_engine *e = engine(m, 0);
+    tl_error err;
+    TL_CHECK_INT(tl_engine_capacity(e), c->max_position_embeddings < 4096 ? c->max_position_embeddings : 4096);
+    TL_CHECK_STR(tl_engine_device(e), "cpu");
+    TL_CHECK_INT(tl_engine_prefill(e, prompt, 5, &err), 0);
+    TL_CHECK(tl_engine_last_ms(e) >= 0);
+    TL_CHECK(tl_engine_last_unsynced_ms(e) < 0);   /* the CPU is synchronous */
+    double kv_row = (double)c->n_kv_heads * c->head_dim * 4;
+    TL_CHECK_NEAR(tl_engine_step_bytes(e), (double)m->weight_bytes + 2.0 * c->n_layers * 6 * kv_row, 0.5);
+    /* what a step reads: every layer, the final norm, lm_head, and one embedding row if untied */
+    double want = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        const tl_layer *L = &m->layers[l];
+        const tl_weight *w[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->mlp_norm, &L->w_gate,
+                                &L->w_up, &L->w_down};
+        for (int i = 0; i < 9; i++)
+            want += (double)w[i]->rows * w[i]->cols * tl_dtype_size(w[i]->dtype);
+    }
+    want += (double)c->hidden_size * tl_dtype_size(m->final_norm.dtype);
+    want += (double)c->vocab_size * c->hidden_size * tl_dtype_size(m->lm_head.dtype);
+    if (!c->tie_word_embeddings)
+        want += (double)c->hidden_size * tl_dtype_size(m->embed.dtype);
+    TL_CHECK_NEAR((double)m->weight_bytes, want, 0.5);
+    TL_CHECK_INT(c->tie_word_embeddings, m->lm_head.data == m->embed.data);
+    tl_engine_free(e);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_engine MODEL_DIR...\n");
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        tl_model *m = NULL;
+        tl_error err = {{0}};
+        if (tl_model_load(&m, argv[i], &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            TL_CHECK(0);
+            continue;
+        }
+        test_prefill_equals_decodes(m);
+        test_rewind(m);
+        test_bad_ids(m);
+        test_accounting(m);
+        tl_model_free(m);
+    }
+    return TL_TEST_END("test_engine");
+}

@@ -1,0 +1,83 @@
+"""Runs tests/engine/engine_dump on a checkpoint and checks every forward pass against llama_ref.py.
+
+    check_engine.py DUMP_EXE MODEL_DIR OUT_PREFIX TOL OP...
+
+For each pass the error is max|tokenloop - ref| / max|ref| over the vocabulary at that position
+(ref: float64 NumPy over the whole sequence so far, no cache); it must be <= TOL. Greedy passes
+also check that the token tokenloop fed is the argmax of the reference logits before it.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import llama_ref
+
+
+def main():
+    exe, model, prefix, tol, ops = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
+    name = os.path.basename(model.rstrip("/"))
+    r = subprocess.run([exe, model, prefix] + ops, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"engine_dump failed ({r.returncode}): {r.stderr.strip()}")
+        print(f"check_engine {name}: 0 passed, 1 failed")
+        return 1
+    cfg, W = llama_ref.load(model)
+    vocab = cfg["vocab_size"]
+    logits = np.fromfile(prefix + ".f32", dtype="<f4").reshape(-1, vocab).astype(np.float64)
+    records = [line.split() for line in open(prefix + ".txt")]
+
+    # replay the ops on a plain token list to know what the cache holds after each pass
+    expanded = []
+    for op in ops:
+        kind, arg = op.split(":")
+        expanded += [("greedy", None)] * int(arg) if kind == "greedy" else [(kind, arg)]
+    if len(expanded) != len(records):
+        print(f"engine_dump wrote {len(records)} records for {len(expanded)} passes")
+        print(f"check_engine {name}: 0 passed, 1 failed")
+        return 1
+    tokens, passed, failed, worst, row, prev_ref = [], 0, 0, 0.0, 0, None
+    for (kind, pos, fed), (_, arg) in zip(records, expanded):
+        pos, fed = int(pos), int(fed)
+        if kind == "prefill":
+            tokens += [int(t) for t in arg.split(",")]
+        elif kind == "decode":
+            tokens.append(fed)
+        elif kind == "rewind":
+            del tokens[len(tokens) - int(arg):]
+        elif kind == "greedy" and prev_ref is None:
+            print("greedy right after a rewind: the logits are stale")
+            return 1
+        elif kind == "greedy":
+            want = int(np.argmax(prev_ref))
+            if fed == want:
+                passed += 1
+            else:
+                failed += 1
+                s = np.sort(prev_ref)
+                print(f"greedy at position {len(tokens)}: tokenloop fed {fed}, reference argmax {want} "
+                      f"(reference top-2 gap {s[-1] - s[-2]:.3g})")
+            tokens.append(fed)
+        if len(tokens) != pos:
+            print(f"{kind}: tokenloop reports position {pos}, the replay has {len(tokens)} tokens")
+            failed += 1
+        if kind == "rewind":
+            prev_ref = None
+            continue
+        ref = llama_ref.forward(cfg, W, tokens)[-1]
+        err = np.max(np.abs(logits[row] - ref)) / np.max(np.abs(ref))
+        worst = max(worst, err)
+        if err <= tol:
+            passed += 1
+        else:
+            failed += 1
+            print(f"{kind} at position {pos - 1}: relative error {err:.3g} > {tol:g}")
+        prev_ref, row = ref, row + 1
+    print(f"{name}: worst relative error {worst:.3g} (tolerance {tol:g}) over {row} passes")
+    print(f"check_engine {name}: {passed} passed, {failed} failed")
+    return 1 if failed or passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
