@@ -126,7 +126,7 @@ static unsigned decode_cp(const unsigned char *b)
 static size_t cp_len(unsigned char c) { return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
 
 /* transformers' clean_up_tokenization: Python str.replace, one pattern after another. */
-static void clean_up(buf *t)
+static void clean_up_text(buf *t)
 {
     static const char *pat[][2] = {
         {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
@@ -256,7 +256,7 @@ static int decode_cache(tl_streamer *s, buf *text, size_t **cps, size_t *n_cp, i
     text->n = 0;
     buf_add(text, d, len);
     free(d);
-    if (s->o.clean_up_spaces) clean_up(text);
+    if (s->o.clean_up_spaces) clean_up_text(text);
     size_t cap = text->n + 1, k = 0;
     *cps = malloc(sizeof(size_t) * (cap + 1));
     if (!*cps) return -1;
@@ -462,4 +462,27 @@ const char *tl_streamer_output(const tl_streamer *s, size_t *len)
 {
     if (len) *len = s->output.n;
     return buf_str(&s->output);
+}
+
+char *tl_streamer_decode(tl_piece_source src, const int *ids, int n, int skip_special, int clean_up,
+                         size_t *len)
+{
+    buf raw = {0}, text = {0};
+    buf_set(&raw, "", 0);
+    for (int i = 0; i < n; i++) {
+        size_t l = 0;
+        int special = 0;
+        const char *p = src.bytes(src.ctx, ids[i], &l, &special);
+        if (p && !(special && skip_special)) buf_add(&raw, p, l);
+    }
+    size_t dl;
+    char *d = tl_utf8_decode_replace(buf_str(&raw), raw.n, &dl, NULL);
+    free(raw.p);
+    if (!d) return NULL;
+    text.p = d;
+    text.n = dl;
+    text.cap = dl + 1;
+    if (clean_up) clean_up_text(&text);
+    if (len) *len = text.n;
+    return text.p;
 }

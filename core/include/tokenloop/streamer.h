@@ -61,6 +61,11 @@ int tl_streamer_hold_reason(const tl_streamer *s);
 /* Everything printed since creation/reset. */
 const char *tl_streamer_output(const tl_streamer *s, size_t *len);
 
+/* tokenizer.decode(ids) as the streamer does it: bytes joined (specials dropped when asked),
+ * errors="replace", then the clean-up. malloc'd; NULL on failure. Unknown ids decode to "". */
+char *tl_streamer_decode(tl_piece_source src, const int *ids, int n, int skip_special, int clean_up,
+                         size_t *len);
+
 /* Python's bytes.decode("utf-8", errors="replace"): malloc'd UTF-8, U+FFFD per maximal invalid
  * subpart. *n_chars (may be NULL) receives the number of code points. */
 char *tl_utf8_decode_replace(const char *b, size_t n, size_t *out_len, size_t *n_chars);

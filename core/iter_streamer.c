@@ -1,0 +1,148 @@
+/* The iterator streamer: tl_generate on a background thread; each step's printed text goes into
+ * a mutex-protected queue that the consumer drains with an optional timeout. The end of the
+ * stream is an explicit marker; a cancel is seen by the generation thread after the next token. */
+#define _GNU_SOURCE
+#include "tokenloop/session.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t len;
+    char text[];
+} chunk;
+
+struct tl_iter {
+    tl_session *s;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    chunk *head, *tail;
+    int ended;                  /* the producer pushed the end marker */
+    atomic_int cancel;
+    int rc;
+    tl_error err;
+};
+
+static void push(tl_iter *it, const char *text, size_t len)
+{
+    chunk *c = malloc(sizeof *c + len + 1);
+    if (!c) return;
+    c->next = NULL;
+    c->len = len;
+    memcpy(c->text, text, len);
+    c->text[len] = 0;
+    pthread_mutex_lock(&it->mu);
+    if (it->tail) it->tail->next = c;
+    else it->head = c;
+    it->tail = c;
+    pthread_cond_signal(&it->cv);
+    pthread_mutex_unlock(&it->mu);
+}
+
+static int on_step(void *ctx, tl_session *s, const tl_step *st)
+{
+    (void)s;
+    tl_iter *it = ctx;
+    if (st->printed && st->printed[0]) push(it, st->printed, strlen(st->printed));
+    return atomic_load(&it->cancel);
+}
+
+static void *run(void *arg)
+{
+    tl_iter *it = arg;
+    int rc = tl_generate(it->s, on_step, it, &it->err);
+    pthread_mutex_lock(&it->mu);
+    it->rc = rc;
+    it->ended = 1;
+    pthread_cond_broadcast(&it->cv);
+    pthread_mutex_unlock(&it->mu);
+    return NULL;
+}
+
+int tl_iter_start(tl_iter **out, tl_session *s, tl_error *err)
+{
+    *out = NULL;
+    tl_iter *it = calloc(1, sizeof *it);
+    if (!it) return tl_error_set(err, "iterator: out of memory");
+    it->s = s;
+    atomic_init(&it->cancel, 0);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&it->mu, NULL);
+    pthread_cond_init(&it->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&it->thread, NULL, run, it)) {
+        pthread_mutex_destroy(&it->mu);
+        pthread_cond_destroy(&it->cv);
+        free(it);
+        return tl_error_set(err, "iterator: cannot start a thread");
+    }
+    *out = it;
+    return 0;
+}
+
+int tl_iter_next(tl_iter *it, char **text, size_t *len, int timeout_ms)
+{
+    struct timespec until;
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    *text = NULL;
+    if (len) *len = 0;
+    pthread_mutex_lock(&it->mu);
+    while (!it->head && !it->ended) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&it->cv, &it->mu);
+        } else if (pthread_cond_timedwait(&it->cv, &it->mu, &until) == ETIMEDOUT && !it->head && !it->ended) {
+            pthread_mutex_unlock(&it->mu);
+            return -1;
+        }
+    }
+    chunk *c = it->head;
+    if (c) {
+        it->head = c->next;
+        if (!it->head) it->tail = NULL;
+    }
+    pthread_mutex_unlock(&it->mu);
+    if (!c) return 0;   /* ended and drained */
+    char *t = malloc(c->len + 1);
+    if (t) {
+        memcpy(t, c->text, c->len + 1);
+        if (len) *len = c->len;
+    }
+    *text = t;
+    free(c);
+    return t ? 1 : -1;
+}
+
+void tl_iter_cancel(tl_iter *it) { atomic_store(&it->cancel, 1); }
+
+int tl_iter_finish(tl_iter *it, tl_error *err)
+{
+    if (!it) return 0;
+    pthread_join(it->thread, NULL);
+    int rc = it->rc;
+    if (rc < 0 && err) *err = it->err;
+    for (chunk *c = it->head; c;) {
+        chunk *n = c->next;
+        free(c);
+        c = n;
+    }
+    pthread_mutex_destroy(&it->mu);
+    pthread_cond_destroy(&it->cv);
+    free(it);
+    return rc;
+}

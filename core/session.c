@@ -1,0 +1,719 @@
+/* The generation session: see session.h. Everything that depends on the generated tokens (the
+ * streamer, the stop check, the text) is a function of the id sequence, so stepping back replays
+ * the ids instead of keeping snapshots. */
+#define _GNU_SOURCE
+#include "tokenloop/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "tokenloop/backend.h"
+#include "tokenloop/bandwidth.h"
+#include "tokenloop/engine.h"
+#include "tokenloop/tokenizer.h"
+
+#ifndef TL_SOURCE_DIR
+#define TL_SOURCE_DIR "."
+#endif
+
+struct tl_session {
+    tl_model *m;
+    int own_model;
+    tl_engine *e;
+    tl_tokenizer *tok;
+    tl_template *tpl;
+    tl_chat_config chat;
+    int have_chat;
+    tl_sampler *sampler;
+    tl_metrics *metrics;
+    double bandwidth;            /* bytes/s; 0 unknown, < 0 probe failed */
+    tl_session_opts opts;
+
+    /* the request */
+    char *messages;
+    int add_gen_prompt;
+    tl_template_var *vars;
+    size_t n_vars;
+    int *raw_ids;
+    int n_raw, have_raw;
+    int request_max_new;
+    char *stop_str[TL_MAX_STOP];
+    int n_stop;
+    tl_streamer_opts sopts;
+    int top_n;
+
+    /* prepared */
+    int prepared;
+    int clock_fresh;             /* the request clock started at prepare and no run used it yet */
+    tl_chat_result render;
+    int have_render;
+    int *prompt;
+    int n_prompt;
+    tl_stop_config stop;
+    tl_streamer *streamer;
+
+    /* generated */
+    int *gen;
+    size_t *gen_start;           /* byte offset of each token in gen_bytes */
+    int n_gen, cap_gen;
+    char *gen_bytes;
+    size_t n_bytes, cap_bytes;
+    tl_step *steps;
+    int done;
+    tl_stop_result result;
+    int logits_valid;
+    char *text;                  /* tl_session_text cache */
+};
+
+/* --- small helpers --- */
+
+static const char *piece_bytes(void *ctx, int id, size_t *len, int *special)
+{
+    tl_session *s = ctx;
+    *special = 0;
+    *len = 0;
+    if (!s->tok) return "";
+    const char *p = tl_tokenizer_piece(s->tok, id, len);
+    if (!p) {
+        *len = 0;
+        return "";
+    }
+    *special = tl_tokenizer_is_special(s->tok, id);
+    return p;
+}
+
+static tl_piece_source source(tl_session *s) { return (tl_piece_source){s, piece_bytes}; }
+
+static int file_exists(const char *dir, const char *name)
+{
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+static int config_clean_up(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *src = n > 0 ? malloc((size_t)n + 1) : NULL;
+    int v = 0;
+    if (src && fread(src, 1, (size_t)n, f) == (size_t)n) {
+        src[n] = 0;
+        cJSON *j = cJSON_Parse(src);
+        v = cJSON_IsTrue(cJSON_GetObjectItem(j, "clean_up_tokenization_spaces"));
+        cJSON_Delete(j);
+    }
+    free(src);
+    fclose(f);
+    return v;
+}
+
+static void free_steps(tl_session *s, int from)
+{
+    for (int i = from; i < s->n_gen; i++) {
+        free(s->steps[i].printed);
+        free(s->steps[i].held);
+        s->steps[i].printed = s->steps[i].held = NULL;
+    }
+}
+
+static void clear_generation(tl_session *s)
+{
+    free_steps(s, 0);
+    s->n_gen = 0;
+    s->n_bytes = 0;
+    s->done = 0;
+    memset(&s->result, 0, sizeof s->result);
+    s->logits_valid = 0;
+    free(s->text);
+    s->text = NULL;
+    if (s->e && tl_engine_pos(s->e) > 0) tl_engine_rewind(s->e, tl_engine_pos(s->e));
+    if (s->streamer) tl_streamer_reset(s->streamer);
+    if (s->metrics) tl_metrics_drop(s->metrics, tl_metrics_count(s->metrics));
+}
+
+static void unprepare(tl_session *s)
+{
+    clear_generation(s);
+    if (s->have_render) tl_chat_result_free(&s->render);
+    s->have_render = 0;
+    free(s->prompt);
+    s->prompt = NULL;
+    s->n_prompt = 0;
+    tl_streamer_free(s->streamer);
+    s->streamer = NULL;
+    s->prepared = 0;
+}
+
+/* --- opening --- */
+
+static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
+{
+    if (o) s->opts = *o;
+    const char *dev = s->opts.device ? s->opts.device : "cpu";
+    const tl_backend_ops *be = tl_backend_find(dev);
+    if (!be) return tl_error_set(err, "--device: %s: backend not available in this build", dev);
+    if (!strcmp(dev, "cuda") && !tl_backend_cuda_available())
+        return tl_error_set(err, "--device: cuda: no usable CUDA device");
+    if (tl_engine_create(&s->e, s->m, be, s->opts.threads, s->opts.capacity, err)) return -1;
+
+    /* the tokenizer: given, else beside the weights, else the bundled Llama 3 one */
+    const char *tdir = s->opts.tokenizer_dir;
+    if (!tdir && s->m->dir[0] && file_exists(s->m->dir, "tokenizer.json")) tdir = s->m->dir;
+    if (!tdir && s->opts.model_dir && file_exists(s->opts.model_dir, "tokenizer.json")) tdir = s->opts.model_dir;
+    if (!tdir) tdir = TL_SOURCE_DIR "/assets/tokenizer";
+    if (file_exists(tdir, "tokenizer.json")) {
+        if (tl_tokenizer_load(&s->tok, tdir, err)) return -1;
+        if (tl_chat_config_load(tdir, &s->chat, NULL) == 0) {
+            s->have_chat = 1;
+            tl_error terr;
+            if (s->chat.template_src && tl_template_compile(s->chat.template_src, &s->tpl, &terr)) {
+                s->tpl = NULL;   /* reported when a render is asked for */
+            }
+        }
+        s->sopts.clean_up_spaces = config_clean_up(tdir);
+    } else if (s->opts.tokenizer_dir) {
+        return tl_error_set(err, "%s: no tokenizer.json", s->opts.tokenizer_dir);
+    }
+    s->sampler = tl_sampler_create(s->m->cfg.vocab_size, tl_sampling_defaults(&s->m->gen));
+    s->metrics = tl_metrics_create(s->opts.clock, s->opts.clock_ctx);
+    s->steps = NULL;
+    if (!s->sampler || !s->metrics) return tl_error_set(err, "session: out of memory");
+    if (s->opts.bandwidth_gbs > 0) s->bandwidth = s->opts.bandwidth_gbs * 1e9;
+    s->add_gen_prompt = 1;
+    s->top_n = 10;
+    s->sopts.mode = TL_STREAM_HF;
+    s->sopts.skip_prompt = 1;
+    s->sopts.skip_special_tokens = 1;
+    tl_stop_eos_from_model(&s->stop, s->m);
+    return 0;
+}
+
+int tl_session_open_model(tl_session **out, tl_model *m, int own, const tl_session_opts *opts,
+                          tl_error *err)
+{
+    *out = NULL;
+    tl_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        if (own) tl_model_free(m);
+        return tl_error_set(err, "session: out of memory");
+    }
+    s->m = m;
+    s->own_model = own;
+    if (setup(s, opts, err)) {
+        tl_session_free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+int tl_session_open(tl_session **out, const tl_session_opts *opts, tl_error *err)
+{
+    *out = NULL;
+    if (!opts || !opts->model_dir) return tl_error_set(err, "--model: no model directory given");
+    tl_model *m;
+    if (tl_model_load(&m, opts->model_dir, err)) return -1;
+    return tl_session_open_model(out, m, 1, opts, err);
+}
+
+void tl_session_free(tl_session *s)
+{
+    if (!s) return;
+    unprepare(s);
+    free(s->steps);
+    free(s->gen);
+    free(s->gen_start);
+    free(s->gen_bytes);
+    free(s->messages);
+    for (size_t i = 0; i < s->n_vars; i++) {
+        free((char *)s->vars[i].name);
+        free((char *)s->vars[i].json);
+    }
+    free(s->vars);
+    free(s->raw_ids);
+    for (int i = 0; i < s->n_stop; i++) free(s->stop_str[i]);
+    tl_sampler_free(s->sampler);
+    tl_metrics_free(s->metrics);
+    if (s->tpl) tl_template_free(s->tpl);
+    if (s->have_chat) tl_chat_config_free(&s->chat);
+    if (s->tok) tl_tokenizer_free(s->tok);
+    if (s->e) tl_engine_free(s->e);
+    if (s->own_model) tl_model_free(s->m);
+    free(s);
+}
+
+/* --- the request --- */
+
+int tl_session_set_messages(tl_session *s, const char *messages_json, tl_error *err)
+{
+    cJSON *j = cJSON_Parse(messages_json ? messages_json : "");
+    int ok = cJSON_IsArray(j);
+    cJSON_Delete(j);
+    if (!ok) return tl_error_set(err, "messages: not a JSON array");
+    char *copy = strdup(messages_json);
+    if (!copy) return tl_error_set(err, "messages: out of memory");
+    unprepare(s);
+    free(s->messages);
+    s->messages = copy;
+    s->have_raw = 0;
+    return 0;
+}
+
+int tl_session_set_user(tl_session *s, const char *system, const char *text, tl_error *err)
+{
+    cJSON *a = cJSON_CreateArray();
+    if (system) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", "system");
+        cJSON_AddStringToObject(m, "content", system);
+        cJSON_AddItemToArray(a, m);
+    }
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", "user");
+    cJSON_AddStringToObject(m, "content", text ? text : "");
+    cJSON_AddItemToArray(a, m);
+    char *js = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    int rc = tl_session_set_messages(s, js, err);
+    free(js);
+    return rc;
+}
+
+void tl_session_set_add_generation_prompt(tl_session *s, int on)
+{
+    unprepare(s);
+    s->add_gen_prompt = on != 0;
+}
+
+int tl_session_set_template_vars(tl_session *s, const tl_template_var *vars, size_t n, tl_error *err)
+{
+    tl_template_var *v = n ? calloc(n, sizeof *v) : NULL;
+    if (n && !v) return tl_error_set(err, "template vars: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        v[i].name = strdup(vars[i].name);
+        v[i].json = strdup(vars[i].json);
+    }
+    unprepare(s);
+    for (size_t i = 0; i < s->n_vars; i++) {
+        free((char *)s->vars[i].name);
+        free((char *)s->vars[i].json);
+    }
+    free(s->vars);
+    s->vars = v;
+    s->n_vars = n;
+    return 0;
+}
+
+int tl_session_set_prompt_ids(tl_session *s, const int *ids, int n, tl_error *err)
+{
+    if (n <= 0) return tl_error_set(err, "--ids: the prompt is empty");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= s->m->cfg.vocab_size)
+            return tl_error_set(err, "--ids: id %d is outside the vocabulary (0..%d)", ids[i],
+                                s->m->cfg.vocab_size - 1);
+    int *c = malloc(sizeof(int) * (size_t)n);
+    if (!c) return tl_error_set(err, "--ids: out of memory");
+    memcpy(c, ids, sizeof(int) * (size_t)n);
+    unprepare(s);
+    free(s->raw_ids);
+    s->raw_ids = c;
+    s->n_raw = n;
+    s->have_raw = 1;
+    return 0;
+}
+
+void tl_session_set_sampling(tl_session *s, tl_sampling p)
+{
+    unprepare(s);
+    tl_sampler_set(s->sampler, p);
+}
+
+tl_sampling tl_session_sampling(const tl_session *s) { return tl_sampler_get(s->sampler); }
+
+void tl_session_set_max_new_tokens(tl_session *s, int n)
+{
+    unprepare(s);
+    s->request_max_new = n > 0 ? n : 0;
+}
+
+int tl_session_set_stop_strings(tl_session *s, const char *const *stop, int n, tl_error *err)
+{
+    if (n < 0 || n > TL_MAX_STOP) return tl_error_set(err, "--stop: at most %d stop strings", TL_MAX_STOP);
+    for (int i = 0; i < n; i++)
+        if (!stop[i] || !stop[i][0]) return tl_error_set(err, "--stop: empty stop string");
+    unprepare(s);
+    for (int i = 0; i < s->n_stop; i++) free(s->stop_str[i]);
+    for (int i = 0; i < n; i++) s->stop_str[i] = strdup(stop[i]);
+    s->n_stop = n;
+    return 0;
+}
+
+void tl_session_set_stream_mode(tl_session *s, tl_stream_mode mode)
+{
+    unprepare(s);
+    s->sopts.mode = mode;
+}
+
+void tl_session_set_streamer_opts(tl_session *s, int skip_prompt, int skip_special, int clean_up)
+{
+    unprepare(s);
+    s->sopts.skip_prompt = skip_prompt != 0;
+    s->sopts.skip_special_tokens = skip_special != 0;
+    s->sopts.clean_up_spaces = clean_up != 0;
+}
+
+void tl_session_set_top_n(tl_session *s, int n)
+{
+    if (n < 1) n = 1;
+    if (n > TL_MAX_TOP) n = TL_MAX_TOP;
+    s->top_n = n;
+}
+
+int tl_session_prepare(tl_session *s, tl_error *err)
+{
+    if (s->prepared) return 0;
+    unprepare(s);
+    tl_metrics_start(s->metrics);
+    if (s->have_raw) {
+        s->prompt = malloc(sizeof(int) * (size_t)s->n_raw);
+        if (!s->prompt) return tl_error_set(err, "prompt: out of memory");
+        memcpy(s->prompt, s->raw_ids, sizeof(int) * (size_t)s->n_raw);
+        s->n_prompt = s->n_raw;
+        tl_metrics_tokenized(s->metrics, s->n_prompt);
+    } else {
+        if (!s->messages) return tl_error_set(err, "prompt: no messages and no prompt ids");
+        if (!s->tok) return tl_error_set(err, "prompt: no tokenizer (tokenizer.json) for this model");
+        if (!s->tpl) {
+            if (!s->have_chat || !s->chat.template_src)
+                return tl_error_set(err, "prompt: the tokenizer has no chat template");
+            if (tl_template_compile(s->chat.template_src, &s->tpl, err)) return -1;
+        }
+        if (tl_chat_render(s->tpl, s->messages, s->vars, s->n_vars, s->add_gen_prompt,
+                           s->chat.bos_token, s->chat.eos_token, &s->render, err))
+            return -1;
+        s->have_render = 1;
+        tl_metrics_templated(s->metrics);
+        /* apply_chat_template(tokenize=True): specials parsed, no BOS added (the template has it) */
+        if (tl_tokenizer_encode(s->tok, s->render.text, s->render.len, 0, &s->prompt, &s->n_prompt, err))
+            return -1;
+        tl_metrics_tokenized(s->metrics, s->n_prompt);
+        if (s->n_prompt <= 0) return tl_error_set(err, "prompt: the rendered prompt is empty");
+        for (int i = 0; i < s->n_prompt; i++)
+            if (s->prompt[i] >= s->m->cfg.vocab_size)
+                return tl_error_set(err, "prompt: token id %d is outside the model's vocabulary (%d)",
+                                    s->prompt[i], s->m->cfg.vocab_size);
+    }
+    int cap = tl_engine_capacity(s->e);
+    if (s->n_prompt >= cap)
+        return tl_error_set(err, "prompt: %d tokens do not fit the context (%d positions)", s->n_prompt, cap);
+    s->stop.max_new_tokens = tl_stop_budget(&s->m->gen, s->request_max_new, s->n_prompt, cap,
+                                            &s->stop.budget_source);
+    s->stop.n_stop = s->n_stop;
+    for (int i = 0; i < s->n_stop; i++) s->stop.stop[i] = s->stop_str[i];
+    tl_streamer_opts so = s->sopts;
+    so.stop = (const char *const *)s->stop_str;
+    so.n_stop = s->n_stop;
+    s->streamer = tl_streamer_create(source(s), &so);
+    if (!s->streamer) return tl_error_set(err, "streamer: out of memory");
+    tl_sampler_set(s->sampler, tl_sampler_get(s->sampler));   /* same seed, same tokens */
+    int cap_gen = s->stop.max_new_tokens + 1;
+    if (cap_gen > s->cap_gen) {
+        int *g = realloc(s->gen, sizeof(int) * (size_t)cap_gen);
+        if (g) s->gen = g;
+        size_t *st = realloc(s->gen_start, sizeof(size_t) * (size_t)cap_gen);
+        if (st) s->gen_start = st;
+        tl_step *sp = realloc(s->steps, sizeof(tl_step) * (size_t)cap_gen);
+        if (sp) s->steps = sp;
+        if (!g || !st || !sp) return tl_error_set(err, "session: out of memory");
+        s->cap_gen = cap_gen;
+    }
+    s->prepared = 1;
+    s->clock_fresh = 1;
+    return 0;
+}
+
+/* --- stepping --- */
+
+static char *dupn(const char *p, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, p, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* Appends id as generated token k (== n_gen): bytes, streamer, stop check, the step's texts. */
+static int append_token(tl_session *s, int id, tl_step *st, tl_error *err)
+{
+    size_t len = 0;
+    int special;
+    const char *p = piece_bytes(s, id, &len, &special);
+    if (s->n_bytes + len + 1 > s->cap_bytes) {
+        size_t cap = s->cap_bytes ? s->cap_bytes : 256;
+        while (cap < s->n_bytes + len + 1) cap *= 2;
+        char *b = realloc(s->gen_bytes, cap);
+        if (!b) return tl_error_set(err, "session: out of memory");
+        s->gen_bytes = b;
+        s->cap_bytes = cap;
+    }
+    s->gen_start[s->n_gen] = s->n_bytes;
+    memcpy(s->gen_bytes + s->n_bytes, p, len);
+    s->n_bytes += len;
+    s->gen_bytes[s->n_bytes] = 0;
+    s->gen[s->n_gen++] = id;
+    free(s->text);
+    s->text = NULL;
+
+    if (tl_streamer_put(s->streamer, &id, 1)) return tl_error_set(err, "streamer: failed");
+    size_t pl;
+    const char *printed = tl_streamer_printed(s->streamer, &pl);
+    char *pr = dupn(printed, pl);
+    st->stop = tl_stop_check(&s->stop, id, s->n_gen, s->gen_bytes, s->n_bytes, s->gen_start[s->n_gen - 1]);
+    if (st->stop.reason != TL_STOP_NONE) {
+        tl_streamer_end(s->streamer);
+        size_t el;
+        const char *e = tl_streamer_printed(s->streamer, &el);
+        char *both = malloc(pl + el + 1);
+        if (both && pr) {
+            memcpy(both, pr, pl);
+            memcpy(both + pl, e, el);
+            both[pl + el] = 0;
+        }
+        free(pr);
+        pr = both;
+        s->done = 1;
+        s->result = st->stop;
+    }
+    size_t hl;
+    const char *held = tl_streamer_held(s->streamer, &hl);
+    st->printed = pr;
+    st->held = dupn(held, hl);
+    st->hold_reason = tl_streamer_hold_reason(s->streamer);
+    st->chosen = id;
+    if (s->tok) tl_tokenizer_display(s->tok, id, st->piece, sizeof st->piece);
+    else snprintf(st->piece, sizeof st->piece, "<%d>", id);
+    if (!st->printed || !st->held) return tl_error_set(err, "session: out of memory");
+    return 0;
+}
+
+int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
+{
+    if (out) *out = NULL;
+    if (!s->prepared && tl_session_prepare(s, err)) return -1;
+    if (s->done) return TL_SESSION_DONE;
+    int k = s->n_gen;
+    tl_step *st = &s->steps[k];
+    memset(st, 0, sizeof *st);
+    st->index = k;
+    if (k == 0) {
+        if (!s->clock_fresh) {   /* a rerun after reset/rewind: the request starts now */
+            tl_metrics_start(s->metrics);
+            tl_metrics_tokenized(s->metrics, s->n_prompt);
+        }
+        s->clock_fresh = 0;
+        if (tl_engine_pos(s->e) > 0) tl_engine_rewind(s->e, tl_engine_pos(s->e));
+        tl_streamer_reset(s->streamer);
+        if (tl_streamer_put(s->streamer, s->prompt, s->n_prompt))   /* generate() puts the prompt first */
+            return tl_error_set(err, "streamer: failed");
+        if (tl_engine_prefill(s->e, s->prompt, s->n_prompt, err)) return -1;
+        st->kind = TL_STEP_PREFILL;
+        st->n_input = s->n_prompt;
+    } else {
+        if (tl_engine_decode(s->e, s->gen[k - 1], err)) return -1;
+        st->kind = TL_STEP_DECODE;
+        st->n_input = 1;
+    }
+    const float *logits = tl_engine_logits(s->e);
+    int id = tl_sampler_sample(s->sampler, logits, s->top_n, &st->sample);
+    tl_metrics_token(s->metrics, tl_engine_last_ms(s->e), tl_engine_last_unsynced_ms(s->e));
+    st->ms = tl_engine_last_ms(s->e);
+    st->t_ms = tl_metrics_token_time(s->metrics, k);
+    st->pos = tl_engine_pos(s->e);
+    s->logits_valid = 1;
+    if (append_token(s, id, st, err)) return -1;
+    if (out) *out = st;
+    return TL_SESSION_STEPPED;
+}
+
+/* Streamer state for generated tokens 0..n_gen-1, by replaying them. */
+static int replay(tl_session *s, int n_keep)
+{
+    tl_streamer_reset(s->streamer);
+    if (tl_streamer_put(s->streamer, s->prompt, s->n_prompt)) return -1;
+    for (int i = 0; i < n_keep; i++)
+        if (tl_streamer_put(s->streamer, &s->gen[i], 1)) return -1;
+    s->n_gen = n_keep;
+    s->n_bytes = n_keep ? s->gen_start[n_keep - 1] : 0;
+    if (n_keep) {
+        size_t len;
+        int sp;
+        piece_bytes(s, s->gen[n_keep - 1], &len, &sp);
+        s->n_bytes += len;
+    }
+    if (s->gen_bytes) s->gen_bytes[s->n_bytes] = 0;
+    free(s->text);
+    s->text = NULL;
+    return 0;
+}
+
+int tl_session_force(tl_session *s, int id, tl_error *err)
+{
+    if (s->n_gen == 0) return tl_error_set(err, "force: no step to change yet");
+    if (id < 0 || id >= s->m->cfg.vocab_size)
+        return tl_error_set(err, "force: id %d is outside the vocabulary (0..%d)", id, s->m->cfg.vocab_size - 1);
+    int k = s->n_gen - 1;
+    if (!s->logits_valid) {   /* recompute the newest step's logits: one pass */
+        if (k == 0) {
+            tl_engine_rewind(s->e, tl_engine_pos(s->e));
+            if (tl_engine_prefill(s->e, s->prompt, s->n_prompt, err)) return -1;
+        } else {
+            tl_engine_rewind(s->e, 1);
+            if (tl_engine_decode(s->e, s->gen[k - 1], err)) return -1;
+        }
+        s->logits_valid = 1;
+    }
+    tl_step *st = &s->steps[k];
+    tl_step keep = *st;
+    free(st->printed);
+    free(st->held);
+    if (replay(s, k)) return tl_error_set(err, "streamer: failed");
+    s->done = 0;
+    memset(&s->result, 0, sizeof s->result);
+    memset(st, 0, sizeof *st);
+    st->index = k;
+    st->kind = keep.kind;
+    st->n_input = keep.n_input;
+    st->pos = keep.pos;
+    st->ms = keep.ms;
+    st->t_ms = keep.t_ms;
+    st->forced = 1;
+    tl_sampler_explain(s->sampler, tl_engine_logits(s->e), s->top_n, id, &st->sample);
+    return append_token(s, id, st, err);
+}
+
+int tl_session_rewind(tl_session *s, int n, tl_error *err)
+{
+    if (n < 0 || n > s->n_gen)
+        return tl_error_set(err, "rewind: %d steps asked, %d taken", n, s->n_gen);
+    if (n == 0) return 0;
+    int keep = s->n_gen - n;
+    if (keep == 0) {
+        clear_generation(s);
+        return 0;
+    }
+    /* after step keep-1 the cache holds the prompt and generated tokens 0..keep-2 */
+    tl_engine_rewind(s->e, tl_engine_pos(s->e) - (s->n_prompt + keep - 1));
+    free_steps(s, keep);
+    tl_metrics_drop(s->metrics, n);
+    if (replay(s, keep)) return tl_error_set(err, "streamer: failed");
+    s->done = 0;
+    memset(&s->result, 0, sizeof s->result);
+    s->logits_valid = 0;
+    return 0;
+}
+
+void tl_session_reset(tl_session *s) { clear_generation(s); }
+
+int tl_generate(tl_session *s, tl_step_hook hook, void *ctx, tl_error *err)
+{
+    for (;;) {
+        const tl_step *st;
+        int rc = tl_session_step(s, &st, err);
+        if (rc < 0) return -1;
+        if (rc == TL_SESSION_DONE) return TL_SESSION_DONE;
+        if (hook && hook(ctx, s, st)) return s->done ? TL_SESSION_DONE : TL_GENERATE_CANCELLED;
+        if (s->done) return TL_SESSION_DONE;
+    }
+}
+
+/* --- accessors --- */
+
+int tl_session_done(const tl_session *s) { return s->done; }
+const tl_stop_result *tl_session_stop(const tl_session *s) { return &s->result; }
+int tl_session_n_steps(const tl_session *s) { return s->n_gen; }
+
+const tl_step *tl_session_step_at(const tl_session *s, int i)
+{
+    return i >= 0 && i < s->n_gen ? &s->steps[i] : NULL;
+}
+
+const char *tl_session_prompt_text(const tl_session *s, size_t *len)
+{
+    if (len) *len = s->have_render ? s->render.len : 0;
+    return s->have_render ? s->render.text : NULL;
+}
+
+const tl_span *tl_session_prompt_spans(const tl_session *s, size_t *n)
+{
+    if (n) *n = s->have_render ? s->render.n_spans : 0;
+    return s->have_render ? s->render.spans : NULL;
+}
+
+const int *tl_session_prompt_ids(const tl_session *s, int *n)
+{
+    if (n) *n = s->n_prompt;
+    return s->prompt;
+}
+
+const int *tl_session_generated_ids(const tl_session *s, int *n)
+{
+    if (n) *n = s->n_gen;
+    return s->gen;
+}
+
+const char *tl_session_text(const tl_session *s, size_t *len)
+{
+    tl_session *w = (tl_session *)s;
+    if (!w->text)
+        w->text = tl_streamer_decode(source(w), s->gen, s->n_gen, s->sopts.skip_special_tokens,
+                                     s->sopts.clean_up_spaces, NULL);
+    if (len) *len = w->text ? strlen(w->text) : 0;
+    return w->text ? w->text : "";
+}
+
+const char *tl_session_streamed(const tl_session *s, size_t *len)
+{
+    if (!s->streamer) {
+        if (len) *len = 0;
+        return "";
+    }
+    return tl_streamer_output(s->streamer, len);
+}
+
+const tl_stop_config *tl_session_stop_config(const tl_session *s) { return &s->stop; }
+
+tl_metrics_report tl_session_metrics(const tl_session *s)
+{
+    tl_session *w = (tl_session *)s;
+    if (w->bandwidth == 0) {
+        tl_bandwidth bw;
+        w->bandwidth = -1;
+        if (!strcmp(tl_engine_device(w->e), "cpu") && tl_bandwidth_probe(&bw, w->opts.threads, 0.2, NULL) == 0)
+            w->bandwidth = bw.bytes_per_s;
+    }
+    tl_metrics_set_floor(w->metrics, tl_engine_step_bytes(w->e), w->bandwidth);
+    return tl_metrics_report_get(w->metrics);
+}
+
+const tl_metrics *tl_session_metrics_obj(const tl_session *s) { return s->metrics; }
+const tl_model *tl_session_model(const tl_session *s) { return s->m; }
+tl_engine *tl_session_engine(tl_session *s) { return s->e; }
+const tl_tokenizer *tl_session_tokenizer(const tl_session *s) { return s->tok; }
+
+const float *tl_session_logits(const tl_session *s)
+{
+    return s->logits_valid && s->n_gen ? tl_engine_logits(s->e) : NULL;
+}
