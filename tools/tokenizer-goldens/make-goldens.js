@@ -187,13 +187,59 @@ for (const s of corpus) {
 for (const s of ["Hello world", "", "<|begin_of_text|>Hi", "Việt Nam", "<|eot_id|>"]) entry(s, ["add_special"]);
 entry("<|begin_of_text|>Hi<|eot_id|>", ["add_special", "no_parse_special"]);
 
+// ---- variants: the same vocabulary under other pre-tokenizers, merge forms and post-processors ----
+const QWEN2_PATTERN = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const byteLevel = (prefix, regex) => ({ type: "ByteLevel", add_prefix_space: prefix, trim_offsets: true, use_regex: regex });
+const split = (pattern) => ({ type: "Split", pattern: { Regex: pattern }, behavior: "Isolated", invert: false });
+const bos = { SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } }, eos = { SpecialToken: { id: "<|end_of_text|>", type_id: 0 } };
+const specialTokens = {
+  "<|begin_of_text|>": { id: "<|begin_of_text|>", ids: [128000], tokens: ["<|begin_of_text|>"] },
+  "<|end_of_text|>": { id: "<|end_of_text|>", ids: [128001], tokens: ["<|end_of_text|>"] },
+};
+const variantSpecs = [
+  { name: "merges-as-pairs", merges_as_pairs: true, set: {} },
+  { name: "ignore-merges-off", set: { "model.ignore_merges": false } },
+  { name: "gpt2-bytelevel-regex", set: { pre_tokenizer: byteLevel(false, true) } },
+  { name: "bytelevel-prefix-space", set: { pre_tokenizer: byteLevel(true, true) } },
+  { name: "qwen2-pattern", set: { pre_tokenizer: { type: "Sequence", pretokenizers: [split(QWEN2_PATTERN), byteLevel(false, false)] } } },
+  { name: "digits-then-llama3", set: { pre_tokenizer: { type: "Sequence", pretokenizers: [
+      { type: "Digits", individual_digits: true }, tokJSON.pre_tokenizer.pretokenizers[0], byteLevel(false, false)] } } },
+  { name: "bos-and-eos", set: { post_processor: { type: "TemplateProcessing", single: [bos, { Sequence: { id: "A", type_id: 0 } }, eos],
+      pair: [], special_tokens: specialTokens } } },
+  { name: "roberta-processing", set: { post_processor: { type: "RobertaProcessing", sep: ["<|end_of_text|>", 128001],
+      cls: ["<|begin_of_text|>", 128000], trim_offsets: true, add_prefix_space: false } } },
+];
+const distinct = [...seen];
+const variants = [];
+for (const spec of variantSpecs) {
+  const j = JSON.parse(JSON.stringify(tokJSON));
+  for (const [k, v] of Object.entries(spec.set)) {
+    if (k.startsWith("model.")) j.model[k.slice(6)] = v;
+    else j[k] = v;
+  }
+  if (spec.merges_as_pairs) j.model.merges = j.model.merges.map((m) => m.split(" "));
+  const t = load(j);
+  const pick = spec.name === "qwen2-pattern" || spec.name.startsWith("digits")
+    ? distinct.filter((s, i) => i % 3 === 0 || /\p{N}/u.test(s))
+    : distinct.filter((s, i) => i % 3 === 0);
+  const texts = pick.filter((s) => !onigDiffers(s));  // JS \s is not HF's there
+  const flags = spec.set.post_processor ? ["add_special"] : [];
+  const ventries = texts.map((text) => ({ text, flags, ids: Array.from(t.encode(text, { add_special_tokens: flags.length > 0 })) }));
+  const { set, merges_as_pairs } = spec;
+  // a prefix space is text that was not in the input: no round trip there
+  const round_trip = !spec.name.includes("prefix-space");
+  variants.push({ name: spec.name, set, merges_as_pairs: !!merges_as_pairs, round_trip, entries: ventries });
+}
+
 const out = {
   generator: "tools/tokenizer-goldens/make-goldens.js",
   reference: "@lenml/tokenizers@" + JSON.parse(fs.readFileSync(
     path.join(path.dirname(require.resolve("@lenml/tokenizers")), "..", "package.json"), "utf8")).version,
   tokenizer: "assets/tokenizer",
   entries,
+  variants,
 };
 fs.writeFileSync(outPath, JSON.stringify(out, null, 0).replace(/\},\{/g, "},\n{") + "\n");
 const nDiff = entries.filter((e) => e.lenml_ids && JSON.stringify(e.lenml_ids) !== JSON.stringify(e.ids)).length;
-console.log(`wrote ${outPath}: ${entries.length} entries (${seen.size} distinct strings), ${nDiff} where JS \\s differs`);
+console.log(`wrote ${outPath}: ${entries.length} entries (${seen.size} distinct strings), ${nDiff} where JS \\s differs; ` +
+  variants.map((v) => `${v.name} ${v.entries.length}`).join(", "));
