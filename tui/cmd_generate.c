@@ -1,9 +1,364 @@
-/* PLACEHOLDER: replaced by the helper that owns this command. */
+/* tokenloop generate: run generation headlessly through the session API, one forward pass per
+ * step. Text streams to stdout as transformers' TextStreamer prints it (or as a server would,
+ * --stream-mode server); metrics go to stderr. --json prints one object instead. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
 #include "commands.h"
+#include "tokenloop/engine.h"
+#include "tokenloop/session.h"
+#include "tokenloop/tokenizer.h"
+
+static const char usage[] =
+    "usage: tokenloop generate [--model DIR] (--ids 128000,791,... | --prompt TEXT [--system TEXT] |\n"
+    "                          --messages FILE) [--no-generation-prompt] [--max-new-tokens N]\n"
+    "                          [--greedy | --temperature T --top-k K --top-p P] [--seed S] [--top N]\n"
+    "                          [--stop STR]... [--stream-mode hf|server] [--device cpu|cuda]\n"
+    "                          [--threads N] [--json]\n"
+    "  Generates one forward pass at a time. The first pass (the prefill) reads the whole prompt\n"
+    "  and chooses the first new token; each later pass (decode) reads one token.\n"
+    "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL)\n"
+    "  --ids LIST         prompt token ids, comma-separated (no template, no tokenizer)\n"
+    "  --prompt TEXT      a user message, wrapped in the model's chat template\n"
+    "  --system TEXT      a system message before it\n"
+    "  --messages FILE    a JSON array of {\"role\", \"content\"} messages\n"
+    "  --no-generation-prompt  do not append the assistant header\n"
+    "  --max-new-tokens N budget (default: generation_config.json, else 20)\n"
+    "  --greedy           argmax; --temperature/--top-k/--top-p sample (defaults from\n"
+    "                     generation_config.json, top_k 50)\n"
+    "  --seed S           RNG seed (same seed, same tokens; default 0)\n"
+    "  --top N            candidates reported per step (1..64, default 10)\n"
+    "  --stop STR         stop when STR appears in the generated text (repeatable)\n"
+    "  --stream-mode M    hf: TextStreamer (word by word); server: hold back only unfinished\n"
+    "                     UTF-8 and a possible stop string\n"
+    "  --device D         cpu (default) or cuda\n"
+    "  --threads N        CPU threads (default: all cores)\n"
+    "  --json             one JSON object on stdout instead of streamed text\n";
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_ids(const char *s, int **ids, int *n)
+{
+    int cap = 16, k = 0;
+    int *a = malloc(sizeof(int) * (size_t)cap);
+    const char *p = s;
+    if (!a) return -1;
+    for (;;) {
+        char *end;
+        if (*p < '0' || *p > '9') {
+            free(a);
+            return -1;
+        }
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || v > INT_MAX) {
+            free(a);
+            return -1;
+        }
+        if (k == cap) {
+            cap *= 2;
+            int *b = realloc(a, sizeof(int) * (size_t)cap);
+            if (!b) {
+                free(a);
+                return -1;
+            }
+            a = b;
+        }
+        a[k++] = (int)v;
+        if (*end == 0) break;
+        if (*end != ',') {
+            free(a);
+            return -1;
+        }
+        p = end + 1;
+    }
+    *ids = a;
+    *n = k;
+    return 0;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    size_t r;
+    while (s && (r = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n + 1 == cap) {
+            char *t = realloc(s, cap *= 2);
+            if (!t) {
+                free(s);
+                s = NULL;
+            }
+            s = t;
+        }
+    }
+    fclose(f);
+    if (s) s[n] = 0;
+    return s;
+}
+
+static cJSON *num_or_null(double v) { return v < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(v); }
+
+static int stream_step(void *ctx, tl_session *s, const tl_step *st)
+{
+    (void)ctx;
+    (void)s;
+    if (st->printed && st->printed[0]) {
+        fputs(st->printed, stdout);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+static void print_metrics(tl_session *s)
+{
+    tl_metrics_report r = tl_session_metrics(s);
+    const tl_stop_result *stop = tl_session_stop(s);
+    const tl_stop_config *sc = tl_session_stop_config(s);
+    fprintf(stderr, "\n--\nstop: %s (%s); budget %d new tokens from %s\n", tl_stop_reason_name(stop->reason),
+            stop->detail, sc->max_new_tokens, tl_budget_source_name(sc->budget_source));
+    fprintf(stderr, "prompt %d tokens, generated %d", r.prompt_tokens, r.generated);
+    if (r.template_ms >= 0) fprintf(stderr, "; templating %.2f ms, tokenizing %.2f ms", r.template_ms, r.tokenize_ms);
+    fprintf(stderr, "\nTTFT %.2f ms (request start -> first id on the host)\n", r.ttft_ms);
+    if (r.tpot_ms >= 0)
+        fprintf(stderr, "TPOT %.2f ms, decode %.1f tokens/s (over the %d tokens after the first)\n", r.tpot_ms,
+                r.decode_tokens_per_s, r.generated - 1);
+    else
+        fprintf(stderr, "TPOT n/a (needs two generated tokens)\n");
+    if (r.floor_ms > 0)
+        fprintf(stderr, "floor %.2f ms = %.3g GB read per step / %.1f GB/s; TPOT / floor %.2f"
+                        " (class reference: 16 GB / 3.35 TB/s = %.1f ms, Llama 3.1 8B bf16 on an H100)\n",
+                r.floor_ms, r.step_bytes / 1e9, r.bandwidth_gbs, r.tpot_over_floor, r.ref_floor_ms);
+    else
+        fprintf(stderr, "floor unknown (no bandwidth figure for this device); class reference %.1f ms\n",
+                r.ref_floor_ms);
+    fprintf(stderr, "wrong reading 1, prompt counted as output: %.1f tokens/s\n", r.prompt_as_output_tokens_per_s);
+    if (r.unsynced_applicable && r.unsynced_tpot_ms >= 0)
+        fprintf(stderr, "wrong reading 2, clock read before synchronizing: TPOT %.3f ms\n", r.unsynced_tpot_ms);
+    else
+        fprintf(stderr, "wrong reading 2, unsynchronized clock: not applicable (synchronous backend)\n");
+}
+
+static void print_json(tl_session *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    int n;
+    const int *ids = tl_session_prompt_ids(s, &n);
+    cJSON_AddItemToObject(o, "prompt_ids", cJSON_CreateIntArray(ids, n));
+    ids = tl_session_generated_ids(s, &n);
+    cJSON_AddItemToObject(o, "generated_ids", cJSON_CreateIntArray(ids, n));
+    const char *pt = tl_session_prompt_text(s, NULL);
+    if (pt) cJSON_AddStringToObject(o, "prompt_text", pt);
+    else cJSON_AddNullToObject(o, "prompt_text");
+    cJSON_AddStringToObject(o, "text", tl_session_text(s, NULL));
+    cJSON_AddStringToObject(o, "streamed", tl_session_streamed(s, NULL));
+    const tl_stop_result *stop = tl_session_stop(s);
+    const tl_stop_config *sc = tl_session_stop_config(s);
+    cJSON_AddStringToObject(o, "stop_reason", tl_stop_reason_name(stop->reason));
+    cJSON_AddStringToObject(o, "stop_detail", stop->detail);
+    if (stop->reason == TL_STOP_STRING) {
+        cJSON_AddStringToObject(o, "stop_string", sc->stop[stop->stop_index]);
+        cJSON_AddNumberToObject(o, "stop_match_start", (double)stop->match_start);
+        cJSON_AddNumberToObject(o, "stop_match_end", (double)stop->match_end);
+    }
+    cJSON_AddStringToObject(o, "budget_source", tl_budget_source_name(sc->budget_source));
+    cJSON_AddNumberToObject(o, "max_new_tokens", sc->max_new_tokens);
+    cJSON_AddItemToObject(o, "eos_ids", cJSON_CreateIntArray(sc->eos_ids, sc->n_eos));
+    tl_metrics_report r = tl_session_metrics(s);
+    cJSON_AddItemToObject(o, "template_ms", num_or_null(r.template_ms));
+    cJSON_AddItemToObject(o, "tokenize_ms", num_or_null(r.tokenize_ms));
+    cJSON_AddItemToObject(o, "ttft_ms", num_or_null(r.ttft_ms));
+    cJSON_AddItemToObject(o, "tpot_ms", num_or_null(r.tpot_ms));
+    cJSON_AddItemToObject(o, "decode_tokens_per_s", num_or_null(r.decode_tokens_per_s));
+    cJSON_AddItemToObject(o, "prompt_as_output_tokens_per_s", num_or_null(r.prompt_as_output_tokens_per_s));
+    if (r.unsynced_applicable) cJSON_AddItemToObject(o, "unsynced_tpot_ms", num_or_null(r.unsynced_tpot_ms));
+    else cJSON_AddStringToObject(o, "unsynced_tpot_ms", "not applicable (synchronous backend)");
+    cJSON_AddItemToObject(o, "floor_ms", num_or_null(r.floor_ms));
+    cJSON_AddItemToObject(o, "bandwidth_gbs", num_or_null(r.bandwidth_gbs));
+    cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);
+    cJSON_AddNumberToObject(o, "ref_floor_ms", r.ref_floor_ms);
+    cJSON *steps = cJSON_AddArrayToObject(o, "steps");
+    for (int i = 0; i < tl_session_n_steps(s); i++) {
+        const tl_step *st = tl_session_step_at(s, i);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "index", st->index);
+        cJSON_AddStringToObject(j, "kind", st->kind == TL_STEP_PREFILL ? "prefill" : "decode");
+        cJSON_AddNumberToObject(j, "ms", st->ms);
+        cJSON_AddNumberToObject(j, "chosen", st->chosen);
+        cJSON_AddStringToObject(j, "piece", st->piece);
+        cJSON_AddStringToObject(j, "printed", st->printed ? st->printed : "");
+        cJSON_AddStringToObject(j, "held_back", st->held ? st->held : "");
+        cJSON_AddNumberToObject(j, "hold_reason", st->hold_reason);
+        cJSON *c = cJSON_AddArrayToObject(j, "candidates");
+        for (int k = 0; k < st->sample.n; k++) {
+            const tl_candidate *cd = &st->sample.cand[k];
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "id", cd->id);
+            cJSON_AddNumberToObject(x, "logit", cd->logit);
+            cJSON_AddNumberToObject(x, "prob", cd->prob);
+            cJSON_AddNumberToObject(x, "prob_final", cd->prob_final);
+            cJSON_AddItemToArray(c, x);
+        }
+        cJSON_AddItemToArray(steps, j);
+    }
+    char *txt = cJSON_PrintUnformatted(o);
+    if (txt) puts(txt);
+    free(txt);
+    cJSON_Delete(o);
+}
 
 int cmd_generate(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_fail(2, "generate: not built yet");
+    const char *model = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
+    const char *device = NULL, *stop[TL_MAX_STOP];
+    int n_stop = 0, json = 0, gen_prompt = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
+    long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
+    double temperature = 1, top_p = 1;
+    tl_stream_mode mode = TL_STREAM_HF;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--greedy")) { greedy = 1; continue; }
+        if (!strcmp(a, "--no-generation-prompt")) { gen_prompt = 0; continue; }
+        static const char *const with_value[] = {"--model", "--ids", "--prompt", "--system", "--messages",
+            "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed", "--top", "--stop",
+            "--stream-mode", "--device", "--threads"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+            if (!strcmp(a, with_value[k])) known = 1;
+        if (!known) {
+            fputs(usage, stderr);
+            return cli_fail(2, "generate: %s: unknown option", a);
+        }
+        if (i + 1 >= argc) return cli_fail(2, "generate: %s: missing value", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--ids")) ids_arg = v;
+        else if (!strcmp(a, "--prompt")) prompt = v;
+        else if (!strcmp(a, "--system")) system = v;
+        else if (!strcmp(a, "--messages")) messages = v;
+        else if (!strcmp(a, "--device")) device = v;
+        else if (!strcmp(a, "--max-new-tokens")) {
+            if (parse_int(v, 1, 1 << 24, &max_new)) return cli_fail(2, "--max-new-tokens: %s: expected a positive integer", v);
+        } else if (!strcmp(a, "--temperature")) {
+            if (parse_float(v, &temperature) || temperature <= 0)
+                return cli_fail(2, "--temperature: %s: expected a number > 0 (use --greedy for argmax)", v);
+            have_t = 1;
+        } else if (!strcmp(a, "--top-k")) {
+            if (parse_int(v, 0, INT_MAX, &top_k)) return cli_fail(2, "--top-k: %s: expected an integer >= 0", v);
+            have_k = 1;
+        } else if (!strcmp(a, "--top-p")) {
+            if (parse_float(v, &top_p) || top_p <= 0 || top_p > 1)
+                return cli_fail(2, "--top-p: %s: expected a number in (0, 1]", v);
+            have_p = 1;
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_int(v, 0, LONG_MAX, &seed)) return cli_fail(2, "--seed: %s: expected an integer >= 0", v);
+            have_seed = 1;
+        } else if (!strcmp(a, "--top")) {
+            if (parse_int(v, 1, TL_MAX_TOP, &top_n)) return cli_fail(2, "--top: %s: expected 1..%d", v, TL_MAX_TOP);
+        } else if (!strcmp(a, "--threads")) {
+            if (parse_int(v, 0, 4096, &threads)) return cli_fail(2, "--threads: %s: expected an integer >= 0", v);
+        } else if (!strcmp(a, "--stream-mode")) {
+            if (!strcmp(v, "hf")) mode = TL_STREAM_HF;
+            else if (!strcmp(v, "server")) mode = TL_STREAM_SERVER;
+            else return cli_fail(2, "--stream-mode: %s: expected hf or server", v);
+        } else if (!strcmp(a, "--stop")) {
+            if (!v[0]) return cli_fail(2, "--stop: empty stop string");
+            if (n_stop == TL_MAX_STOP) return cli_fail(2, "--stop: at most %d stop strings", TL_MAX_STOP);
+            stop[n_stop++] = v;
+        }
+    }
+    int n_sources = (ids_arg != NULL) + (prompt != NULL) + (messages != NULL);
+    if (n_sources != 1) return cli_fail(2, "generate: give exactly one of --ids, --prompt, --messages");
+    if (system && !prompt) return cli_fail(2, "--system: only with --prompt");
+    if (greedy && (have_t || have_k || have_p)) return cli_fail(2, "--greedy: cannot be combined with --temperature/--top-k/--top-p");
+    if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_fail(2, "--device: %s: expected cpu or cuda", device);
+    int *ids = NULL, n_ids = 0;
+    if (ids_arg && parse_ids(ids_arg, &ids, &n_ids)) return cli_fail(2, "--ids: %s: expected comma-separated token ids", ids_arg);
+    if (!model) model = getenv("TOKENLOOP_MODEL");
+    if (!model || !*model) {
+        free(ids);
+        return cli_fail(2, "--model: no model given (pass --model DIR or set TOKENLOOP_MODEL)");
+    }
+
+    tl_error err = {{0}};
+    tl_session *s = NULL;
+    tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads};
+    int status = 1;
+    char *msgs = NULL;
+    if (tl_session_open(&s, &o, &err)) goto fail;
+    if (ids) {
+        if (tl_session_set_prompt_ids(s, ids, n_ids, &err)) goto fail;
+    } else if (prompt) {
+        if (tl_session_set_user(s, system, prompt, &err)) goto fail;
+    } else {
+        msgs = read_file(messages);
+        if (!msgs) {
+            snprintf(err.msg, sizeof err.msg, "%s: cannot read", messages);
+            goto fail;
+        }
+        if (tl_session_set_messages(s, msgs, &err)) {
+            snprintf(err.msg, sizeof err.msg, "%s: not a JSON array of messages", messages);
+            goto fail;
+        }
+    }
+    tl_session_set_add_generation_prompt(s, gen_prompt);
+    tl_sampling p = tl_session_sampling(s);
+    if (greedy) p.greedy = 1;
+    if (have_t || have_k || have_p) p.greedy = 0;
+    if (have_t) p.temperature = (float)temperature;
+    if (have_k) p.top_k = (int)top_k;
+    if (have_p) p.top_p = (float)top_p;
+    if (have_seed) p.seed = (uint64_t)seed;
+    tl_session_set_sampling(s, p);
+    tl_session_set_max_new_tokens(s, (int)max_new);
+    if (tl_session_set_stop_strings(s, stop, n_stop, &err)) goto fail;
+    tl_session_set_stream_mode(s, mode);
+    tl_session_set_top_n(s, (int)top_n);
+    if (tl_generate(s, json ? NULL : stream_step, NULL, &err) < 0) goto fail;
+    if (json) {
+        print_json(s);
+    } else {
+        fflush(stdout);
+        print_metrics(s);
+    }
+    status = 0;
+fail:
+    if (status) cli_fail(1, "%s", err.msg);
+    free(msgs);
+    free(ids);
+    tl_session_free(s);
+    return status;
 }

@@ -1,0 +1,76 @@
+/* TTFT, TPOT, decode tokens/s and the two wrong readings, with a fake clock. */
+#include "tl_test.h"
+#include "tokenloop/metrics.h"
+
+static double fake_now;
+static double fake_clock(void *ctx)
+{
+    (void)ctx;
+    return fake_now;
+}
+
+int main(void)
+{
+    tl_metrics *m = tl_metrics_create(fake_clock, NULL);
+    fake_now = 1000;
+    tl_metrics_start(m);
+    tl_metrics_report r = tl_metrics_report_get(m);
+    TL_CHECK_INT(r.generated, 0);
+    TL_CHECK(r.ttft_ms < 0 && r.tpot_ms < 0);
+    fake_now = 1002;
+    tl_metrics_templated(m);          /* 2 ms of templating */
+    fake_now = 1005;
+    tl_metrics_tokenized(m, 100);     /* 3 ms of tokenizing */
+    fake_now = 1105;
+    tl_metrics_token(m, 98, -1);      /* prefill: first id on the host 105 ms after the start */
+    r = tl_metrics_report_get(m);
+    TL_CHECK_NEAR(r.template_ms, 2, 1e-9);
+    TL_CHECK_NEAR(r.tokenize_ms, 3, 1e-9);
+    TL_CHECK_NEAR(r.ttft_ms, 105, 1e-9);
+    TL_CHECK(r.tpot_ms < 0);          /* undefined with one token */
+    /* four more tokens at 10, 12, 14, 16 ms intervals */
+    double gaps[] = {10, 12, 14, 16};
+    for (int i = 0; i < 4; i++) {
+        fake_now += gaps[i];
+        tl_metrics_token(m, gaps[i] - 1, -1);
+    }
+    r = tl_metrics_report_get(m);
+    TL_CHECK_INT(r.generated, 5);
+    TL_CHECK_NEAR(r.ttft_ms, 105, 1e-9);
+    TL_CHECK_NEAR(r.tpot_ms, (10 + 12 + 14 + 16) / 4.0, 1e-9);        /* (t_last - t_first) / (n - 1) */
+    TL_CHECK_NEAR(r.decode_tokens_per_s, 4 / 0.052, 1e-6);            /* (n - 1) / that interval */
+    TL_CHECK_NEAR(r.total_ms, 157, 1e-9);
+    TL_CHECK_NEAR(r.prompt_as_output_tokens_per_s, 105 / 0.157, 1e-6); /* the wrong reading */
+    TL_CHECK_INT(r.unsynced_applicable, 0);                           /* CPU: no number */
+    TL_CHECK(r.unsynced_tpot_ms < 0);
+    TL_CHECK(r.floor_ms < 0 && r.bandwidth_gbs < 0);
+    TL_CHECK_NEAR(r.ref_floor_ms, 16e9 / 3.35e12 * 1e3, 1e-9);
+    TL_CHECK_NEAR(r.ref_floor_ms, 4.776, 1e-3);
+    tl_metrics_set_floor(m, 2e9, 50e9);
+    r = tl_metrics_report_get(m);
+    TL_CHECK_NEAR(r.floor_ms, 40, 1e-9);
+    TL_CHECK_NEAR(r.bandwidth_gbs, 50, 1e-9);
+    TL_CHECK_NEAR(r.tpot_over_floor, 13.0 / 40, 1e-9);
+    TL_CHECK_NEAR(tl_metrics_token_time(m, 2), 127, 1e-9);
+
+    tl_metrics_drop(m, 2);            /* a rewind of two steps */
+    r = tl_metrics_report_get(m);
+    TL_CHECK_INT(r.generated, 3);
+    TL_CHECK_NEAR(r.tpot_ms, 11, 1e-9);
+
+    /* an asynchronous backend: launches return long before the work is done */
+    tl_metrics_start(m);
+    TL_CHECK(tl_metrics_report_get(m).template_ms < 0);               /* ids given: no templating */
+    tl_metrics_tokenized(m, 10);
+    for (int i = 0; i < 5; i++) {
+        fake_now += 8;
+        tl_metrics_token(m, 7.9, 0.2);
+    }
+    r = tl_metrics_report_get(m);
+    TL_CHECK_INT(r.unsynced_applicable, 1);
+    TL_CHECK_NEAR(r.unsynced_tpot_ms, 0.2, 1e-9);
+    TL_CHECK_NEAR(r.tpot_ms, 8, 1e-9);
+    TL_CHECK_NEAR(r.ttft_ms, 8, 1e-9);
+    tl_metrics_free(m);
+    return TL_TEST_END("generate_metrics");
+}
