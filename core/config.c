@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "safetensors.h"
 #include "tokenloop/model.h"
 
 #define MAX_JSON (16u << 20)
@@ -136,17 +137,18 @@ static int check_architecture(const cJSON *root, const char *path, tl_error *err
     const cJSON *mt = field(root, "model_type"), *arch = field(root, "architectures"), *a;
     if (!cJSON_IsString(mt))
         return tl_error_set(err, "%s: model_type is missing", path);
+    char pb[80];
     if (strcmp(mt->valuestring, "llama"))
-        return tl_error_set(err, "%s: model_type \"%.64s\" is not supported (only \"llama\")", path,
-                            mt->valuestring);
+        return tl_error_set(err, "%s: model_type \"%s\" is not supported (only \"llama\")", path,
+                            tl_st_printable(mt->valuestring, pb, sizeof pb));
     if (!arch)
         return 0;
     if (!cJSON_IsArray(arch))
         return tl_error_set(err, "%s: architectures must be a list", path);
     cJSON_ArrayForEach(a, arch)
         if (!cJSON_IsString(a) || strcmp(a->valuestring, "LlamaForCausalLM"))
-            return tl_error_set(err, "%s: architecture \"%.64s\" is not supported (only LlamaForCausalLM)",
-                                path, cJSON_IsString(a) ? a->valuestring : "?");
+            return tl_error_set(err, "%s: architecture \"%s\" is not supported (only LlamaForCausalLM)",
+                                path, cJSON_IsString(a) ? tl_st_printable(a->valuestring, pb, sizeof pb) : "?");
     return 0;
 }
 
@@ -162,9 +164,10 @@ static int parse_rope_scaling(const cJSON *root, tl_config *c, const char *path,
         return tl_error_set(err, "%s: rope_scaling must be null or an object with a rope_type", path);
     if (!strcmp(type->valuestring, "default"))
         return 0;
+    char pb[80];
     if (strcmp(type->valuestring, "llama3"))
-        return tl_error_set(err, "%s: rope_scaling.rope_type \"%.32s\" is not supported (only llama3)", path,
-                            type->valuestring);
+        return tl_error_set(err, "%s: rope_scaling.rope_type \"%s\" is not supported (only llama3)", path,
+                            tl_st_printable(type->valuestring, pb, sizeof pb));
     c->rope_llama3 = 1;
     const char *keys[] = {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
     for (int i = 0; i < 4; i++)

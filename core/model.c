@@ -60,6 +60,17 @@ static int open_shard(model_files *mf, const char *dir, const char *name, tl_err
     return 0;
 }
 
+/* A name in this directory: not empty, no '/', not "." or "..", printable ASCII. */
+static int plain_file_name(const char *s)
+{
+    if (!s[0] || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > 255)
+        return 0;
+    for (; *s; s++)
+        if (*s == '/' || (unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            return 0;
+    return 1;
+}
+
 /* The index names each tensor's shard; open every shard it names, once. */
 static int open_index(model_files *mf, const char *dir, tl_error *err)
 {
@@ -89,10 +100,10 @@ static int open_index(model_files *mf, const char *dir, tl_error *err)
 
     const cJSON *e;
     cJSON_ArrayForEach(e, mf->weight_map) {
-        if (!cJSON_IsString(e) || !e->valuestring[0] || strchr(e->valuestring, '/') ||
-            !strcmp(e->valuestring, ".."))
-            return tl_error_set(err, "%s: weight_map[\"%.100s\"] is not a file name in this directory", path,
-                                e->string);
+        char pn[160];
+        if (!cJSON_IsString(e) || !plain_file_name(e->valuestring))
+            return tl_error_set(err, "%s: weight_map[\"%s\"] is not a file name in this directory", path,
+                                tl_st_printable(e->string, pn, sizeof pn));
         int seen = 0;
         for (int i = 0; i < mf->n_shards && !seen; i++)
             seen = !strcmp(strrchr(mf->shards[i].path, '/') + 1, e->valuestring);

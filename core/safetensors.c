@@ -44,8 +44,8 @@ static int utf8_valid(const unsigned char *s)
     return 1;
 }
 
-/* A printable version of a name that may hold any bytes. */
-static const char *printable(const char *s, char *buf, size_t cap)
+/* A printable version of a string that may hold any bytes (error messages stay one line). */
+const char *tl_st_printable(const char *s, char *buf, size_t cap)
 {
     size_t o = 0;
     for (; *s && o + 5 < cap; s++) {
@@ -71,7 +71,7 @@ static int parse_tensor(tl_st_file *f, const cJSON *j, tl_st_tensor *t, uint64_t
                         uint64_t data_start, tl_error *err)
 {
     char pn[256];
-    const char *name = printable(j->string, pn, sizeof pn);
+    const char *name = tl_st_printable(j->string, pn, sizeof pn);
     if (!cJSON_IsObject(j))
         return tl_error_set(err, "%s: tensor '%s': header entry is not an object", f->path, name);
 
@@ -85,8 +85,11 @@ static int parse_tensor(tl_st_file *f, const cJSON *j, tl_st_tensor *t, uint64_t
             t->known = dtypes[i].known;
             t->dtype = dtypes[i].dtype;
         }
-    if (!esize)
-        return tl_error_set(err, "%s: tensor '%s': unknown dtype '%.20s'", f->path, name, dt->valuestring);
+    if (!esize) {
+        char pd[48];
+        return tl_error_set(err, "%s: tensor '%s': unknown dtype '%s'", f->path, name,
+                            tl_st_printable(dt->valuestring, pd, sizeof pd));
+    }
     snprintf(t->dtype_name, sizeof t->dtype_name, "%s", dt->valuestring);
 
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(j, "shape");
@@ -147,7 +150,8 @@ static int check_layout(tl_st_file *f, tl_error *err)
         if (t->begin == t->end) continue;
         if (prev && t->begin < prev->end)
             return tl_error_set(err, "%s: tensors '%s' and '%s' overlap (bytes %llu-%llu and %llu-%llu)",
-                                f->path, printable(prev->name, pa, sizeof pa), printable(t->name, pb, sizeof pb),
+                                f->path, tl_st_printable(prev->name, pa, sizeof pa),
+                                tl_st_printable(t->name, pb, sizeof pb),
                                 (unsigned long long)prev->begin, (unsigned long long)prev->end,
                                 (unsigned long long)t->begin, (unsigned long long)t->end);
         prev = t;
@@ -156,7 +160,7 @@ static int check_layout(tl_st_file *f, tl_error *err)
         for (int k = i + 1; k < f->n; k++)
             if (!strcmp(f->tensors[i].name, f->tensors[k].name))
                 return tl_error_set(err, "%s: tensor '%s' appears twice in the header", f->path,
-                                    printable(f->tensors[i].name, pa, sizeof pa));
+                                    tl_st_printable(f->tensors[i].name, pa, sizeof pa));
     return 0;
 }
 
@@ -200,7 +204,7 @@ static int parse_header(tl_st_file *f, tl_error *err)
             continue;
         if (!utf8_valid((const unsigned char *)j->string)) {
             rc = tl_error_set(err, "%s: tensor name '%s' is not valid UTF-8", f->path,
-                              printable(j->string, pn, sizeof pn));
+                              tl_st_printable(j->string, pn, sizeof pn));
             goto out;
         }
         tl_st_tensor *t = &f->tensors[f->n];

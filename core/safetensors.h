@@ -33,5 +33,7 @@ typedef struct tl_st_file {
 int tl_st_open(tl_st_file *f, const char *path, tl_error *err);
 void tl_st_close(tl_st_file *f);
 const tl_st_tensor *tl_st_find(const tl_st_file *f, const char *name);
+/* s with control and non-ASCII bytes written as \xNN, cut to fit buf. */
+const char *tl_st_printable(const char *s, char *buf, size_t cap);
 
 #endif
