@@ -35,7 +35,32 @@ struct tl_lesson {
     char *system, *user;
     saved_value saved[MAX_SAVED];
     int n_saved;
+    /* what the last run_iter read from the iterator streamer's queue */
+    char *iter_text;
+    int iter_chunks;
 };
+
+typedef struct buf_t {
+    char *p;
+    size_t len, cap;
+} buf_t;
+
+static void buf_put(buf_t *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap : 256);
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np)
+            return;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
 
 /* ---------- live fields ---------- */
 
@@ -53,12 +78,12 @@ static const char *const num_fields[] = {
     "ref_floor_ms", "unsynced_applicable", "step_mb", "weight_mb", "params_m", "max_new_tokens",
     "vocab", "first_prob", "last_prob", "temperature", "top_p", "top_k", "prefill_ms",
     "first_decode_ms", "median_decode_ms", "kept", "n_eos", "template_ms", "tokenize_ms",
-    "ref_tokens_per_s", "floor_tokens_per_s", NULL,
+    "ref_tokens_per_s", "floor_tokens_per_s", "iter_chunks", NULL,
 };
 static const char *const str_fields[] = {
     "stop_reason", "stop_detail", "budget_source", "text", "streamed", "held_back", "printed",
     "hold_reason", "prompt_text", "first_piece", "last_piece", "eos_ids", "eos_names",
-    "last_kind", "generated_ids", "device", NULL,
+    "last_kind", "generated_ids", "device", "raw_text", "iter_text", NULL,
 };
 
 static int in_list(const char *const *list, const char *name)
@@ -130,13 +155,26 @@ static const char *hold_name(int r)
     return "none";
 }
 
+/* The generated tokens' text with special tokens written out: what the model "said". */
+static char *raw_text(tl_session *s)
+{
+    int n = 0, tail = 0;
+    const int *ids = tl_session_generated_ids(s, &n);
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
+    char *text = NULL;
+    size_t len = 0;
+    if (!tok || n == 0 || tl_tokenizer_decode(tok, ids, n, &text, &len, &tail, NULL))
+        return dupstr("");
+    return text;
+}
+
 /* A negative metric means "not measured"; lessons see NAN so that checks fail loudly. */
 static double known(double v)
 {
     return v < 0 ? NAN : v;
 }
 
-static int field_get(tl_session *s, const char *name, field_value *out)
+static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_value *out)
 {
     const tl_model *m = tl_session_model(s);
     tl_metrics_report r = tl_session_metrics(s);
@@ -187,6 +225,7 @@ static int field_get(tl_session *s, const char *name, field_value *out)
         else if (!strcmp(name, "n_eos")) v = sc->n_eos;
         else if (!strcmp(name, "template_ms")) v = known(r.template_ms);
         else if (!strcmp(name, "tokenize_ms")) v = known(r.tokenize_ms);
+        else if (!strcmp(name, "iter_chunks")) v = l->iter_chunks;
         out->num = v;
         return 0;
     }
@@ -210,6 +249,8 @@ static int field_get(tl_session *s, const char *name, field_value *out)
     else if (!strcmp(name, "last_kind")) out->str = dupstr(!last ? "none" : last->kind == TL_STEP_PREFILL ? "prefill" : "decode");
     else if (!strcmp(name, "generated_ids")) out->str = join_ids(gen_ids, n_gen, NULL, 0);
     else if (!strcmp(name, "device")) out->str = dupstr(tl_engine_device(tl_session_engine(s)));
+    else if (!strcmp(name, "iter_text")) out->str = dupstr(l->iter_text);
+    else if (!strcmp(name, "raw_text")) out->str = raw_text(s);
     return out->str ? 0 : -1;
 }
 
@@ -218,7 +259,8 @@ static int field_get(tl_session *s, const char *name, field_value *out)
 static const char *const action_names[] = {
     "reset", "system", "user", "messages", "raw_prompt", "generation_prompt", "greedy",
     "sampling", "defaults", "max_new_tokens", "stop_strings", "stream_mode", "step", "run",
-    "rewind", "force", "highlight", "wrong_readings", "remember", "top_n", NULL,
+    "rewind", "force", "force_rank", "highlight", "wrong_readings", "remember", "top_n",
+    "run_iter", NULL,
 };
 static const char *const panes[] = { "prompt", "tokens", "logits", "stream", "stop", "timing", "", NULL };
 
@@ -247,10 +289,11 @@ static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *er
             for (const cJSON *e = v->child; e; e = e->next)
                 ok = ok && cJSON_IsString(e);
     } else if (!strcmp(k, "generation_prompt") || !strcmp(k, "greedy") || !strcmp(k, "wrong_readings")
-               || !strcmp(k, "reset") || !strcmp(k, "run") || !strcmp(k, "defaults"))
+               || !strcmp(k, "reset") || !strcmp(k, "run") || !strcmp(k, "defaults")
+               || !strcmp(k, "run_iter"))
         ok = cJSON_IsBool(v);
     else if (!strcmp(k, "max_new_tokens") || !strcmp(k, "step") || !strcmp(k, "rewind")
-             || !strcmp(k, "top_n"))
+             || !strcmp(k, "top_n") || !strcmp(k, "force_rank"))
         ok = cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble == (int)v->valuedouble;
     else if (!strcmp(k, "sampling")) {
         ok = cJSON_IsObject(v);
@@ -278,7 +321,7 @@ static const char *const str_ops[] = { "equals", "contains", "not_contains", "st
                                        "not_ends_with", "nonempty", "empty", "equals_saved",
                                        "differs_from_saved", NULL };
 static const char *const num_ops[] = { "eq", "min", "max", "gt", "lt", "gt_saved", "lt_saved",
-                                       "eq_saved", "gt_field", "lt_field", NULL };
+                                       "eq_saved", "gt_field", "lt_field", "eq_field", NULL };
 
 static int check_expect(const tl_lesson *l, int si, const cJSON *e, tl_error *err)
 {
@@ -431,6 +474,7 @@ void tl_lesson_free(tl_lesson *l)
         return;
     for (int i = 0; i < l->n_saved; i++)
         free(l->saved[i].str);
+    free(l->iter_text);
     cJSON_Delete(l->root);
     free(l->path);
     free(l->system);
@@ -575,6 +619,39 @@ static int force_token(tl_session *s, const cJSON *v, tl_error *err)
     return tl_session_force(s, id, err);
 }
 
+/* The newest step's choice replaced by its rank-th candidate (1 = the most likely). */
+static int force_rank(tl_session *s, int rank, tl_error *err)
+{
+    int n = tl_session_n_steps(s);
+    const tl_step *st = n ? tl_session_step_at(s, n - 1) : NULL;
+    if (!st)
+        return tl_error_set(err, "force_rank: no step yet");
+    if (rank < 1 || rank > st->sample.n)
+        return tl_error_set(err, "force_rank: %d: only %d candidates", rank, st->sample.n);
+    return tl_session_force(s, st->sample.cand[rank - 1].id, err);
+}
+
+/* Generation on the iterator streamer's background thread; the chunks read from its queue are
+ * kept so a lesson can compare them with what the streamer printed. */
+static int run_iter(tl_lesson *l, tl_session *s, tl_error *err)
+{
+    tl_iter *it = NULL;
+    if (tl_iter_start(&it, s, err))
+        return -1;
+    buf_t text = { 0 };
+    l->iter_chunks = 0;
+    char *chunk;
+    size_t len;
+    while (tl_iter_next(it, &chunk, &len, 60000) == 1) {
+        buf_put(&text, chunk, len);
+        l->iter_chunks++;
+        free(chunk);
+    }
+    free(l->iter_text);
+    l->iter_text = text.p ? text.p : strdup("");
+    return tl_iter_finish(it, err) < 0 ? -1 : 0;
+}
+
 static int remember(tl_lesson *l, tl_session *s, const cJSON *v, tl_error *err)
 {
     const char *as = cJSON_GetObjectItemCaseSensitive(v, "as")->valuestring;
@@ -590,7 +667,7 @@ static int remember(tl_lesson *l, tl_session *s, const cJSON *v, tl_error *err)
         snprintf(slot->name, sizeof slot->name, "%s", as);
     }
     field_value fv;
-    if (field_get(s, f, &fv))
+    if (field_get(l, s, f, &fv))
         return tl_error_set(err, "%s: remember: cannot read %s", l->path, f);
     free(slot->str);
     slot->is_num = fv.kind == F_NUM;
@@ -669,6 +746,11 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
         return tl_session_rewind(s, (int)v->valuedouble, err);
     } else if (!strcmp(k, "force")) {
         return force_token(s, v, err);
+    } else if (!strcmp(k, "force_rank")) {
+        return force_rank(s, (int)v->valuedouble, err);
+    } else if (!strcmp(k, "run_iter")) {
+        if (cJSON_IsTrue(v))
+            return run_iter(l, s, err);
     } else if (!strcmp(k, "highlight")) {
         if (ui)
             snprintf(ui->highlight, sizeof ui->highlight, "%s", v->valuestring);
@@ -739,7 +821,7 @@ static int check_num(tl_lesson *l, tl_session *s, const char *k, double have, co
             want = sv->num;
         } else if (strstr(o, "_field")) {
             field_value fv;
-            if (field_get(s, op->valuestring, &fv)) {
+            if (field_get(l, s, op->valuestring, &fv)) {
                 snprintf(why, n, "%s: cannot read %s", k, op->valuestring);
                 return 1;
             }
@@ -747,7 +829,7 @@ static int check_num(tl_lesson *l, tl_session *s, const char *k, double have, co
         }
         int ok = !isnan(have) && !isnan(want);
         if (ok) {
-            if (!strcmp(o, "eq") || !strcmp(o, "eq_saved")) ok = have == want;
+            if (!strncmp(o, "eq", 2)) ok = have == want;
             else if (!strcmp(o, "min")) ok = have >= want;
             else if (!strcmp(o, "max")) ok = have <= want;
             else if (!strncmp(o, "gt", 2)) ok = have > want;
@@ -814,7 +896,7 @@ int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_si
     for (const cJSON *e = exps ? exps->child : NULL; e; e = e->next) {
         const cJSON *spec = e->child;
         field_value fv;
-        if (field_get(s, spec->string, &fv)) {
+        if (field_get(l, s, spec->string, &fv)) {
             snprintf(why, why_size, "cannot read %s", spec->string);
             return -1;
         }
@@ -829,27 +911,6 @@ int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_si
 
 /* ---------- narration ---------- */
 
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-} buf;
-
-static void buf_add(buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->cap ? b->cap : 256);
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np)
-            return;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
 
 /* A number as people read it: integers plain, small values with 2-3 significant digits. */
 static void format_num(char *out, size_t n, double v)
@@ -874,8 +935,8 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
     if (!st)
         return NULL;
     const char *src = text_in(cJSON_GetObjectItemCaseSensitive(st, "say"), lang);
-    buf b = { 0 };
-    buf_add(&b, "", 0);
+    buf_t b = { 0 };
+    buf_put(&b, "", 0);
     for (const char *p = src; *p;) {
         const char *close = *p == '{' ? strchr(p, '}') : NULL;
         if (close && close - p < 48) {
@@ -888,26 +949,26 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
             if (sv) {
                 if (sv->is_num) {
                     format_num(num, sizeof num, sv->num);
-                    buf_add(&b, num, strlen(num));
+                    buf_put(&b, num, strlen(num));
                 } else {
-                    buf_add(&b, sv->str, strlen(sv->str));
+                    buf_put(&b, sv->str, strlen(sv->str));
                 }
                 p = close + 1;
                 continue;
             }
-            if (field_get(s, name, &fv) == 0) {
+            if (field_get(l, s, name, &fv) == 0) {
                 if (fv.kind == F_NUM) {
                     format_num(num, sizeof num, fv.num);
-                    buf_add(&b, num, strlen(num));
+                    buf_put(&b, num, strlen(num));
                 } else {
-                    buf_add(&b, fv.str, strlen(fv.str));
+                    buf_put(&b, fv.str, strlen(fv.str));
                 }
                 free(fv.str);
                 p = close + 1;
                 continue;
             }
         }
-        buf_add(&b, p, 1);
+        buf_put(&b, p, 1);
         p++;
     }
     return b.p;
