@@ -426,7 +426,6 @@ int tl_session_prepare(tl_session *s, tl_error *err)
     so.n_stop = s->n_stop;
     s->streamer = tl_streamer_create(source(s), &so);
     if (!s->streamer) return tl_error_set(err, "streamer: out of memory");
-    tl_sampler_set(s->sampler, tl_sampler_get(s->sampler));   /* same seed, same tokens */
     int cap_gen = s->stop.max_new_tokens + 1;
     if (cap_gen > s->cap_gen) {
         int *g = realloc(s->gen, sizeof(int) * (size_t)cap_gen);
@@ -524,6 +523,7 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
             tl_metrics_tokenized(s->metrics, s->n_prompt);
         }
         s->clock_fresh = 0;
+        tl_sampler_set(s->sampler, tl_sampler_get(s->sampler));   /* each run from its seed */
         if (tl_engine_pos(s->e) > 0) tl_engine_rewind(s->e, tl_engine_pos(s->e));
         tl_streamer_reset(s->streamer);
         if (tl_streamer_put(s->streamer, s->prompt, s->n_prompt))   /* generate() puts the prompt first */

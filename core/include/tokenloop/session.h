@@ -6,7 +6,9 @@
  * Step i chooses generated token i. Step 0 is the prefill of the prompt; step i > 0 decodes
  * generated token i-1. The token that stops generation is never fed back (as in transformers).
  * Strings and pointers returned by accessors stay valid until the next call that changes the
- * session. A session is not thread-safe; tl_iter runs one on its own thread. */
+ * session. A session is not thread-safe; tl_iter runs one on its own thread.
+ * Every run from step 0 starts the sampler from its seed (same seed, same tokens); stepping on
+ * after a rewind continues the random stream, it does not replay it. */
 #ifndef TOKENLOOP_SESSION_H
 #define TOKENLOOP_SESSION_H
 

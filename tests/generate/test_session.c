@@ -1,0 +1,366 @@
+/* The session on tiny random checkpoints with Llama 3's vocabulary and the bundled tokenizer:
+ * one pass per step, each stop reason end to end, force, rewind, reset, and the fake clock.
+ * argv[1]: the folder make_models.py wrote. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tl_test.h"
+#include "tokenloop/engine.h"
+#include "tokenloop/session.h"
+#include "tokenloop/tokenizer.h"
+
+static const char *root;
+
+static tl_session *open_variant(const char *name, tl_clock_fn clock, void *ctx)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    tl_session_opts o = {.model_dir = dir, .threads = 1, .clock = clock, .clock_ctx = ctx, .bandwidth_gbs = 10};
+    tl_session *s = NULL;
+    tl_error err = {{0}};
+    int rc = tl_session_open(&s, &o, &err);
+    TL_CHECK_MSG(rc == 0, "%s: %s", name, err.msg);
+    return s;
+}
+
+static int run(tl_session *s)
+{
+    tl_error err = {{0}};
+    int rc = tl_generate(s, NULL, NULL, &err);
+    TL_CHECK_MSG(rc == TL_SESSION_DONE, "generate: %d %s", rc, err.msg);
+    return rc;
+}
+
+static tl_sampling greedy(void)
+{
+    tl_sampling p = {.greedy = 1, .temperature = 1, .top_k = 0, .top_p = 1, .seed = 0};
+    return p;
+}
+
+static const int prompt[] = {128000, 9906, 11, 1917, 0};   /* <|begin_of_text|>Hello, world! */
+
+static void steps_and_budgets(void)
+{
+    /* the 20-token default and config.json's EOS */
+    tl_session *s = open_variant("no-genconfig", NULL, NULL);
+    if (!s) return;
+    tl_error err;
+    TL_CHECK_INT(tl_session_set_prompt_ids(s, prompt, 5, &err), 0);
+    tl_sampling d = tl_session_sampling(s);
+    TL_CHECK_INT(d.greedy, 1);        /* no generation_config.json: do_sample false */
+    TL_CHECK_INT(d.top_k, 50);
+    tl_session_set_sampling(s, greedy());
+    const tl_step *st;
+    TL_CHECK_INT(tl_session_step(s, &st, &err), TL_SESSION_STEPPED);
+    TL_CHECK_INT(st->index, 0);
+    TL_CHECK_INT(st->kind, TL_STEP_PREFILL);
+    TL_CHECK_INT(st->n_input, 5);
+    TL_CHECK_INT(st->pos, 5);
+    TL_CHECK_INT(st->sample.n, 10);
+    TL_CHECK_INT(st->sample.cand[0].id, st->chosen);    /* greedy: the top logit */
+    TL_CHECK(st->sample.cand[0].logit >= st->sample.cand[1].logit);
+    TL_CHECK_INT(tl_session_step(s, &st, &err), TL_SESSION_STEPPED);
+    TL_CHECK_INT(st->kind, TL_STEP_DECODE);
+    TL_CHECK_INT(st->n_input, 1);
+    TL_CHECK_INT(st->pos, 6);
+    TL_CHECK_INT(run(s), TL_SESSION_DONE);
+    const tl_stop_config *sc = tl_session_stop_config(s);
+    TL_CHECK_INT(sc->max_new_tokens, 20);
+    TL_CHECK_INT(sc->budget_source, TL_BUDGET_DEFAULT);
+    TL_CHECK_STR(sc->eos_source, "config.json");
+    TL_CHECK_INT(sc->n_eos, 1);
+    int n;
+    tl_session_generated_ids(s, &n);
+    TL_CHECK_INT(n, 20);
+    TL_CHECK_INT(tl_session_n_steps(s), 20);
+    TL_CHECK_INT(tl_session_stop(s)->reason, TL_STOP_MAX_NEW_TOKENS);
+    TL_CHECK_INT(tl_session_step_at(s, 19)->stop.reason, TL_STOP_MAX_NEW_TOKENS);
+    TL_CHECK_INT(tl_session_step_at(s, 18)->stop.reason, TL_STOP_NONE);
+    TL_CHECK_INT(tl_engine_pos(tl_session_engine(s)), 5 + 19);   /* the last token is never fed */
+    TL_CHECK_INT(tl_session_step(s, &st, &err), TL_SESSION_DONE);
+
+    /* the streamed text is the decode of the generated ids (no clean-up pattern can change
+     * random text much, so compare with the streamer's own decode) */
+    size_t tl_, sl;
+    const char *text = tl_session_text(s, &tl_), *streamed = tl_session_streamed(s, &sl);
+    TL_CHECK_MSG(sl == tl_ && !memcmp(text, streamed, sl), "streamed \"%s\" vs text \"%s\"", streamed, text);
+    /* the concatenation of every step's printed text is what was streamed */
+    char *cat = calloc(1, sl + 1);
+    for (int i = 0; i < tl_session_n_steps(s); i++) strcat(cat, tl_session_step_at(s, i)->printed);
+    TL_CHECK_STR(cat, streamed);
+    free(cat);
+
+    /* a request override */
+    tl_session_set_max_new_tokens(s, 5);
+    run(s);
+    TL_CHECK_INT(tl_session_n_steps(s), 5);
+    TL_CHECK_INT(tl_session_stop_config(s)->budget_source, TL_BUDGET_REQUEST);
+    TL_CHECK_INT(tl_session_stop(s)->reason, TL_STOP_MAX_NEW_TOKENS);
+    tl_session_free(s);
+
+    s = open_variant("gen-max-new", NULL, NULL);
+    if (!s) return;
+    tl_session_set_prompt_ids(s, prompt, 5, &err);
+    tl_session_set_sampling(s, greedy());
+    run(s);
+    TL_CHECK_INT(tl_session_n_steps(s), 7);
+    TL_CHECK_INT(tl_session_stop_config(s)->budget_source, TL_BUDGET_GEN_MAX_NEW_TOKENS);
+    TL_CHECK_STR(tl_session_stop_config(s)->eos_source, "generation_config.json");
+    TL_CHECK_INT(tl_session_stop_config(s)->n_eos, 3);
+    tl_session_free(s);
+
+    s = open_variant("gen-max-length", NULL, NULL);
+    if (!s) return;
+    tl_session_set_prompt_ids(s, prompt, 5, &err);
+    tl_session_set_sampling(s, greedy());
+    run(s);
+    TL_CHECK_INT(tl_session_n_steps(s), 35);   /* max_length 40 - 5 prompt tokens */
+    TL_CHECK_INT(tl_session_stop_config(s)->budget_source, TL_BUDGET_GEN_MAX_LENGTH);
+    tl_session_free(s);
+}
+
+static void eos_and_stop_string(void)
+{
+    tl_error err;
+    tl_session *s = open_variant("eos-always", NULL, NULL);
+    if (!s) return;
+    tl_session_set_prompt_ids(s, prompt, 5, &err);
+    tl_session_set_sampling(s, greedy());
+    run(s);
+    TL_CHECK_INT(tl_session_n_steps(s), 1);
+    const tl_stop_result *r = tl_session_stop(s);
+    TL_CHECK_INT(r->reason, TL_STOP_EOS);
+    TL_CHECK_INT(r->eos_id, 128008);                     /* <|eom_id|>, the second of three */
+    int n;
+    const int *g = tl_session_generated_ids(s, &n);
+    TL_CHECK_INT(n, 1);
+    TL_CHECK_INT(g[0], 128008);                          /* the stopping token is in the output */
+    TL_CHECK_STR(tl_session_text(s, NULL), "");          /* skip_special_tokens */
+    tl_session_set_streamer_opts(s, 1, 0, 0);
+    run(s);
+    TL_CHECK_STR(tl_session_text(s, NULL), "<|eom_id|>");
+    TL_CHECK_STR(tl_session_streamed(s, NULL), "<|eom_id|>");   /* end() flushed it */
+    tl_session_free(s);
+
+    /* a stop string spanning tokens, chosen by force: "Hello" "," " world" "!" with stop ", wor" */
+    s = open_variant("llama31", NULL, NULL);
+    if (!s) return;
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
+    TL_CHECK(tok != NULL);
+    if (!tok) return;
+    int *ids, nid;
+    TL_CHECK_INT(tl_tokenizer_encode(tok, "Hello, world! more", 18, 0, &ids, &nid, &err), 0);
+    TL_CHECK_INT(nid, 5);   /* Hello , world ! more */
+    tl_session_set_prompt_ids(s, prompt, 5, &err);
+    tl_session_set_sampling(s, greedy());
+    const char *stop[] = {"zzz", ", wor"};
+    TL_CHECK_INT(tl_session_set_stop_strings(s, stop, 2, &err), 0);
+    tl_session_set_max_new_tokens(s, 10);
+    const tl_step *st;
+    for (int i = 0; i < 3; i++) {
+        TL_CHECK_INT(tl_session_step(s, &st, &err), TL_SESSION_STEPPED);
+        TL_CHECK_INT(tl_session_force(s, ids[i], &err), 0);
+        st = tl_session_step_at(s, i);
+        TL_CHECK_INT(st->chosen, ids[i]);
+        TL_CHECK_INT(st->forced, 1);
+        TL_CHECK_INT(st->sample.chosen, ids[i]);
+    }
+    TL_CHECK_INT(tl_session_done(s), 1);
+    r = tl_session_stop(s);
+    TL_CHECK_INT(r->reason, TL_STOP_STRING);
+    TL_CHECK_INT(r->stop_index, 1);
+    TL_CHECK_INT(r->match_start, 5);
+    TL_CHECK_INT(r->match_end, 10);
+    TL_CHECK_INT(r->token_index, 2);
+    TL_CHECK_STR(tl_session_text(s, NULL), "Hello, world");   /* the stopping token stays */
+    TL_CHECK_STR(tl_session_streamed(s, NULL), "Hello, world");
+    /* TextStreamer printed "Hello, " at step 1 (the space), and held "world" until end() */
+    TL_CHECK_STR(tl_session_step_at(s, 0)->printed, "");
+    TL_CHECK_STR(tl_session_step_at(s, 0)->held, "Hello");
+    TL_CHECK_INT(tl_session_step_at(s, 0)->hold_reason, TL_HOLD_PARTIAL_WORD);
+    TL_CHECK_STR(tl_session_step_at(s, 1)->printed, "");
+    TL_CHECK_STR(tl_session_step_at(s, 2)->printed, "Hello, world");
+
+    /* force the last choice back to something else: no longer stopped */
+    TL_CHECK_INT(tl_session_force(s, ids[3], &err), 0);
+    TL_CHECK_INT(tl_session_done(s), 0);
+    TL_CHECK_STR(tl_session_text(s, NULL), "Hello,!");
+
+    /* server mode: nothing held for words; the stop string and what follows are cut */
+    tl_session_set_stream_mode(s, TL_STREAM_SERVER);
+    for (int i = 0; i < 3; i++) {
+        tl_session_step(s, &st, &err);
+        tl_session_force(s, ids[i], &err);
+    }
+    TL_CHECK_STR(tl_session_step_at(s, 0)->printed, "Hello");
+    TL_CHECK_STR(tl_session_step_at(s, 1)->printed, "");      /* "," could begin ", wor" */
+    TL_CHECK_INT(tl_session_step_at(s, 1)->hold_reason, TL_HOLD_STOP_PREFIX);
+    TL_CHECK_STR(tl_session_streamed(s, NULL), "Hello");
+    free(ids);
+    tl_session_free(s);
+}
+
+static void rewind_and_branch(void)
+{
+    tl_error err;
+    tl_session *s = open_variant("llama31", NULL, NULL);
+    if (!s) return;
+    tl_session_set_prompt_ids(s, prompt, 5, &err);
+    tl_sampling p = tl_session_sampling(s);
+    TL_CHECK_INT(p.greedy, 0);                    /* Llama 3.1's generation_config: sampling */
+    TL_CHECK_NEAR(p.temperature, 0.6, 1e-6);
+    TL_CHECK_NEAR(p.top_p, 0.9, 1e-6);
+    TL_CHECK_INT(p.top_k, 50);
+    tl_session_set_sampling(s, greedy());
+    tl_session_set_max_new_tokens(s, 12);
+    run(s);
+    int n;
+    const int *g = tl_session_generated_ids(s, &n);
+    int full[12];
+    memcpy(full, g, sizeof full);
+    char text[512], printed8[256];
+    snprintf(text, sizeof text, "%s", tl_session_streamed(s, NULL));
+    snprintf(printed8, sizeof printed8, "%s|%s", tl_session_step_at(s, 8)->printed, tl_session_step_at(s, 8)->held);
+    float top8 = tl_session_step_at(s, 8)->sample.cand[0].logit;
+
+    TL_CHECK_INT(tl_session_rewind(s, 5, &err), 0);
+    TL_CHECK_INT(tl_session_n_steps(s), 7);
+    TL_CHECK_INT(tl_engine_pos(tl_session_engine(s)), 5 + 6);
+    TL_CHECK_INT(tl_session_done(s), 0);
+    TL_CHECK(tl_session_logits(s) == NULL);       /* stale until recomputed */
+    g = tl_session_generated_ids(s, &n);
+    TL_CHECK_INT(n, 7);
+    run(s);
+    g = tl_session_generated_ids(s, &n);
+    TL_CHECK_INT(n, 12);
+    TL_CHECK(!memcmp(g, full, sizeof full));      /* the same continuation */
+    TL_CHECK_STR(tl_session_streamed(s, NULL), text);
+    char again[256];
+    snprintf(again, sizeof again, "%s|%s", tl_session_step_at(s, 8)->printed, tl_session_step_at(s, 8)->held);
+    TL_CHECK_STR(again, printed8);
+    TL_CHECK_NEAR(tl_session_step_at(s, 8)->sample.cand[0].logit, top8, 1e-5);
+
+    /* branch after a rewind: the logits are recomputed for the forced choice */
+    tl_session_rewind(s, 4, &err);
+    TL_CHECK_INT(tl_session_force(s, 791, &err), 0);
+    TL_CHECK(tl_session_logits(s) != NULL);
+    const tl_step *st = tl_session_step_at(s, 7);
+    TL_CHECK_INT(st->chosen, 791);
+    TL_CHECK_INT(st->sample.cand[0].id, full[7]);  /* the same logits, explained */
+    run(s);
+    g = tl_session_generated_ids(s, &n);
+    TL_CHECK_INT(n, 12);
+    TL_CHECK_INT(g[7], 791);
+    TL_CHECK(!memcmp(g, full, 7 * sizeof(int)));
+
+    /* all the way back, then reset */
+    TL_CHECK_INT(tl_session_rewind(s, 12, &err), 0);
+    TL_CHECK_INT(tl_engine_pos(tl_session_engine(s)), 0);
+    TL_CHECK(tl_session_rewind(s, 1, &err) != 0);
+    run(s);
+    g = tl_session_generated_ids(s, &n);
+    TL_CHECK(!memcmp(g, full, sizeof full));
+    tl_session_reset(s);
+    TL_CHECK_INT(tl_session_n_steps(s), 0);
+    TL_CHECK_STR(tl_session_streamed(s, NULL), "");
+    run(s);
+    TL_CHECK(!memcmp(tl_session_generated_ids(s, &n), full, sizeof full));
+
+    /* sampling: same seed, same tokens; another seed, (almost surely) others */
+    tl_sampling sp = {.greedy = 0, .temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .seed = 42};
+    tl_session_set_sampling(s, sp);
+    run(s);
+    int a[12];
+    memcpy(a, tl_session_generated_ids(s, &n), sizeof a);
+    tl_session_reset(s);
+    run(s);
+    TL_CHECK(!memcmp(tl_session_generated_ids(s, &n), a, sizeof a));
+    sp.seed = 43;
+    tl_session_set_sampling(s, sp);
+    run(s);
+    TL_CHECK(memcmp(tl_session_generated_ids(s, &n), a, sizeof a) != 0);
+    tl_session_free(s);
+}
+
+static double fake_now;
+static double fake_clock(void *ctx)
+{
+    (void)ctx;
+    fake_now += 1;   /* every reading advances 1 ms */
+    return fake_now;
+}
+
+static void messages_and_clock(void)
+{
+    tl_error err;
+    tl_session *s = open_variant("llama31", fake_clock, NULL);
+    if (!s) return;
+    TL_CHECK_INT(tl_session_set_user(s, "Be brief.", "Hi <|eot_id|>", &err), 0);
+    tl_session_set_sampling(s, greedy());
+    tl_session_set_max_new_tokens(s, 4);
+    TL_CHECK_INT(tl_session_prepare(s, &err), 0);
+    size_t len, nsp;
+    const char *pt = tl_session_prompt_text(s, &len);
+    TL_CHECK(pt && !strncmp(pt, "<|begin_of_text|><|start_header_id|>system<|end_header_id|>", 59));
+    TL_CHECK(pt && len > 25 && !strcmp(pt + len - 25, "assistant<|end_header_id|>\n\n" + 3) );
+    const tl_span *sp = tl_session_prompt_spans(s, &nsp);
+    TL_CHECK(nsp >= 2);
+    if (nsp >= 2) TL_CHECK(!strncmp(pt + sp[nsp - 1].start, "Hi <|eot_id|>", 13));
+    int n;
+    const int *ids = tl_session_prompt_ids(s, &n);
+    TL_CHECK_INT(ids[0], 128000);
+    int eot = 0;
+    for (int i = 0; i < n; i++) eot += ids[i] == 128009;
+    TL_CHECK_INT(eot, 3);   /* system, the user's literal (parsed as the control token), user end */
+    run(s);
+    tl_metrics_report r = tl_session_metrics(s);
+    /* each clock reading is +1 ms: start, templated, tokenized, then one per token */
+    TL_CHECK_NEAR(r.template_ms, 1, 1e-9);
+    TL_CHECK_NEAR(r.tokenize_ms, 1, 1e-9);
+    TL_CHECK_NEAR(r.ttft_ms, 3, 1e-9);
+    TL_CHECK_NEAR(r.tpot_ms, 1, 1e-9);
+    TL_CHECK_INT(r.generated, 4);
+    TL_CHECK_INT(r.unsynced_applicable, 0);
+    TL_CHECK_NEAR(r.bandwidth_gbs, 10, 1e-9);
+    TL_CHECK_NEAR(r.floor_ms, r.step_bytes / 10e9 * 1e3, 1e-12);
+    TL_CHECK(r.step_bytes > 128256.0 * 32 * 2);
+    tl_session_free(s);
+}
+
+static void bad_input(void)
+{
+    tl_error err = {{0}};
+    tl_session *s = open_variant("llama31", NULL, NULL);
+    if (!s) return;
+    int bad[] = {1, 128256};
+    TL_CHECK(tl_session_set_prompt_ids(s, bad, 2, &err) != 0);
+    TL_CHECK(strstr(err.msg, "128256") != NULL);
+    TL_CHECK(tl_session_set_messages(s, "{\"role\":\"user\"}", &err) != 0);
+    const char *empty[] = {""};
+    TL_CHECK(tl_session_set_stop_strings(s, empty, 1, &err) != 0);
+    TL_CHECK(tl_session_force(s, 5, &err) != 0);   /* nothing to change yet */
+    int *longp = malloc(sizeof(int) * 300);
+    for (int i = 0; i < 300; i++) longp[i] = 100 + i;
+    TL_CHECK_INT(tl_session_set_prompt_ids(s, longp, 300, &err), 0);
+    const tl_step *st;
+    TL_CHECK(tl_session_step(s, &st, &err) < 0);   /* 300 > the 256-position context */
+    TL_CHECK(strstr(err.msg, "context") != NULL);
+    free(longp);
+    tl_session_free(s);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/missing", root);
+    tl_session_opts o = {.model_dir = dir};
+    TL_CHECK(tl_session_open(&s, &o, &err) != 0 && s == NULL);
+}
+
+int main(int argc, char **argv)
+{
+    root = argc > 1 ? argv[1] : "models";
+    steps_and_budgets();
+    eos_and_stop_string();
+    rewind_and_branch();
+    messages_and_clock();
+    bad_input();
+    return TL_TEST_END("generate_session");
+}
