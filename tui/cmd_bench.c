@@ -1,9 +1,292 @@
-/* PLACEHOLDER: replaced by the helper that owns this command. */
+/* tokenloop bench: time the forward passes of a model (a checkpoint, or a published shape with
+ * random weights) through the engine's step API and set decode against the memory-bandwidth
+ * floor: a decode step must read every weight and the KV cache so far once, so it cannot take
+ * less than step bytes / read bandwidth. The bandwidth is probed on this machine, right before
+ * and right after the decode steps (the better of the two: a shared machine's bandwidth drifts,
+ * and the higher figure gives the stricter floor). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "commands.h"
+#include "tokenloop/backend.h"
+#include "tokenloop/bandwidth.h"
+#include "tokenloop/engine.h"
+#include "tokenloop/model.h"
+#include "tokenloop/synthetic.h"
+
+static const char usage[] =
+    "usage: tokenloop bench (--model DIR | --synthetic NAME) [--prompt-tokens N] [--new-tokens N]\n"
+    "                       [--threads N] [--device cpu|cuda] [--seed S] [--json]\n"
+    "       tokenloop bench --tokenizer ...   (the tokenizer benchmark; see its --help)\n"
+    "  Runs one prefill of N prompt tokens (default 64) and N decode steps (default 32) and\n"
+    "  reports TTFT, TPOT (median and p90), the bytes a decode step reads, this machine's\n"
+    "  memory read bandwidth (a short probe), the floor bytes / bandwidth and TPOT / floor.\n"
+    "  --synthetic: a published shape with random bf16 weights in memory (llama-3.2-1b,\n"
+    "  llama-3.1-8b, tiny); no file is read. --threads: CPU threads (default: all cores).\n";
+
+typedef struct bench_opts {
+    const char *model_dir, *synthetic, *device;
+    int prompt_tokens, new_tokens, threads, json;
+    unsigned long long seed;
+} bench_opts;
+
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return cli_fail(2, "%s: '%s' is not an integer in [%d, %d]", opt, s, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, bench_opts *o)
+{
+    *o = (bench_opts){.device = "cpu", .prompt_tokens = 64, .new_tokens = 32, .seed = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = i + 1 < argc;
+        if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(a, "--model") || !strcmp(a, "--synthetic") || !strcmp(a, "--device") ||
+                   !strcmp(a, "--prompt-tokens") || !strcmp(a, "--new-tokens") ||
+                   !strcmp(a, "--threads") || !strcmp(a, "--seed")) {
+            if (!has_value)
+                return cli_fail(2, "%s: needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--model")) o->model_dir = v;
+            else if (!strcmp(a, "--synthetic")) o->synthetic = v;
+            else if (!strcmp(a, "--device")) o->device = v;
+            else if (!strcmp(a, "--prompt-tokens")) { if (parse_int(a, v, 1, 1 << 20, &o->prompt_tokens)) return 2; }
+            else if (!strcmp(a, "--new-tokens")) { if (parse_int(a, v, 1, 1 << 20, &o->new_tokens)) return 2; }
+            else if (!strcmp(a, "--threads")) { if (parse_int(a, v, 0, 4096, &o->threads)) return 2; }
+            else {
+                char *end;
+                errno = 0;
+                o->seed = strtoull(v, &end, 10);
+                if (errno || end == v || *end || *v == '-')
+                    return cli_fail(2, "--seed: '%s' is not a non-negative integer", v);
+            }
+        } else {
+            fputs(usage, stderr);
+            return cli_fail(2, "%s: unknown option", a);
+        }
+    }
+    if (!o->model_dir == !o->synthetic) {
+        fputs(usage, stderr);
+        return cli_fail(2, "bench: give exactly one of --model DIR and --synthetic NAME");
+    }
+    if (strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
+        return cli_fail(2, "--device: '%s' is not cpu or cuda", o->device);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Linear interpolation between order statistics (NumPy's default percentile). */
+static double percentile(const double *sorted, int n, double p)
+{
+    double r = p / 100.0 * (n - 1);
+    int i = (int)r;
+    if (i + 1 >= n)
+        return sorted[n - 1];
+    return sorted[i] + (r - i) * (sorted[i + 1] - sorted[i]);
+}
+
+static int argmax(const float *v, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[best])
+            best = i;
+    return best;
+}
 
 int cmd_bench(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_fail(2, "bench: not built yet");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--tokenizer"))
+            return cmd_bench_tokenizer(argc, argv);
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+    }
+    bench_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc;
+
+    const tl_backend_ops *be = tl_backend_find(o.device);
+    if (!be)
+        return cli_fail(1, "--device %s: this build has no %s backend (compiled in: cpu%s)", o.device,
+                        o.device, tl_backend_cuda() ? ", cuda" : "");
+    if (!strcmp(o.device, "cuda") && !tl_backend_cuda_available())
+        return cli_fail(1, "--device cuda: no usable CUDA device on this machine");
+
+    tl_error err = {{0}};
+    tl_model *m = NULL;
+    double t_load = now_s();
+    if (o.synthetic) {
+        tl_config cfg;
+        if (tl_synthetic_config(&cfg, o.synthetic, &err))
+            return cli_fail(2, "--synthetic %s", err.msg);
+        if (!o.json)
+            fprintf(stderr, "bench: filling %s with random bf16 weights...\n", o.synthetic);
+        if (tl_model_synthetic(&m, &cfg, TL_BF16, o.seed, &err))
+            return cli_fail(1, "%s", err.msg);
+    } else if (tl_model_load(&m, o.model_dir, &err)) {
+        return cli_fail(1, "%s", err.msg);
+    }
+    t_load = now_s() - t_load;
+    const tl_config *c = &m->cfg;
+    int64_t need = (int64_t)o.prompt_tokens + o.new_tokens;
+    if (need > c->max_position_embeddings) {
+        tl_model_free(m);
+        return cli_fail(2, "--prompt-tokens + --new-tokens: %lld positions exceed the context of %d",
+                        (long long)need, c->max_position_embeddings);
+    }
+
+    /* The KV cache holds exactly this run: the 8B shape stays within a small machine. */
+    tl_engine *e = NULL;
+    if (tl_engine_create(&e, m, be, o.threads, (int)need, &err)) {
+        tl_model_free(m);
+        return cli_fail(1, "%s", err.msg);
+    }
+
+    /* A reproducible prompt of ordinary token ids (BOS first, as a chat would start). */
+    int *ids = malloc(sizeof(int) * (size_t)o.prompt_tokens);
+    double *tpot = malloc(sizeof(double) * (size_t)o.new_tokens);
+    double *sorted = malloc(sizeof(double) * (size_t)o.new_tokens);
+    if (!ids || !tpot || !sorted) {
+        free(ids); free(tpot); free(sorted);
+        tl_engine_free(e);
+        tl_model_free(m);
+        return cli_fail(1, "bench: out of memory");
+    }
+    unsigned long long s = o.seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (int i = 0; i < o.prompt_tokens; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int)((s >> 33) % (unsigned long long)c->vocab_size);
+    }
+    if (c->bos_id >= 0 && c->bos_id < c->vocab_size)
+        ids[0] = c->bos_id;
+
+    const int is_cpu = !strcmp(o.device, "cpu");
+    tl_bandwidth bw_before = {0}, bw_after = {0};
+    int have_bw = 0;
+    if (is_cpu && tl_bandwidth_probe(&bw_before, o.threads, 0.3, &err) == 0)
+        have_bw = 1;
+
+    rc = 0;
+    double ttft = 0, bytes_sum = 0;
+    if (tl_engine_prefill(e, ids, o.prompt_tokens, &err)) {
+        rc = cli_fail(1, "%s", err.msg);
+        goto done;
+    }
+    ttft = tl_engine_last_ms(e);
+    int next = argmax(tl_engine_logits(e), c->vocab_size);
+    for (int i = 0; i < o.new_tokens; i++) {
+        bytes_sum += tl_engine_step_bytes(e);
+        if (tl_engine_decode(e, next, &err)) {
+            rc = cli_fail(1, "%s", err.msg);
+            goto done;
+        }
+        tpot[i] = tl_engine_last_ms(e);
+        next = argmax(tl_engine_logits(e), c->vocab_size);
+    }
+    if (is_cpu && tl_bandwidth_probe(&bw_after, o.threads, 0.3, &err) == 0)
+        have_bw = 1;
+
+    memcpy(sorted, tpot, sizeof(double) * (size_t)o.new_tokens);
+    qsort(sorted, (size_t)o.new_tokens, sizeof(double), cmp_double);
+    double med = percentile(sorted, o.new_tokens, 50), p90 = percentile(sorted, o.new_tokens, 90);
+    double step_bytes = bytes_sum / o.new_tokens;
+    tl_bandwidth bw = bw_after.bytes_per_s > bw_before.bytes_per_s ? bw_after : bw_before;
+    double floor_ms = have_bw ? step_bytes / bw.bytes_per_s * 1e3 : 0;
+    int threads = have_bw ? bw.threads : o.threads;
+    const char *name = o.synthetic ? o.synthetic : o.model_dir;
+
+    if (o.json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "model", name);
+        cJSON_AddBoolToObject(j, "synthetic", o.synthetic != NULL);
+        cJSON_AddStringToObject(j, "dtype", tl_dtype_name(m->embed.dtype));
+        cJSON_AddNumberToObject(j, "parameters", (double)m->n_params);
+        cJSON_AddStringToObject(j, "device", tl_engine_device(e));
+        if (is_cpu)
+            cJSON_AddNumberToObject(j, "threads", threads);
+        cJSON_AddNumberToObject(j, "prompt_tokens", o.prompt_tokens);
+        cJSON_AddNumberToObject(j, "new_tokens", o.new_tokens);
+        cJSON_AddNumberToObject(j, "load_s", t_load);
+        cJSON_AddNumberToObject(j, "ttft_ms", ttft);
+        cJSON_AddNumberToObject(j, "tpot_ms_median", med);
+        cJSON_AddNumberToObject(j, "tpot_ms_p90", p90);
+        cJSON_AddItemToObject(j, "tpot_ms", cJSON_CreateDoubleArray(tpot, o.new_tokens));
+        cJSON_AddNumberToObject(j, "step_bytes", step_bytes);
+        cJSON_AddNumberToObject(j, "weight_bytes", (double)m->weight_bytes);
+        if (have_bw) {
+            cJSON_AddNumberToObject(j, "bandwidth_gbps", bw.bytes_per_s / 1e9);
+            cJSON_AddNumberToObject(j, "bandwidth_gbps_before", bw_before.bytes_per_s / 1e9);
+            cJSON_AddNumberToObject(j, "bandwidth_gbps_after", bw_after.bytes_per_s / 1e9);
+            cJSON_AddNumberToObject(j, "floor_ms", floor_ms);
+            cJSON_AddNumberToObject(j, "tpot_over_floor", med / floor_ms);
+        } else {
+            cJSON_AddNullToObject(j, "bandwidth_gbps");
+            cJSON_AddNullToObject(j, "floor_ms");
+            cJSON_AddNullToObject(j, "tpot_over_floor");
+        }
+        char *txt = cJSON_PrintUnformatted(j);
+        if (txt)
+            puts(txt);
+        free(txt);
+        cJSON_Delete(j);
+    } else {
+        printf("model          %s (%s%s), %.2f B parameters, %.2f GB of weights\n", name,
+               o.synthetic ? "synthetic, random " : "", tl_dtype_name(m->embed.dtype),
+               m->n_params / 1e9, m->weight_bytes / 1e9);
+        if (is_cpu)
+            printf("device         cpu, %d thread%s\n", threads, threads == 1 ? "" : "s");
+        else
+            printf("device         %s\n", tl_engine_device(e));
+        printf("prefill        %d tokens: TTFT %.1f ms (%.1f tokens/s)\n", o.prompt_tokens, ttft,
+               o.prompt_tokens / ttft * 1e3);
+        printf("decode         %d tokens: TPOT median %.2f ms, p90 %.2f ms (%.2f tokens/s)\n",
+               o.new_tokens, med, p90, 1e3 / med);
+        printf("bytes/step     %.3f GB (weights %.3f GB + KV cache read, mean over the steps)\n",
+               step_bytes / 1e9, m->weight_bytes / 1e9);
+        if (have_bw) {
+            printf("bandwidth      %.1f GB/s (read probe, %d thread%s; %.1f before, %.1f after decode)\n",
+                   bw.bytes_per_s / 1e9, bw.threads, bw.threads == 1 ? "" : "s",
+                   bw_before.bytes_per_s / 1e9, bw_after.bytes_per_s / 1e9);
+            printf("floor          %.2f ms per token (bytes/step / bandwidth)\n", floor_ms);
+            printf("TPOT / floor   %.2f\n", med / floor_ms);
+        } else {
+            printf("bandwidth      not probed (%s)\n", is_cpu ? err.msg : "the probe measures host memory");
+        }
+    }
+done:
+    free(ids);
+    free(tpot);
+    free(sorted);
+    tl_engine_free(e);
+    tl_model_free(m);
+    return rc;
 }

@@ -10,7 +10,7 @@
 
 #include "pool.h"
 
-#define TL_POOL_SPIN 20000
+#define TL_POOL_SPIN 2000   /* ~30-50 us of PAUSE: covers the gaps between one pass's operations */
 
 struct tl_pool {
     int n;

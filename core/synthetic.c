@@ -1,0 +1,323 @@
+/* Models with random weights in anonymous memory: the shapes of published checkpoints for
+ * benchmarks, no file involved. The weights are one mapping (transparent huge pages where the
+ * kernel gives them), filled by all cores with a cheap PRNG in 1 MiB pieces whose seeds depend
+ * only on (seed, tensor, piece), so the same seed gives the same model on any machine.
+ * Values are sane rather than trained: magnitudes around 1/sqrt(fan-in), norm weights near 1.
+ * An untied lm_head shares the embedding's random values: a decode step reads the same bytes
+ * either way, and the 8B shape stays 1 GiB smaller. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "model_priv.h"
+#include "tokenloop/synthetic.h"
+
+typedef struct synth_priv {
+    tl_model_priv head;   /* first: tl_model_free calls head.release */
+    void *mem;
+    size_t bytes;
+} synth_priv;
+
+typedef struct shape {
+    const char *name;
+    tl_config cfg;
+} shape;
+
+/* From the published config.json files (meta-llama/Llama-3.2-1B-Instruct, Llama-3.1-8B-Instruct). */
+static const shape shapes[] = {
+    {"llama-3.2-1b", {.hidden_size = 2048, .intermediate_size = 8192, .n_layers = 16, .n_heads = 32,
+                      .n_kv_heads = 8, .head_dim = 64, .vocab_size = 128256,
+                      .max_position_embeddings = 131072, .rms_norm_eps = 1e-5f, .rope_theta = 500000.0f,
+                      .rope_llama3 = 1, .rope_factor = 32.0f, .rope_low_freq_factor = 1.0f,
+                      .rope_high_freq_factor = 4.0f, .rope_original_max_position = 8192,
+                      .tie_word_embeddings = 1, .bos_id = 128000, .eos_ids = {128001, 128008, 128009},
+                      .n_eos = 3, .dtype = TL_BF16}},
+    {"llama-3.1-8b", {.hidden_size = 4096, .intermediate_size = 14336, .n_layers = 32, .n_heads = 32,
+                      .n_kv_heads = 8, .head_dim = 128, .vocab_size = 128256,
+                      .max_position_embeddings = 131072, .rms_norm_eps = 1e-5f, .rope_theta = 500000.0f,
+                      .rope_llama3 = 1, .rope_factor = 8.0f, .rope_low_freq_factor = 1.0f,
+                      .rope_high_freq_factor = 4.0f, .rope_original_max_position = 8192,
+                      .tie_word_embeddings = 0, .bos_id = 128000, .eos_ids = {128001, 128008, 128009},
+                      .n_eos = 3, .dtype = TL_BF16}},
+    /* Not a published model: a few megabytes with every feature of the 8B (untied, GQA 4:1,
+     * llama3 RoPE), for tests and for trying the command quickly. */
+    {"tiny", {.hidden_size = 256, .intermediate_size = 688, .n_layers = 2, .n_heads = 8,
+              .n_kv_heads = 2, .head_dim = 32, .vocab_size = 1000, .max_position_embeddings = 2048,
+              .rms_norm_eps = 1e-5f, .rope_theta = 500000.0f, .rope_llama3 = 1, .rope_factor = 8.0f,
+              .rope_low_freq_factor = 1.0f, .rope_high_freq_factor = 4.0f,
+              .rope_original_max_position = 256, .tie_word_embeddings = 0, .bos_id = 1,
+              .eos_ids = {2}, .n_eos = 1, .dtype = TL_BF16}},
+};
+
+const char *tl_synthetic_names(void) { return "llama-3.2-1b, llama-3.1-8b, tiny"; }
+
+int tl_synthetic_config(tl_config *cfg, const char *name, tl_error *err)
+{
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (name && !strcmp(name, shapes[i].name)) {
+            *cfg = shapes[i].cfg;
+            return 0;
+        }
+    return tl_error_set(err, "%s: unknown synthetic model (known: %s)", name ? name : "(null)",
+                        tl_synthetic_names());
+}
+
+/* ---- filling ---- */
+
+#define PIECE ((size_t)1 << 20)
+
+typedef struct tensor_fill {
+    void *data;
+    size_t bytes;
+    tl_dtype dtype;
+    int scale_exp;     /* magnitudes in [2^(e-3), 2^(e+1)); INT32_MIN: a norm weight near 1 */
+} tensor_fill;
+
+typedef struct fill_job {
+    tensor_fill *t;
+    int n;
+    size_t *first_piece;   /* prefix sums of pieces per tensor */
+    size_t n_pieces;
+    uint64_t seed;
+    atomic_size_t next;
+} fill_job;
+
+static uint64_t splitmix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* 16 random bits -> bf16 with random sign and mantissa, exponent in 4 binades below 2^(e+1). */
+static inline uint16_t rand_bf16(uint32_t r, int e)
+{
+    if (e == INT32_MIN)   /* 1.0 .. 1.055 */
+        return (uint16_t)(0x3f80 | (r & 0x7));
+    return (uint16_t)((r & 0x8000) | (uint32_t)(127 + e - 3 + ((r >> 7) & 3)) << 7 | (r & 0x7f));
+}
+
+static inline uint16_t rand_f16(uint32_t r, int e)
+{
+    if (e == INT32_MIN)
+        return (uint16_t)(0x3c00 | (r & 0x3f));   /* 1.0 .. 1.062 */
+    int ex = 15 + e - 3 + (int)((r >> 10) & 3);
+    if (ex < 1)
+        ex = 1;
+    return (uint16_t)((r & 0x8000) | (uint32_t)ex << 10 | (r & 0x3ff));
+}
+
+static void fill_piece(const tensor_fill *t, size_t piece, uint64_t seed)
+{
+    size_t off = piece * PIECE, n = t->bytes - off < PIECE ? t->bytes - off : PIECE;
+    uint64_t s = splitmix(seed ^ splitmix(piece)) | 1;
+    char *p = (char *)t->data + off;
+    if (t->dtype == TL_F32) {
+        for (size_t i = 0; i + 4 <= n; i += 4) {
+            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+            uint32_t v = (uint32_t)rand_bf16((uint32_t)(s >> 16), t->scale_exp) << 16 | (uint32_t)(s & 0xffff);
+            memcpy(p + i, &v, 4);
+        }
+        return;
+    }
+    uint16_t *h = (uint16_t *)p;
+    size_t count = n / 2, i = 0;
+    for (; i + 4 <= count; i += 4) {   /* four values per 64 random bits */
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        for (int j = 0; j < 4; j++) {
+            uint32_t r = (uint32_t)(s >> (16 * j)) & 0xffff;
+            h[i + j] = t->dtype == TL_BF16 ? rand_bf16(r, t->scale_exp) : rand_f16(r, t->scale_exp);
+        }
+    }
+    for (; i < count; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        uint32_t r = (uint32_t)s & 0xffff;
+        h[i] = t->dtype == TL_BF16 ? rand_bf16(r, t->scale_exp) : rand_f16(r, t->scale_exp);
+    }
+}
+
+static void *fill_thread(void *v)
+{
+    fill_job *j = v;
+    for (;;) {
+        size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (g >= j->n_pieces)
+            return NULL;
+        int lo = 0, hi = j->n - 1;   /* the tensor holding global piece g */
+        while (lo < hi) {
+            int mid = (lo + hi + 1) / 2;
+            if (j->first_piece[mid] <= g)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        fill_piece(&j->t[lo], g - j->first_piece[lo], splitmix(j->seed + (uint64_t)lo * 0x632be59bd9b4e019ull));
+    }
+}
+
+static int cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static void fill_all(tensor_fill *t, int n, uint64_t seed, size_t *first_piece)
+{
+    fill_job j = {.t = t, .n = n, .first_piece = first_piece, .seed = seed};
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        first_piece[i] = total;
+        total += (t[i].bytes + PIECE - 1) / PIECE;
+    }
+    j.n_pieces = total;
+    atomic_init(&j.next, 0);
+    int nth = cores();
+    if (nth > 64)
+        nth = 64;
+    pthread_t th[64];
+    int started = 0;
+    for (int i = 1; i < nth; i++)
+        if (pthread_create(&th[started], NULL, fill_thread, &j) == 0)
+            started++;
+    fill_thread(&j);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* ---- the model ---- */
+
+static void release_synthetic(tl_model *m)
+{
+    synth_priv *p = m->priv;
+    if (p->mem)
+        munmap(p->mem, p->bytes);
+    free(p);
+    free(m->layers);
+}
+
+static int check_config(const tl_config *c, tl_error *err)
+{
+    if (c->hidden_size <= 0 || c->intermediate_size <= 0 || c->n_layers <= 0 || c->n_heads <= 0 ||
+        c->n_kv_heads <= 0 || c->head_dim <= 0 || c->vocab_size <= 0)
+        return tl_error_set(err, "synthetic model: every dimension must be positive");
+    if (c->n_heads % c->n_kv_heads)
+        return tl_error_set(err, "synthetic model: %d heads do not split into %d key/value heads",
+                            c->n_heads, c->n_kv_heads);
+    if (c->head_dim % 2)
+        return tl_error_set(err, "synthetic model: head_dim %d is odd", c->head_dim);
+    return 0;
+}
+
+/* floor(log2(1/sqrt(fan_in))): the top of the random weights' magnitude range. */
+static int scale_for(int64_t fan_in)
+{
+    return (int)floor(-0.5 * log2((double)fan_in));
+}
+
+int tl_model_synthetic(tl_model **out, const tl_config *cfg, tl_dtype dtype, uint64_t seed, tl_error *err)
+{
+    *out = NULL;
+    if (check_config(cfg, err))
+        return -1;
+    if (dtype != TL_F32 && dtype != TL_F16 && dtype != TL_BF16)
+        return tl_error_set(err, "synthetic model: unknown dtype %d", (int)dtype);
+    tl_model *m = calloc(1, sizeof *m);
+    synth_priv *p = calloc(1, sizeof *p);
+    int n_t = 2 + 9 * cfg->n_layers;
+    tensor_fill *tf = calloc((size_t)n_t, sizeof *tf);
+    size_t *first = calloc((size_t)n_t, sizeof *first);
+    if (!m || !p || !tf || !first || !(m->layers = calloc((size_t)cfg->n_layers, sizeof *m->layers))) {
+        if (m)
+            free(m->layers);
+        free(m);
+        free(p);
+        free(tf);
+        free(first);
+        return tl_error_set(err, "synthetic model: out of memory");
+    }
+    p->head.release = release_synthetic;
+    m->priv = p;
+    m->cfg = *cfg;
+    m->cfg.dtype = dtype;
+
+    const int64_t d = cfg->hidden_size, ff = cfg->intermediate_size, V = cfg->vocab_size;
+    const int64_t q = (int64_t)cfg->n_heads * cfg->head_dim, kv = (int64_t)cfg->n_kv_heads * cfg->head_dim;
+    const size_t es = tl_dtype_size(dtype);
+    typedef struct { tl_weight *w; int64_t rows, cols; int norm; } slot;
+    slot *list = malloc(sizeof *list * (size_t)n_t);
+    if (!list) {
+        tl_model_free(m);
+        free(tf);
+        free(first);
+        return tl_error_set(err, "synthetic model: out of memory");
+    }
+    int n = 0;
+    list[n++] = (slot){&m->embed, V, d, 0};
+    list[n++] = (slot){&m->final_norm, 1, d, 1};
+    for (int l = 0; l < cfg->n_layers; l++) {
+        tl_layer *L = &m->layers[l];
+        list[n++] = (slot){&L->attn_norm, 1, d, 1};
+        list[n++] = (slot){&L->wq, q, d, 0};
+        list[n++] = (slot){&L->wk, kv, d, 0};
+        list[n++] = (slot){&L->wv, kv, d, 0};
+        list[n++] = (slot){&L->wo, d, q, 0};
+        list[n++] = (slot){&L->mlp_norm, 1, d, 1};
+        list[n++] = (slot){&L->w_gate, ff, d, 0};
+        list[n++] = (slot){&L->w_up, ff, d, 0};
+        list[n++] = (slot){&L->w_down, d, ff, 0};
+    }
+    /* Every tensor at a 4 KiB boundary of one mapping. */
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += ((size_t)(list[i].rows * list[i].cols) * es + 4095) & ~(size_t)4095;
+    void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED) {
+        tl_model_free(m);
+        free(list);
+        free(tf);
+        free(first);
+        return tl_error_set(err, "synthetic model: cannot map %.1f GiB of weights", total / 1073741824.0);
+    }
+#ifdef MADV_HUGEPAGE
+    madvise(mem, total, MADV_HUGEPAGE);   /* fewer TLB misses while streaming the weights */
+#endif
+    p->mem = mem;
+    p->bytes = total;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        size_t b = (size_t)(list[i].rows * list[i].cols) * es;
+        *list[i].w = (tl_weight){(char *)mem + off, dtype, list[i].rows, list[i].cols};
+        tf[i] = (tensor_fill){(char *)mem + off, b, dtype, list[i].norm ? INT32_MIN : scale_for(list[i].cols)};
+        off += (b + 4095) & ~(size_t)4095;
+    }
+    free(list);
+    fill_all(tf, n, seed, first);
+    free(tf);
+    free(first);
+    m->lm_head = m->embed;
+
+    /* Counted as model.c counts a checkpoint of this shape (an untied lm_head separately). */
+    int64_t params = V * d + d;   /* embedding (= lm_head when tied) and the final norm */
+    for (int l = 0; l < cfg->n_layers; l++)
+        params += 2 * d + q * d + 2 * kv * d + d * q + 3 * ff * d;
+    uint64_t bytes = (uint64_t)params * es;   /* layers, final norm, lm_head */
+    if (!cfg->tie_word_embeddings) {
+        params += V * d;
+        bytes += (uint64_t)d * es;   /* one embedding row */
+    }
+    m->n_params = params;
+    m->weight_bytes = bytes;
+    *out = m;
+    return 0;
+}

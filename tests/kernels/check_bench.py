@@ -1,0 +1,85 @@
+"""tokenloop bench on the tiny synthetic shape: the JSON's figures agree with each other and
+with NumPy (median, 90th percentile, floor = bytes / bandwidth), and each bad usage gets one
+line on stderr and the documented exit status. Figures are not compared with any speed."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+exe = sys.argv[1]
+failed = passed = 0
+
+
+def check(cond, what):
+    global failed, passed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("check failed:", what, file=sys.stderr)
+
+
+def run(*args):
+    return subprocess.run([exe, "bench", *args], capture_output=True, text=True, timeout=120)
+
+
+r = run("--synthetic", "tiny", "--prompt-tokens", "9", "--new-tokens", "7", "--threads", "2", "--json")
+check(r.returncode == 0, "tiny run exits 0: " + r.stderr)
+if r.returncode == 0:
+    j = json.loads(r.stdout)
+    t = np.array(j["tpot_ms"], dtype=np.float64)
+    check(len(t) == 7 and j["new_tokens"] == 7 and j["prompt_tokens"] == 9, "counts")
+    check(j["synthetic"] is True and j["model"] == "tiny" and j["dtype"] == "bf16", "model fields")
+    check(j["device"] == "cpu" and j["threads"] == 2, "device and threads")
+    check(np.isclose(j["tpot_ms_median"], np.median(t), rtol=1e-9), "median")
+    check(np.isclose(j["tpot_ms_p90"], np.percentile(t, 90), rtol=1e-9), "p90")
+    check(j["ttft_ms"] > 0 and (t > 0).all(), "positive times")
+    # tiny: hidden 256, 2 layers, kv_dim 64, vocab 1000, untied, bf16
+    d, ff, q, kv, V, L = 256, 688, 256, 64, 1000, 2
+    layer = 2 * d + q * d + 2 * kv * d + d * q + 3 * ff * d
+    weights = 2 * (L * layer + d + V * d + d)   # layers, final norm, lm_head, one embedding row
+    check(j["weight_bytes"] == weights, "weight bytes %s vs %s" % (j["weight_bytes"], weights))
+    # KV cache read by decode step i (at position 9 + i): 2 * layers * (pos + 1) rows of fp32
+    kv_bytes = np.mean([2 * L * (9 + i + 1) * kv * 4 for i in range(7)])
+    check(np.isclose(j["step_bytes"], weights + kv_bytes, rtol=1e-12), "step bytes %s" % j["step_bytes"])
+    check(j["bandwidth_gbps"] > 0, "bandwidth")
+    check(j["bandwidth_gbps"] == max(j["bandwidth_gbps_before"], j["bandwidth_gbps_after"]), "best probe")
+    check(np.isclose(j["floor_ms"], j["step_bytes"] / (j["bandwidth_gbps"] * 1e9) * 1e3, rtol=1e-9), "floor")
+    check(np.isclose(j["tpot_over_floor"], j["tpot_ms_median"] / j["floor_ms"], rtol=1e-9), "ratio")
+
+r = run("--synthetic", "tiny", "--new-tokens", "2", "--prompt-tokens", "3")
+check(r.returncode == 0 and "TPOT / floor" in r.stdout and "TTFT" in r.stdout, "text output")
+
+r = run("--help")
+check(r.returncode == 0 and "--synthetic" in r.stdout, "--help")
+
+bad = [
+    ((), 2, "exactly one of"),
+    (("--synthetic", "tiny", "--model", "/nonexistent"), 2, "exactly one of"),
+    (("--synthetic", "llama-9b"), 2, "llama-9b"),
+    (("--synthetic", "tiny", "--prompt-tokens", "0"), 2, "--prompt-tokens"),
+    (("--synthetic", "tiny", "--new-tokens", "x"), 2, "--new-tokens"),
+    (("--synthetic", "tiny", "--threads", "-1"), 2, "--threads"),
+    (("--synthetic", "tiny", "--threads"), 2, "--threads"),
+    (("--synthetic", "tiny", "--device", "tpu"), 2, "--device"),
+    (("--synthetic", "tiny", "--frobnicate"), 2, "--frobnicate"),
+    (("--synthetic", "tiny", "--prompt-tokens", "2000", "--new-tokens", "100"), 2, "context"),
+    (("--model", "/nonexistent/model"), 1, "/nonexistent/model"),
+]
+for args, status, word in bad:
+    r = run(*args)
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    check(r.returncode == status and last.startswith("tokenloop: ") and word in last,
+          "%s -> %d %r" % (" ".join(args), r.returncode, last))
+
+# Without a GPU (or without the CUDA backend) --device cuda fails with one clear line.
+r = run("--synthetic", "tiny", "--device", "cuda", "--new-tokens", "2", "--prompt-tokens", "2")
+if r.returncode != 0:
+    last = r.stderr.strip().splitlines()[-1]
+    check(r.returncode == 1 and last.startswith("tokenloop: --device cuda:"), "cuda: " + last)
+else:
+    check("TPOT" in r.stdout, "cuda run output")
+
+print("bench_cli: %d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
