@@ -1,0 +1,976 @@
+/* The CUDA backend's operation table: device buffers, bf16 weights, fp32 activations, one
+ * non-blocking stream.
+ *
+ * Decode steps (passes of T == 1) are captured as a CUDA graph and replayed. Between
+ * begin_pass and end_pass of such a step the operations are only recorded; end_pass either
+ * replays the graph (when the recorded step matches the captured one) or runs them. A pointer
+ * argument is matched by the allocation it falls in and its offset there: an offset that is
+ * the same at two different positions is fixed, one that moves by exactly pos * (the row
+ * width) is a per-position row (a KV-cache row) and the graph reads it at base + pos * width,
+ * pos coming from a device int written before each replay. A capture therefore needs two
+ * eager decode steps at different positions that agree, and any mismatch later (new buffers,
+ * a different schedule) falls back to running the step and capturing again. */
+#include <cublas_v2.h>
+#include <new>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "cpu/cpu.h"
+#include "cuda/cuda.h"
+#include "tokenloop/backend.h"
+}
+#include "kernels.cuh"
+
+namespace {
+
+enum { OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_ROPE, OP_ATTN, OP_SWIGLU, OP_ADD };
+constexpr int MAXP = 4, MAX_IDS = 8;
+
+struct cmd {
+    int kind, np;
+    float *p[MAXP];          /* as the engine passed them */
+    long long W[MAXP];       /* floats per position of each pointer */
+    char *abase[MAXP];       /* allocation holding p (NULL: not ours; compared raw) */
+    long long off[MAXP];     /* p - abase, in floats */
+    int rel[MAXP];           /* graph: per-position pointer */
+    long long goff[MAXP];    /* graph: offset at position 0 (rel) or fixed offset */
+    int T, a, b, c, slot;    /* compared */
+    float f;                 /* compared (bitwise) */
+    const void *w;           /* device weight / inv_freq, compared */
+    long long wr, wc;
+    int pos, id;             /* not compared: read from device inside the graph */
+};
+
+struct alloc_ent {
+    char *base;
+    size_t bytes;
+};
+
+struct wreg {
+    const void *host;
+    int dtype;
+    long long rows, cols;
+    void *dev;
+    int refs;
+};
+
+struct cmdlist {
+    cmd *v = nullptr;
+    int n = 0, cap = 0;
+    int push(const cmd &c)
+    {
+        if (n == cap) {
+            int nc = cap ? 2 * cap : 512;
+            cmd *nv = (cmd *)realloc(v, sizeof(cmd) * nc);
+            if (!nv)
+                return -1;
+            v = nv;
+            cap = nc;
+        }
+        v[n++] = c;
+        return 0;
+    }
+};
+
+struct cuctx {
+    int dev = 0, nsm = 0;
+    cudaStream_t s = nullptr;
+    cublasHandle_t blas = nullptr;
+    cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+    int timed = 0;
+    int *d_pos = nullptr, *d_ids = nullptr;
+    int *d_idsbuf = nullptr;
+    size_t idscap = 0;
+    uint16_t *d_xb = nullptr;
+    size_t xbcap = 0;
+    float *d_inv = nullptr;
+    int invcap = 0, ninv = 0;
+    float *h_inv = nullptr;
+    const float *last_inv = nullptr;
+    void *pinned[2] = {nullptr, nullptr};
+    cudaEvent_t pin_ev[2] = {nullptr, nullptr};
+
+    alloc_ent *al = nullptr;
+    int nal = 0, cal = 0;
+    wreg *wg = nullptr;
+    int nwg = 0, cwg = 0;
+
+    int deferring = 0, pass_T = 0, pass_pos = 0, in_pass = 0;
+    cmdlist cur, prev, gcmd;
+    int nids = 0, ids[MAX_IDS];
+    int prev_pos = 0, prev_valid = 0;
+    cudaGraphExec_t gexec = nullptr;
+    int graphs_enabled = 1, capture_failed = 0;
+
+    tl_cuda_stats st{};
+    int reported = 0;
+};
+
+constexpr size_t PIN_BYTES = 32u << 20;
+
+int ck(cuctx *c, cudaError_t e, const char *what, int line)
+{
+    if (e == cudaSuccess)
+        return 0;
+    c->st.errors++;
+    if (!c->reported) {
+        fprintf(stderr, "tokenloop: cuda: %s (%s, kernels/cuda/backend.cu:%d)\n", cudaGetErrorString(e), what,
+                line);
+        c->reported = 1;
+    }
+    return -1;
+}
+#define CK(c, call) ck((c), (call), #call, __LINE__)
+#define CKL(c) ck((c), cudaGetLastError(), "kernel launch", __LINE__)
+
+void drop_graph(cuctx *c)
+{
+    if (c->gexec) {
+        cudaGraphExecDestroy(c->gexec);
+        c->gexec = nullptr;
+    }
+    c->gcmd.n = 0;
+    c->prev_valid = 0;
+}
+
+/* ---- allocations: sorted by base, for pointer matching ---- */
+
+int find_alloc(const cuctx *c, const void *p)
+{
+    int lo = 0, hi = c->nal - 1, best = -1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (c->al[mid].base <= (const char *)p) {
+            best = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if (best >= 0 && (const char *)p < c->al[best].base + c->al[best].bytes)
+        return best;
+    return -1;
+}
+
+/* ---- launches ---- */
+
+dim3 ew_grid(cuctx *c, long long n)
+{
+    long long b = (n + 255) / 256, cap = (long long)c->nsm * 8;
+    return dim3((unsigned)(b < 1 ? 1 : b > cap ? cap : b));
+}
+
+void launch_matmul(cuctx *c, dptr out, dptr x, const cmd &k, const int *posp)
+{
+    const uint16_t *W = (const uint16_t *)k.w;
+    int rows = (int)k.wr, cols = (int)k.wc, T = k.T;
+    bool vec = !k.a && cols % 8 == 0 && ((uintptr_t)x.base & 15) == 0 && (x.stride * 4) % 16 == 0;
+    if (k.a) { /* an fp32 vector as a [1, n] matrix: only tests do this */
+        for (int t0 = 0; t0 < T; t0 += 16) {
+            int tn = T - t0 < 16 ? T - t0 : 16;
+            dptr xs = {x.base + (size_t)t0 * cols, x.stride}, os = {out.base + (size_t)t0 * rows, out.stride};
+            k_matvec_any<float><<<(rows + 7) / 8, 256, 0, c->s>>>((const float *)k.w, xs, os, posp, rows, cols, tn);
+        }
+        CKL(c);
+        return;
+    }
+    if (T > 16 && !posp && c->blas) {
+        /* Prefill: tensor-core GEMM on bf16 copies of the activations, fp32 accumulate. */
+        size_t n = (size_t)T * cols;
+        if (n > c->xbcap) {
+            if (c->d_xb)
+                cudaFree(c->d_xb);
+            c->d_xb = nullptr;
+            c->xbcap = 0;
+            if (CK(c, cudaMalloc(&c->d_xb, n * sizeof(uint16_t))))
+                return;
+            c->xbcap = n;
+        }
+        k_f32_to_bf16<<<ew_grid(c, (long long)n), 256, 0, c->s>>>(c->d_xb, x.base, n);
+        CKL(c);
+        float alpha = 1.0f, beta = 0.0f;
+        cublasStatus_t st = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, T, cols, &alpha, W,
+                                         CUDA_R_16BF, cols, c->d_xb, CUDA_R_16BF, cols, &beta, out.base,
+                                         CUDA_R_32F, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            c->st.errors++;
+            if (!c->reported) {
+                fprintf(stderr, "tokenloop: cuda: cublasGemmEx failed (status %d)\n", (int)st);
+                c->reported = 1;
+            }
+        }
+        return;
+    }
+    if (!vec) {
+        for (int t0 = 0; t0 < T; t0 += 16) {
+            int tn = T - t0 < 16 ? T - t0 : 16;
+            dptr xs = {x.base + (size_t)t0 * cols, x.stride}, os = {out.base + (size_t)t0 * rows, out.stride};
+            k_matvec_any<uint16_t><<<(rows + 7) / 8, 256, 0, c->s>>>(W, xs, os, posp, rows, cols, tn);
+        }
+        CKL(c);
+        return;
+    }
+    int target = 4 * c->nsm;
+    int rpb = rows / 8 >= target ? 8 : rows / 4 >= target ? 4 : rows / 2 >= target ? 2 : 1;
+    for (int t0 = 0; t0 < T; t0 += 8) {
+        int tn = T - t0 < 8 ? T - t0 : 8;
+        dptr xs = {x.base + (size_t)t0 * cols, x.stride}, os = {out.base + (size_t)t0 * rows, out.stride};
+        unsigned g = (unsigned)((rows + rpb - 1) / rpb);
+#define MV(R, TT) k_matvec<R, TT><<<g, 256, 0, c->s>>>(W, xs, os, posp, rows, cols, tn)
+        if (tn == 1) {
+            switch (rpb) {
+            case 8: MV(8, 1); break;
+            case 4: MV(4, 1); break;
+            case 2: MV(2, 1); break;
+            default: MV(1, 1); break;
+            }
+        } else {
+            switch (rpb) {
+            case 8: MV(8, 8); break;
+            case 4: MV(4, 8); break;
+            case 2: MV(2, 8); break;
+            default: MV(1, 8); break;
+            }
+        }
+#undef MV
+    }
+    CKL(c);
+}
+
+/* graph: pointers from the allocation table plus per-position strides, pos from the device.
+ * Otherwise: the pointers as passed, pos from the host. */
+void exec_cmd(cuctx *c, const cmd &k, bool graph)
+{
+    dptr P[MAXP];
+    for (int j = 0; j < k.np; j++) {
+        if (graph && k.abase[j])
+            P[j] = dptr{(float *)k.abase[j] + k.goff[j], k.rel[j] ? k.W[j] : 0};
+        else
+            P[j] = dptr{k.p[j], 0};
+    }
+    const int *posp = graph ? c->d_pos : nullptr;
+    switch (k.kind) {
+    case OP_EMBED: /* a = table rows, b = cols */
+        if (k.a)
+            k_embed<float><<<k.T, 256, 0, c->s>>>(P[0], posp, (const float *)k.w,
+                                                  graph ? c->d_ids + k.slot : nullptr, k.id, (int)k.wr, (int)k.wc);
+        else
+            k_embed<uint16_t><<<k.T, 256, 0, c->s>>>(P[0], posp, (const uint16_t *)k.w,
+                                                     graph ? c->d_ids + k.slot : nullptr, k.id, (int)k.wr, (int)k.wc);
+        break;
+    case OP_RMSNORM: /* a = n */
+        k_rmsnorm<<<k.T, k.a >= 1024 ? 1024 : 256, 0, c->s>>>(P[0], P[1], posp, (const float *)k.w, k.a, k.f);
+        break;
+    case OP_MATMUL:
+        launch_matmul(c, P[0], P[1], k, posp);
+        return;
+    case OP_ROPE: /* a = n_heads, b = head_dim */
+        k_rope<<<dim3(k.a, k.T), 64, 0, c->s>>>(P[0], posp, k.pos, k.a, k.b, (const float *)k.w);
+        break;
+    case OP_ATTN: { /* a = n_heads, b = n_kv, c = head_dim */
+        dim3 g(k.a, k.T);
+        float scale = 1.0f / sqrtf((float)k.c);
+        int D = (k.c + 31) / 32;
+        if (D <= 1)
+            k_attention<1><<<g, 256, 0, c->s>>>(P[0], P[1], P[2], P[3], posp, k.pos, k.a, k.b, k.c, scale);
+        else if (D <= 2)
+            k_attention<2><<<g, 256, 0, c->s>>>(P[0], P[1], P[2], P[3], posp, k.pos, k.a, k.b, k.c, scale);
+        else if (D <= 4)
+            k_attention<4><<<g, 256, 0, c->s>>>(P[0], P[1], P[2], P[3], posp, k.pos, k.a, k.b, k.c, scale);
+        else
+            k_attention<8><<<g, 256, 0, c->s>>>(P[0], P[1], P[2], P[3], posp, k.pos, k.a, k.b, k.c, scale);
+        break;
+    }
+    case OP_SWIGLU:
+        k_swiglu<<<ew_grid(c, k.a), 256, 0, c->s>>>(P[0], P[1], posp, k.a);
+        break;
+    case OP_ADD:
+        k_add<<<ew_grid(c, k.a), 256, 0, c->s>>>(P[0], P[1], posp, k.a);
+        break;
+    }
+    CKL(c);
+}
+
+/* Runs what a deferred pass recorded so far, op by op; the rest of the pass runs eagerly. */
+void flush(cuctx *c)
+{
+    if (!c->deferring)
+        return;
+    c->deferring = 0;
+    for (int i = 0; i < c->cur.n; i++)
+        exec_cmd(c, c->cur.v[i], false);
+    c->cur.n = 0;
+    c->prev_valid = 0;
+}
+
+void submit(cuctx *c, cmd &k)
+{
+    if (c->deferring && (k.T != 1 || ((k.kind == OP_ROPE || k.kind == OP_ATTN) && k.pos != c->pass_pos)))
+        flush(c); /* the graph reads the pass's position; anything else runs as called */
+    if (c->deferring) {
+        for (int j = 0; j < k.np; j++) {
+            int a = find_alloc(c, k.p[j]);
+            k.abase[j] = a >= 0 ? c->al[a].base : nullptr;
+            long long byteoff = a >= 0 ? (char *)k.p[j] - c->al[a].base : 0;
+            if (a >= 0 && byteoff % sizeof(float)) {  /* odd alignment: never captured */
+                flush(c);
+                exec_cmd(c, k, false);
+                return;
+            }
+            k.off[j] = byteoff / (long long)sizeof(float);
+        }
+        if (c->cur.push(k) == 0)
+            return;
+        flush(c);
+    }
+    exec_cmd(c, k, false);
+}
+
+bool same_args(const cmd &x, const cmd &y)
+{
+    return x.kind == y.kind && x.np == y.np && x.T == y.T && x.a == y.a && x.b == y.b && x.c == y.c &&
+           x.slot == y.slot && !memcmp(&x.f, &y.f, sizeof x.f) && x.w == y.w && x.wr == y.wr && x.wc == y.wc;
+}
+
+/* Classifies every pointer from two eager steps at different positions; false if they disagree. */
+bool derive(cmdlist &prev, int pp, cmdlist &cur, int cp)
+{
+    if (prev.n != cur.n || pp == cp || cur.n == 0)
+        return false;
+    for (int i = 0; i < cur.n; i++) {
+        const cmd &x = prev.v[i];
+        cmd &y = cur.v[i];
+        if (!same_args(x, y))
+            return false;
+        for (int j = 0; j < y.np; j++) {
+            if (x.abase[j] != y.abase[j])
+                return false;
+            if (!y.abase[j]) {
+                if (x.p[j] != y.p[j])
+                    return false;
+                y.rel[j] = 0;
+                y.goff[j] = 0;
+            } else if (x.off[j] == y.off[j]) {
+                y.rel[j] = 0;
+                y.goff[j] = y.off[j];
+            } else if (x.off[j] - pp * x.W[j] == y.off[j] - cp * y.W[j] && y.off[j] - cp * y.W[j] >= 0) {
+                y.rel[j] = 1;
+                y.goff[j] = y.off[j] - cp * y.W[j];
+            } else {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+bool matches_graph(const cmdlist &g, const cmdlist &cur, int cp)
+{
+    if (g.n != cur.n)
+        return false;
+    for (int i = 0; i < cur.n; i++) {
+        const cmd &x = g.v[i], &y = cur.v[i];
+        if (!same_args(x, y))
+            return false;
+        for (int j = 0; j < y.np; j++) {
+            if (x.abase[j] != y.abase[j])
+                return false;
+            if (!y.abase[j] ? x.p[j] != y.p[j] : y.off[j] - (x.rel[j] ? cp * y.W[j] : 0) != x.goff[j])
+                return false;
+        }
+    }
+    return true;
+}
+
+void set_step(cuctx *c)
+{
+    step_ids s;
+    memset(&s, 0, sizeof s);
+    memcpy(s.v, c->ids, sizeof(int) * c->nids);
+    k_set_step<<<1, 1, 0, c->s>>>(c->d_pos, c->pass_pos, c->d_ids, s, c->nids);
+    CKL(c);
+}
+
+bool capture(cuctx *c)
+{
+    cudaGraph_t g = nullptr;
+    if (cudaStreamBeginCapture(c->s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+        return false;
+    for (int i = 0; i < c->cur.n; i++)
+        exec_cmd(c, c->cur.v[i], true);
+    cudaError_t e = cudaStreamEndCapture(c->s, &g);
+    if (e != cudaSuccess || !g) {
+        cudaGetLastError();
+        return false;
+    }
+    e = cudaGraphInstantiate(&c->gexec, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        c->gexec = nullptr;
+        return false;
+    }
+    return true;
+}
+
+void end_deferred(cuctx *c)
+{
+    c->deferring = 0;
+    set_step(c);
+    int pos = c->pass_pos;
+    bool done = false;
+    if (c->graphs_enabled && !c->capture_failed) {
+        if (c->gexec && matches_graph(c->gcmd, c->cur, pos)) {
+            CK(c, cudaGraphLaunch(c->gexec, c->s));
+            c->st.replays++;
+            done = true;
+        } else {
+            if (c->gexec) {
+                cudaGraphExecDestroy(c->gexec);
+                c->gexec = nullptr;
+            }
+            if (c->prev_valid && derive(c->prev, c->prev_pos, c->cur, pos)) {
+                if (capture(c)) {
+                    CK(c, cudaGraphLaunch(c->gexec, c->s));
+                    c->st.captures++;
+                    c->gcmd.n = 0;
+                    for (int i = 0; i < c->cur.n; i++)
+                        c->gcmd.push(c->cur.v[i]);
+                    done = true;
+                } else {
+                    c->capture_failed = 1;
+                    fprintf(stderr, "tokenloop: cuda: graph capture failed; decode steps run op by op\n");
+                }
+            }
+        }
+    }
+    if (!done) {
+        for (int i = 0; i < c->cur.n; i++)
+            exec_cmd(c, c->cur.v[i], false);
+        c->st.eager_decode++;
+    }
+    cmdlist t = c->prev;
+    c->prev = c->cur;
+    c->cur = t;
+    c->cur.n = 0;
+    c->prev_pos = pos;
+    c->prev_valid = 1;
+}
+
+/* ---- the ops table ---- */
+
+void cu_destroy(void *ctx);
+
+void *cu_create(int threads, tl_error *err)
+{
+    (void)threads;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        tl_error_set(err, "cuda: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        return nullptr;
+    }
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major < 8) {
+        tl_error_set(err, "cuda: device 0 (%s) is sm_%d%d; this build needs sm_80 or newer", prop.name,
+                     prop.major, prop.minor);
+        return nullptr;
+    }
+    cuctx *c = new (std::nothrow) cuctx;
+    if (!c) {
+        tl_error_set(err, "cuda: out of memory");
+        return nullptr;
+    }
+    c->nsm = prop.multiProcessorCount;
+    const char *g = getenv("TL_CUDA_GRAPH");
+    c->graphs_enabled = !(g && !strcmp(g, "0"));
+    if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->pin_ev[0], cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->pin_ev[1], cudaEventDisableTiming) != cudaSuccess ||
+        cudaMalloc(&c->d_pos, sizeof(int) * (1 + MAX_IDS)) != cudaSuccess) {
+        tl_error_set(err, "cuda: cannot set up device 0: %s", cudaGetErrorString(cudaGetLastError()));
+        cu_destroy(c);
+        return nullptr;
+    }
+    c->d_ids = c->d_pos + 1;
+    cudaMemsetAsync(c->d_pos, 0, sizeof(int) * (1 + MAX_IDS), c->s);
+    if (cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS) {
+        tl_error_set(err, "cuda: cannot create a cuBLAS handle");
+        c->blas = nullptr;
+        cu_destroy(c);
+        return nullptr;
+    }
+    cublasSetStream(c->blas, c->s);
+    return c;
+}
+
+void cu_destroy(void *ctx)
+{
+    cuctx *c = (cuctx *)ctx;
+    if (!c)
+        return;
+    if (c->s)
+        cudaStreamSynchronize(c->s);
+    if (c->gexec)
+        cudaGraphExecDestroy(c->gexec);
+    for (int i = 0; i < c->nal; i++)
+        cudaFree(c->al[i].base);
+    for (int i = 0; i < c->nwg; i++)
+        cudaFree(c->wg[i].dev);
+    free(c->al);
+    free(c->wg);
+    free(c->cur.v);
+    free(c->prev.v);
+    free(c->gcmd.v);
+    free(c->h_inv);
+    cudaFree(c->d_pos);
+    cudaFree(c->d_idsbuf);
+    cudaFree(c->d_xb);
+    cudaFree(c->d_inv);
+    for (int i = 0; i < 2; i++) {
+        if (c->pinned[i])
+            cudaFreeHost(c->pinned[i]);
+        if (c->pin_ev[i])
+            cudaEventDestroy(c->pin_ev[i]);
+    }
+    if (c->ev0)
+        cudaEventDestroy(c->ev0);
+    if (c->ev1)
+        cudaEventDestroy(c->ev1);
+    if (c->blas)
+        cublasDestroy(c->blas);
+    if (c->s)
+        cudaStreamDestroy(c->s);
+    delete c;
+}
+
+float *cu_alloc(void *ctx, size_t n)
+{
+    cuctx *c = (cuctx *)ctx;
+    if (c->nal == c->cal) {
+        int nc = c->cal ? 2 * c->cal : 64;
+        alloc_ent *na = (alloc_ent *)realloc(c->al, sizeof(alloc_ent) * nc);
+        if (!na)
+            return nullptr;
+        c->al = na;
+        c->cal = nc;
+    }
+    size_t bytes = (n ? n : 1) * sizeof(float);
+    char *p = nullptr;
+    if (CK(c, cudaMalloc(&p, bytes)))
+        return nullptr;
+    if (CK(c, cudaMemsetAsync(p, 0, bytes, c->s))) {
+        cudaFree(p);
+        return nullptr;
+    }
+    int i = c->nal;
+    while (i > 0 && c->al[i - 1].base > p) {
+        c->al[i] = c->al[i - 1];
+        i--;
+    }
+    c->al[i] = alloc_ent{p, bytes};
+    c->nal++;
+    return (float *)p;
+}
+
+void cu_release(void *ctx, float *buf)
+{
+    cuctx *c = (cuctx *)ctx;
+    if (!buf)
+        return;
+    flush(c);
+    int a = find_alloc(c, buf);
+    if (a < 0 || c->al[a].base != (char *)buf)
+        return;
+    cudaStreamSynchronize(c->s);
+    drop_graph(c);
+    cudaFree(buf);
+    memmove(c->al + a, c->al + a + 1, sizeof(alloc_ent) * (c->nal - a - 1));
+    c->nal--;
+}
+
+void cu_to_host(void *ctx, float *host, const float *buf, size_t n)
+{
+    cuctx *c = (cuctx *)ctx;
+    flush(c);
+    CK(c, cudaMemcpyAsync(host, buf, n * sizeof(float), cudaMemcpyDeviceToHost, c->s));
+    CK(c, cudaStreamSynchronize(c->s));
+}
+
+uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+int cu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
+{
+    cuctx *c = (cuctx *)ctx;
+    for (int i = 0; i < c->nwg; i++) {
+        wreg &r = c->wg[i];
+        if (r.host == host->data && r.dtype == (int)host->dtype && r.rows == host->rows && r.cols == host->cols) {
+            r.refs++; /* a tied lm_head shares the embedding's copy */
+            *dev = *host;
+            dev->data = r.dev;
+            dev->dtype = host->rows == 1 ? TL_F32 : TL_BF16;
+            return 0;
+        }
+    }
+    if (c->nwg == c->cwg) {
+        int nc = c->cwg ? 2 * c->cwg : 64;
+        wreg *nw = (wreg *)realloc(c->wg, sizeof(wreg) * nc);
+        if (!nw)
+            return tl_error_set(err, "cuda: out of host memory");
+        c->wg = nw;
+        c->cwg = nc;
+    }
+    /* Matrices become bf16; vectors (norm weights, RoPE frequencies) stay fp32: they are tiny
+     * and the rotation angle pos * inv_freq needs every bit at long positions. */
+    bool vec = host->rows == 1;
+    size_t n = (size_t)host->rows * (size_t)host->cols, esz = vec ? sizeof(float) : sizeof(uint16_t);
+    char *d = nullptr;
+    cudaError_t e = cudaMalloc(&d, (n ? n : 1) * esz);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return tl_error_set(err, "cuda: cannot allocate %zu MiB of device memory for a weight [%lld, %lld]: %s",
+                            n * esz >> 20, (long long)host->rows, (long long)host->cols, cudaGetErrorString(e));
+    }
+    for (int i = 0; i < 2; i++)
+        if (!c->pinned[i] && cudaMallocHost(&c->pinned[i], PIN_BYTES) != cudaSuccess) {
+            cudaFree(d);
+            return tl_error_set(err, "cuda: cannot allocate pinned staging memory");
+        }
+    /* Two pinned buffers: the host converts into one while the other is in flight. */
+    size_t chunk = PIN_BYTES / esz;
+    int bi = 0;
+    for (size_t i0 = 0; i0 < n; i0 += chunk, bi ^= 1) {
+        size_t m = n - i0 < chunk ? n - i0 : chunk;
+        cudaEventSynchronize(c->pin_ev[bi]);
+        if (vec) {
+            float *st = (float *)c->pinned[bi];
+            for (size_t k = 0; k < m; k++)
+                st[k] = tl_cpu_weight_at(host, (int64_t)(i0 + k));
+        } else {
+            uint16_t *st = (uint16_t *)c->pinned[bi];
+            if (host->dtype == TL_BF16) {
+                memcpy(st, (const uint16_t *)host->data + i0, m * sizeof(uint16_t));
+            } else if (host->dtype == TL_F16) {
+                const uint16_t *src = (const uint16_t *)host->data + i0;
+                for (size_t k = 0; k < m; k++)
+                    st[k] = f32_to_bf16(tl_cpu_f16_to_f32(src[k]));
+            } else {
+                const float *src = (const float *)host->data + i0;
+                for (size_t k = 0; k < m; k++)
+                    st[k] = f32_to_bf16(src[k]);
+            }
+        }
+        cudaMemcpyAsync(d + i0 * esz, c->pinned[bi], m * esz, cudaMemcpyHostToDevice, c->s);
+        cudaEventRecord(c->pin_ev[bi], c->s);
+    }
+    e = cudaStreamSynchronize(c->s);
+    if (e == cudaSuccess)
+        e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        cudaFree(d);
+        return tl_error_set(err, "cuda: uploading a weight [%lld, %lld]: %s", (long long)host->rows,
+                            (long long)host->cols, cudaGetErrorString(e));
+    }
+    c->wg[c->nwg++] = wreg{host->data, (int)host->dtype, host->rows, host->cols, d, 1};
+    *dev = *host;
+    dev->data = d;
+    dev->dtype = vec ? TL_F32 : TL_BF16;
+    return 0;
+}
+
+void cu_unload(void *ctx, tl_weight *dev)
+{
+    cuctx *c = (cuctx *)ctx;
+    for (int i = 0; i < c->nwg; i++) {
+        if (c->wg[i].dev != dev->data)
+            continue;
+        if (--c->wg[i].refs == 0) {
+            flush(c);
+            cudaStreamSynchronize(c->s);
+            drop_graph(c);
+            if (c->wg[i].dev == (const void *)c->last_inv)
+                c->last_inv = nullptr;
+            cudaFree(c->wg[i].dev);
+            c->wg[i] = c->wg[--c->nwg];
+        }
+        break;
+    }
+    dev->data = nullptr;
+}
+
+cmd new_cmd(int kind, int T)
+{
+    cmd k;
+    memset(&k, 0, sizeof k);
+    k.kind = kind;
+    k.T = T;
+    return k;
+}
+
+void addp(cmd &k, float *p, long long W)
+{
+    k.p[k.np] = p;
+    k.W[k.np] = W;
+    k.np++;
+}
+
+void cu_embed(void *ctx, float *x, const tl_weight *table, const int *ids, int T)
+{
+    cuctx *c = (cuctx *)ctx;
+    if (T <= 0)
+        return;
+    cmd k = new_cmd(OP_EMBED, T);
+    addp(k, x, table->cols);
+    k.a = table->dtype == TL_F32;
+    k.w = table->data;
+    k.wr = table->rows;
+    k.wc = table->cols;
+    if (T == 1) {
+        k.id = ids[0];
+        if (c->deferring) {
+            if (c->nids == MAX_IDS)
+                flush(c);
+            else {
+                k.slot = c->nids;
+                c->ids[c->nids++] = ids[0];
+            }
+        }
+        submit(c, k);
+        return;
+    }
+    flush(c);
+    if ((size_t)T > c->idscap) {
+        cudaFree(c->d_idsbuf);
+        c->d_idsbuf = nullptr;
+        c->idscap = 0;
+        if (CK(c, cudaMalloc(&c->d_idsbuf, sizeof(int) * T)))
+            return;
+        c->idscap = T;
+    }
+    /* From pageable memory the call returns once ids is staged, so the caller may reuse it. */
+    CK(c, cudaMemcpyAsync(c->d_idsbuf, ids, sizeof(int) * T, cudaMemcpyHostToDevice, c->s));
+    if (table->dtype == TL_F32)
+        k_embed<float><<<T, 256, 0, c->s>>>(dptr{x, 0}, nullptr, (const float *)table->data, c->d_idsbuf, 0,
+                                            (int)table->rows, (int)table->cols);
+    else
+        k_embed<uint16_t><<<T, 256, 0, c->s>>>(dptr{x, 0}, nullptr, (const uint16_t *)table->data, c->d_idsbuf, 0,
+                                               (int)table->rows, (int)table->cols);
+    CKL(c);
+}
+
+void cu_rmsnorm(void *ctx, float *out, const float *x, const tl_weight *w, int T, int n, float eps)
+{
+    cmd k = new_cmd(OP_RMSNORM, T);
+    addp(k, out, n);
+    addp(k, (float *)x, n);
+    k.w = w->data;
+    k.a = n;
+    k.f = eps;
+    submit((cuctx *)ctx, k);
+}
+
+void cu_matmul(void *ctx, float *out, const float *x, const tl_weight *W, int T)
+{
+    cmd k = new_cmd(OP_MATMUL, T);
+    addp(k, out, W->rows);
+    addp(k, (float *)x, W->cols);
+    k.a = W->dtype == TL_F32;
+    k.w = W->data;
+    k.wr = W->rows;
+    k.wc = W->cols;
+    submit((cuctx *)ctx, k);
+}
+
+/* inv_freq is normally the engine's uploaded copy (device memory, fp32); a host array is
+ * copied to the device once and kept, so the graph can read it at every replay. */
+const float *device_inv_freq(cuctx *c, const float *inv, int half)
+{
+    if (inv == c->last_inv)
+        return inv;
+    for (int i = 0; i < c->nwg; i++)
+        if (c->wg[i].dev == (const void *)inv) {
+            c->last_inv = inv;
+            return inv;
+        }
+    if (find_alloc(c, inv) >= 0)
+        return inv;
+    if (half != c->ninv || memcmp(c->h_inv, inv, sizeof(float) * half)) {
+        flush(c);
+        cudaStreamSynchronize(c->s);
+        if (half > c->invcap) {
+            drop_graph(c);
+            cudaFree(c->d_inv);
+            c->d_inv = nullptr;
+            free(c->h_inv);
+            c->h_inv = (float *)malloc(sizeof(float) * half);
+            c->invcap = 0;
+            c->ninv = 0;
+            if (!c->h_inv || CK(c, cudaMalloc(&c->d_inv, sizeof(float) * half)))
+                return nullptr;
+            c->invcap = half;
+        }
+        if (CK(c, cudaMemcpy(c->d_inv, inv, sizeof(float) * half, cudaMemcpyHostToDevice)))
+            return nullptr;
+        memcpy(c->h_inv, inv, sizeof(float) * half);
+        c->ninv = half;
+    }
+    return c->d_inv;
+}
+
+void cu_rope(void *ctx, float *x, int T, int n_heads, int head_dim, int pos0, const float *inv_freq)
+{
+    cuctx *c = (cuctx *)ctx;
+    int half = head_dim / 2;
+    const float *inv = half > 0 ? device_inv_freq(c, inv_freq, half) : nullptr;
+    if (!inv)
+        return;
+    cmd k = new_cmd(OP_ROPE, T);
+    addp(k, x, (long long)n_heads * head_dim);
+    k.a = n_heads;
+    k.b = head_dim;
+    k.pos = pos0;
+    k.w = inv;
+    submit(c, k);
+}
+
+void cu_attention(void *ctx, float *out, const float *q, const float *k_, const float *v, int T, int pos0,
+                  int n_heads, int n_kv, int head_dim)
+{
+    cmd k = new_cmd(OP_ATTN, T);
+    long long qd = (long long)n_heads * head_dim, kvd = (long long)n_kv * head_dim;
+    addp(k, out, qd);
+    addp(k, (float *)q, qd);
+    addp(k, (float *)k_, kvd);
+    addp(k, (float *)v, kvd);
+    k.a = n_heads;
+    k.b = n_kv;
+    k.c = head_dim;
+    k.pos = pos0;
+    submit((cuctx *)ctx, k);
+}
+
+void cu_swiglu(void *ctx, float *gate, const float *up, int n)
+{
+    cmd k = new_cmd(OP_SWIGLU, 1);
+    addp(k, gate, n);
+    addp(k, (float *)up, n);
+    k.a = n;
+    submit((cuctx *)ctx, k);
+}
+
+void cu_add(void *ctx, float *x, const float *y, int n)
+{
+    cmd k = new_cmd(OP_ADD, 1);
+    addp(k, x, n);
+    addp(k, (float *)y, n);
+    k.a = n;
+    submit((cuctx *)ctx, k);
+}
+
+void cu_sync(void *ctx)
+{
+    cuctx *c = (cuctx *)ctx;
+    flush(c);
+    CK(c, cudaStreamSynchronize(c->s));
+}
+
+void cu_begin_pass(void *ctx, int T, int pos0)
+{
+    cuctx *c = (cuctx *)ctx;
+    flush(c);
+    c->st.passes++;
+    c->in_pass = 1;
+    c->timed = 0;
+    c->pass_T = T;
+    c->pass_pos = pos0;
+    CK(c, cudaEventRecord(c->ev0, c->s));
+    if (T == 1) {
+        c->deferring = 1;
+        c->cur.n = 0;
+        c->nids = 0;
+    }
+}
+
+void cu_end_pass(void *ctx)
+{
+    cuctx *c = (cuctx *)ctx;
+    if (c->deferring)
+        end_deferred(c);
+    if (c->in_pass) {
+        CK(c, cudaEventRecord(c->ev1, c->s));
+        c->timed = 1;
+        c->in_pass = 0;
+    }
+}
+
+double cu_pass_device_ms(void *ctx)
+{
+    cuctx *c = (cuctx *)ctx;
+    float ms = 0.0f;
+    if (!c->timed || cudaEventSynchronize(c->ev1) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, c->ev0, c->ev1) != cudaSuccess)
+        return -1.0;
+    return ms;
+}
+
+const tl_backend_ops cuda_ops = [] {
+    tl_backend_ops o;
+    memset(&o, 0, sizeof o);
+    o.name = "cuda";
+    o.create = cu_create;
+    o.destroy = cu_destroy;
+    o.alloc = cu_alloc;
+    o.release = cu_release;
+    o.to_host = cu_to_host;
+    o.upload = cu_upload;
+    o.unload = cu_unload;
+    o.embed = cu_embed;
+    o.rmsnorm = cu_rmsnorm;
+    o.matmul = cu_matmul;
+    o.rope = cu_rope;
+    o.attention = cu_attention;
+    o.swiglu = cu_swiglu;
+    o.add = cu_add;
+    o.sync = cu_sync;
+    o.begin_pass = cu_begin_pass;
+    o.end_pass = cu_end_pass;
+    return o;
+}();
+
+} // namespace
+
+extern "C" const tl_backend_ops *tl_backend_cuda(void) { return &cuda_ops; }
+
+extern "C" int tl_backend_cuda_available(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    cudaDeviceProp prop;
+    return n > 0 && cudaGetDeviceProperties(&prop, 0) == cudaSuccess && prop.major >= 8;
+}
+
+extern "C" void tl_cuda_get_stats(void *ctx, tl_cuda_stats *out)
+{
+    *out = ((cuctx *)ctx)->st;
+}
+
+extern "C" double tl_cuda_pass_device_ms(void *ctx)
+{
+    return cu_pass_device_ms(ctx);
+}
