@@ -1,9 +1,155 @@
-/* PLACEHOLDER: replaced by the helper that owns this command. */
+/* tokenloop template: render a chat template as apply_chat_template does, optionally tokenized. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
 #include "commands.h"
+#include "tokenloop/template.h"
+#include "tokenloop/tokenizer.h"
+
+static const char usage[] =
+    "usage: tokenloop template (--model DIR | --template FILE) --messages FILE\n"
+    "                          [--no-generation-prompt] [--var NAME=JSON]... [--json]\n"
+    "  --model DIR      chat_template, bos_token and eos_token from DIR/tokenizer_config.json;\n"
+    "                   with --json the render is also tokenized (special tokens parsed)\n"
+    "  --template FILE  a Jinja chat template\n"
+    "  --messages FILE  a JSON array of messages\n"
+    "  --var NAME=JSON  any template variable: 'bos_token=\"<s>\"', 'tools=[...]', enable_thinking=false\n"
+    "  --json           {\"text\": ..., \"ids\": [...], \"content_spans\": [[start, end], ...]}\n";
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t k = fread(buf + n, 1, cap - n - 1, f);
+        n += k;
+        if (!k) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) { free(buf); return NULL; }
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
 
 int cmd_template(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_fail(2, "template: not built yet");
+    const char *model = NULL, *tfile = NULL, *mfile = NULL;
+    int agp = 1, json = 0, status = 0;
+    tl_template_var *vars = calloc((size_t)argc + 1, sizeof *vars);
+    char **var_names = calloc((size_t)argc + 1, sizeof *var_names);
+    size_t nv = 0;
+    if (!vars || !var_names) { free(vars); free(var_names); return cli_fail(1, "out of memory"); }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); goto out; }
+        else if (!strcmp(a, "--no-generation-prompt")) agp = 0;
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--model") && has_val) model = argv[++i];
+        else if (!strcmp(a, "--template") && has_val) tfile = argv[++i];
+        else if (!strcmp(a, "--messages") && has_val) mfile = argv[++i];
+        else if (!strcmp(a, "--var") && has_val) {
+            const char *v = argv[++i], *eq = strchr(v, '=');
+            if (!eq || eq == v) { status = cli_fail(2, "--var %s: expected NAME=JSON", v); goto out; }
+            cJSON *check = cJSON_Parse(eq + 1);
+            if (!check) { status = cli_fail(2, "--var %s: the value is not JSON (a string needs quotes: NAME='\"text\"')", v); goto out; }
+            cJSON_Delete(check);
+            var_names[nv] = strndup(v, (size_t)(eq - v));
+            vars[nv].name = var_names[nv];
+            vars[nv].json = eq + 1;
+            nv++;
+        } else if (!strcmp(a, "--model") || !strcmp(a, "--template") || !strcmp(a, "--messages") || !strcmp(a, "--var")) {
+            status = cli_fail(2, "%s: needs a value", a);
+            goto out;
+        } else {
+            fputs(usage, stderr);
+            status = cli_fail(2, "%s: unknown option", a);
+            goto out;
+        }
+    }
+    if (!!model == !!tfile) { fputs(usage, stderr); status = cli_fail(2, "template: give exactly one of --model and --template"); goto out; }
+    if (!mfile) { fputs(usage, stderr); status = cli_fail(2, "template: --messages FILE is required"); goto out; }
+
+    tl_error err = {{0}};
+    tl_chat_config cfg = {0};
+    char *src = NULL, *messages = NULL;
+    tl_template *tpl = NULL;
+    tl_chat_result res = {0};
+    tl_tokenizer *tok = NULL;
+    int *ids = NULL, nids = 0;
+    if (model) {
+        if (tl_chat_config_load(model, &cfg, &err)) { status = cli_fail(1, "%s", err.msg); goto done; }
+    } else if (!(src = slurp(tfile, NULL))) {
+        status = cli_fail(1, "%s: cannot read", tfile);
+        goto done;
+    }
+    messages = slurp(mfile, NULL);
+    if (!messages) { status = cli_fail(1, "%s: cannot read", mfile); goto done; }
+    cJSON *m = cJSON_Parse(messages);
+    int is_array = cJSON_IsArray(m);
+    cJSON_Delete(m);
+    if (!is_array) { status = cli_fail(1, "%s: not a JSON array of messages", mfile); goto done; }
+    if (tl_template_compile(model ? cfg.template_src : src, &tpl, &err)) {
+        status = cli_fail(1, "%s: %s", model ? model : tfile, err.msg);
+        goto done;
+    }
+    if (tl_chat_render(tpl, messages, vars, nv, agp, cfg.bos_token, cfg.eos_token, &res, &err)) {
+        status = cli_fail(1, "%s", err.msg);
+        goto done;
+    }
+    if (!json) {
+        fwrite(res.text, 1, res.len, stdout);
+        goto done;
+    }
+    if (model) {
+        if (tl_tokenizer_load(&tok, model, &err) ||
+            tl_tokenizer_encode(tok, res.text, res.len, 0, &ids, &nids, &err)) {
+            status = cli_fail(1, "%s", err.msg);
+            goto done;
+        }
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "text", res.text);
+    if (model) {
+        cJSON *a = cJSON_AddArrayToObject(o, "ids");
+        for (int i = 0; i < nids; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+    }
+    cJSON *sp = cJSON_AddArrayToObject(o, "content_spans");
+    for (size_t i = 0; i < res.n_spans; i++) {
+        cJSON *p = cJSON_CreateArray();
+        cJSON_AddItemToArray(p, cJSON_CreateNumber((double)res.spans[i].start));
+        cJSON_AddItemToArray(p, cJSON_CreateNumber((double)res.spans[i].end));
+        cJSON_AddItemToArray(sp, p);
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) printf("%s\n", s);
+    else status = cli_fail(1, "out of memory");
+    cJSON_free(s);
+    cJSON_Delete(o);
+done:
+    free(ids);
+    tl_tokenizer_free(tok);
+    tl_chat_result_free(&res);
+    tl_template_free(tpl);
+    free(messages);
+    free(src);
+    tl_chat_config_free(&cfg);
+out:
+    for (size_t i = 0; i < nv; i++) free(var_names[i]);
+    free(var_names);
+    free(vars);
+    return status;
 }

@@ -1,0 +1,159 @@
+/* The chat layer over the Jinja engine: apply_chat_template's variables, and the template and
+ * special tokens of a model directory's tokenizer_config.json. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "jinja/jinja.h"
+#include "tokenloop/template.h"
+
+static char *json_string(const char *s)
+{
+    cJSON *x = cJSON_CreateString(s);
+    if (!x) return NULL;
+    char *r = cJSON_PrintUnformatted(x);
+    cJSON_Delete(x);
+    return r;
+}
+
+int tl_chat_render(const tl_template *tpl, const char *messages_json,
+                   const tl_template_var *vars, size_t n_vars, int add_generation_prompt,
+                   const char *bos_token, const char *eos_token, tl_chat_result *out,
+                   tl_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!tpl) return tl_error_set(err, "template: no template");
+    size_t cap = n_vars + 6, n = 0;
+    tl_jinja_var *v = calloc(cap, sizeof *v);
+    char *bos = bos_token ? json_string(bos_token) : NULL;
+    char *eos = eos_token ? json_string(eos_token) : NULL;
+    int rc;
+    if (!v || (bos_token && !bos) || (eos_token && !eos)) {
+        rc = tl_error_set(err, "template: out of memory");
+        goto done;
+    }
+    /* transformers: render(messages=..., tools=None, documents=None, add_generation_prompt=...,
+     * **special_tokens_map, **kwargs) */
+    v[n++] = (tl_jinja_var){"messages", messages_json ? messages_json : "[]", 1};
+    v[n++] = (tl_jinja_var){"tools", "null", 0};
+    v[n++] = (tl_jinja_var){"documents", "null", 0};
+    v[n++] = (tl_jinja_var){"add_generation_prompt", add_generation_prompt ? "true" : "false", 0};
+    if (bos) v[n++] = (tl_jinja_var){"bos_token", bos, 0};
+    if (eos) v[n++] = (tl_jinja_var){"eos_token", eos, 0};
+    for (size_t i = 0; i < n_vars; i++) {
+        if (!vars[i].name || !vars[i].json) {
+            rc = tl_error_set(err, "template: variable %zu has no name or value", i);
+            goto done;
+        }
+        v[n++] = (tl_jinja_var){vars[i].name, vars[i].json, !strcmp(vars[i].name, "messages")};
+    }
+    rc = tl_jinja_render_vars(tpl, v, n, &out->text, &out->len, &out->spans, &out->n_spans, err);
+done:
+    free(v);
+    cJSON_free(bos);
+    cJSON_free(eos);
+    return rc;
+}
+
+void tl_chat_result_free(tl_chat_result *r)
+{
+    if (!r) return;
+    free(r->text);
+    free(r->spans);
+    memset(r, 0, sizeof *r);
+}
+
+static char *read_file(const char *path, tl_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tl_error_set(err, "%s: cannot open", path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) break;
+        if (len + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t k = fread(buf + len, 1, cap - len - 1, f);
+        len += k;
+        if (!k) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        tl_error_set(err, "%s: cannot read", path);
+        return NULL;
+    }
+    buf[len] = 0;
+    return buf;
+}
+
+static char *token_text(const cJSON *t)
+{
+    if (cJSON_IsString(t)) return strdup(t->valuestring);
+    if (cJSON_IsObject(t)) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(t, "content");
+        if (cJSON_IsString(c)) return strdup(c->valuestring);
+    }
+    return NULL;
+}
+
+int tl_chat_config_load(const char *model_dir, tl_chat_config *out, tl_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", model_dir);
+    char *text = read_file(path, err);
+    if (!text) return -1;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return tl_error_set(err, "%s: not a JSON object", path);
+    }
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(root, "chat_template");
+    if (cJSON_IsString(ct))
+        out->template_src = strdup(ct->valuestring);
+    else if (cJSON_IsArray(ct)) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, ct) {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+            const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(it, "template");
+            if (cJSON_IsString(name) && cJSON_IsString(tpl) && !strcmp(name->valuestring, "default"))
+                out->template_src = strdup(tpl->valuestring);
+        }
+        if (!out->template_src) {
+            cJSON_Delete(root);
+            return tl_error_set(err, "%s: chat_template has no template named \"default\"", path);
+        }
+    } else {
+        cJSON_Delete(root);
+        return tl_error_set(err, "%s: no chat_template", path);
+    }
+    out->bos_token = token_text(cJSON_GetObjectItemCaseSensitive(root, "bos_token"));
+    out->eos_token = token_text(cJSON_GetObjectItemCaseSensitive(root, "eos_token"));
+    cJSON_Delete(root);
+    if (!out->template_src) {
+        tl_chat_config_free(out);
+        return tl_error_set(err, "%s: out of memory", path);
+    }
+    return 0;
+}
+
+void tl_chat_config_free(tl_chat_config *cfg)
+{
+    if (!cfg) return;
+    free(cfg->template_src);
+    free(cfg->bos_token);
+    free(cfg->eos_token);
+    memset(cfg, 0, sizeof *cfg);
+}

@@ -1,0 +1,22 @@
+/* Private interface between the Jinja engine (core/jinja/engine.c) and the chat layer. */
+#ifndef TOKENLOOP_JINJA_H
+#define TOKENLOOP_JINJA_H
+
+#include <stddef.h>
+
+#include "tokenloop/template.h"
+
+/* One template variable given as JSON text. mark_content: strings under a "content" key of
+ * the value's objects (and the "text" of content parts) count as message content for the
+ * provenance spans. */
+typedef struct tl_jinja_var {
+    const char *name;
+    const char *json;
+    int mark_content;
+} tl_jinja_var;
+
+int tl_jinja_render_vars(const tl_template *tpl, const tl_jinja_var *vars, size_t n_vars,
+                         char **out, size_t *out_len, tl_span **spans, size_t *n_spans,
+                         tl_error *err);
+
+#endif
