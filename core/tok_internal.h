@@ -46,6 +46,7 @@ struct tl_tokenizer {
     int ignore_merges;
     tl_added *added;
     int n_added;
+    int *added_order, added_first[257];  /* by first byte, longest first: [first[c], first[c+1]) */
     tl_pretok pre[TL_TOK_MAX_PRE];
     int n_pre;
     int prefix[TL_TOK_MAX_TEMPLATE], suffix[TL_TOK_MAX_TEMPLATE], n_prefix, n_suffix;

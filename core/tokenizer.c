@@ -442,7 +442,7 @@ static int add_split(tl_tokenizer *t, const char *pattern, int literal, int beha
         return tl_error_set(err, "%s: out of memory", what);
     int ec;
     PCRE2_SIZE eo;
-    uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0);
+    uint32_t opts = PCRE2_UTF | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)conv, PCRE2_ZERO_TERMINATED, opts, &ec, &eo, NULL);
     free(conv);
     if (!re) {
@@ -659,6 +659,45 @@ static int grow_ids(tl_tokenizer *t, int n_vocab)
     return (t->piece_off && t->piece_len && t->tokstr_off && t->present && t->special) ? 0 : -1;
 }
 
+typedef struct {
+    unsigned first;
+    size_t len;
+    int index;
+} added_key;
+
+static int by_first_byte_longest(const void *x, const void *y)
+{
+    const added_key *a = x, *b = y;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    if (a->len != b->len)
+        return a->len > b->len ? -1 : 1;
+    return a->index - b->index;
+}
+
+static int index_added(tl_tokenizer *t)
+{
+    t->added_order = malloc(((size_t)t->n_added + 1) * sizeof *t->added_order);
+    added_key *keys = malloc(((size_t)t->n_added + 1) * sizeof *keys);
+    if (!t->added_order || !keys) {
+        free(keys);
+        return -1;
+    }
+    for (int i = 0; i < t->n_added; i++)
+        keys[i] = (added_key){(unsigned char)t->arena[t->added[i].off], t->added[i].len, i};
+    qsort(keys, (size_t)t->n_added, sizeof *keys, by_first_byte_longest);
+    int k = 0;
+    for (unsigned c = 0; c <= 256; c++) {
+        while (k < t->n_added && keys[k].first < c)
+            k++;
+        t->added_first[c] = k;
+    }
+    for (int i = 0; i < t->n_added; i++)
+        t->added_order[i] = keys[i].index;
+    free(keys);
+    return 0;
+}
+
 static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_error *err)
 {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
@@ -759,6 +798,8 @@ static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_er
     }
     for (int i = 0; i < t->n_added; i++)  /* content offsets are final only now */
         t->added[i].off = t->piece_off[t->added[i].id];
+    if (index_added(t))
+        return tl_error_set(err, "%s: out of memory", what);
 
     t->str_map_size = pow2_at_least((size_t)t->n_vocab * 2 + 16);
     t->str_map = calloc(t->str_map_size, sizeof *t->str_map);
@@ -890,6 +931,7 @@ void tl_tokenizer_free(tl_tokenizer *t)
     free(t->str_map);
     free(t->merge_map);
     free(t->added);
+    free(t->added_order);
     free(t->bos_token);
     free(t->eos_token);
     free(t);
@@ -1198,28 +1240,23 @@ static int encode_section(const tl_tokenizer *t, scratch *s, const unsigned char
 
 static int is_ascii_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-/* Leftmost, then longest added token in text[from, len); returns its index or -1. */
+/* Leftmost, then longest added token in text[from, len); returns its index or -1. Added tokens
+ * are bucketed by first byte, longest first. */
 static int find_added(const tl_tokenizer *t, const unsigned char *text, size_t from, size_t len, int flags,
                       size_t *at)
 {
     if (!t->n_added)
         return -1;
     for (size_t i = from; i < len; i++) {
-        int best = -1;
-        size_t best_len = 0;
-        for (int k = 0; k < t->n_added; k++) {
-            const tl_added *a = &t->added[k];
+        unsigned c = text[i];
+        for (int k = t->added_first[c]; k < t->added_first[c + 1]; k++) {
+            const tl_added *a = &t->added[t->added_order[k]];
             if ((flags & TL_TOK_NO_PARSE_SPECIAL) && a->special)
                 continue;
-            if (a->len > best_len && a->len <= len - i && (unsigned char)t->arena[a->off] == text[i] &&
-                !memcmp(t->arena + a->off, text + i, a->len)) {
-                best = k;
-                best_len = a->len;
+            if (a->len <= len - i && !memcmp(t->arena + a->off, text + i, a->len)) {
+                *at = i;
+                return t->added_order[k];
             }
-        }
-        if (best >= 0) {
-            *at = i;
-            return best;
         }
     }
     return -1;

@@ -100,25 +100,17 @@ int cmd_tokenize(int argc, char **argv)
         else if (!strcmp(a, "--json"))
             json = 1;
         else if (!strcmp(a, "--model") || !strcmp(a, "--text") || !strcmp(a, "--file")) {
-            if (i + 1 >= argc) {
-                usage(stderr);
-                return cli_fail(2, "%s: needs a value", a);
-            }
+            if (i + 1 >= argc)
+                return cli_fail(2, "%s: needs a value (see tokenize --help)", a);
             const char **dst = a[2] == 'm' ? &model : a[2] == 't' ? &text : &file;
-            if (*dst) {
-                usage(stderr);
+            if (*dst)
                 return cli_fail(2, "%s: given twice", a);
-            }
             *dst = argv[++i];
-        } else {
-            usage(stderr);
-            return cli_fail(2, "%s: unknown option", a);
-        }
+        } else
+            return cli_fail(2, "%s: unknown option (see tokenize --help)", a);
     }
-    if (!text == !file) {
-        usage(stderr);
-        return cli_fail(2, text ? "--text and --file: give only one" : "tokenize: give --text or --file");
-    }
+    if (!text == !file)
+        return cli_fail(2, text ? "--text and --file: give only one" : "tokenize: give --text or --file (see --help)");
     char *buf = NULL;
     size_t len = 0;
     if (file) {
