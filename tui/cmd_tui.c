@@ -1,9 +1,144 @@
-/* PLACEHOLDER: replaced by the helper that owns this command. */
+/* `tokenloop tui`: step through generation in the terminal. Arguments and the model are checked
+ * before the terminal is touched, so a bad one is one line on stderr and exit status 2 or 1. */
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
 #include "commands.h"
+#include "tokenloop/session.h"
+#if __has_include("tokenloop/paths.h")
+#include "tokenloop/paths.h"
+#define TL_TUI_HAVE_PATHS 1
+#endif
+
+static const char *default_user = "What is the capital of France? Answer in one sentence.";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tokenloop tui [--model DIR] [--prompt TEXT] [--system TEXT] [--device cpu|cuda]\n"
+            "                     [--threads N] [--lang en|vi] [--mono] [--bench-frame [N]]\n"
+            "  Steps through generation one forward pass at a time. Without --model: the bundled model.\n"
+            "  --bench-frame N  draw N full frames at 160x48 off screen and print ms per frame\n"
+            "  Keys: Space step, r run, \xE2\x86\x90 back, Enter force, ? all keys, q quit.\n");
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static const char *bundled_model(char *buf, size_t n)
+{
+#ifdef TL_TUI_HAVE_PATHS
+    if (tl_default_model_dir(buf, n) == 0)
+        return buf;
+    return NULL;
+#else
+    snprintf(buf, n, "%s/assets/models/tl-mini-instruct", TL_TUI_SOURCE_DIR);
+    char cfg[4200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", buf);
+    return access(cfg, R_OK) == 0 ? buf : NULL;
+#endif
+}
+
+static void utf8_locale(void)
+{
+    setlocale(LC_ALL, "");
+    const char *cs = nl_langinfo(CODESET);
+    if (!cs || strcmp(cs, "UTF-8"))
+        if (!setlocale(LC_CTYPE, "C.UTF-8"))
+            setlocale(LC_CTYPE, "en_US.UTF-8");
+}
 
 int cmd_tui(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_fail(2, "tui: not built yet");
+    const char *model = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL;
+    int threads = 0, bench = 0, mono = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--system") ||
+                   !strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--lang")) {
+            if (!has)
+                return cli_fail(2, "%s: needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--model"))
+                model = v;
+            else if (!strcmp(a, "--prompt"))
+                prompt = v;
+            else if (!strcmp(a, "--system"))
+                system = v;
+            else if (!strcmp(a, "--device")) {
+                if (strcmp(v, "cpu") && strcmp(v, "cuda"))
+                    return cli_fail(2, "--device: %s: expected cpu or cuda", v);
+                device = v;
+            } else if (!strcmp(a, "--threads")) {
+                if (parse_int(v, 0, 1024, &threads))
+                    return cli_fail(2, "--threads: %s: expected a number 0..1024", v);
+            } else {
+                if (strcmp(v, "en") && strcmp(v, "vi"))
+                    return cli_fail(2, "--lang: %s: expected en or vi", v);
+                lang = v;
+            }
+        } else if (!strcmp(a, "--mono")) {
+            mono = 1;
+        } else if (!strcmp(a, "--bench-frame")) {
+            bench = 200;
+            if (has && argv[i + 1][0] != '-') {
+                if (parse_int(argv[++i], 1, 1000000, &bench))
+                    return cli_fail(2, "--bench-frame: %s: expected a number of frames", argv[i]);
+            }
+        } else {
+            fputs("tokenloop: ", stderr);
+            fprintf(stderr, "%s: unknown option (tokenloop tui --help)\n", a);
+            return 2;
+        }
+    }
+    if (prompt && !*prompt)
+        return cli_fail(2, "--prompt: empty");
+    if (!bench && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+        return cli_fail(2, "tui: needs a terminal on stdin and stdout (tokenloop generate runs headless)");
+
+    char bundled[4096];
+    if (!model) {
+        model = bundled_model(bundled, sizeof bundled);
+        if (!model)
+            return cli_fail(1, "no bundled model (assets/models/tl-mini-instruct); use --model DIR");
+    }
+    utf8_locale();
+
+    tl_session_opts so;
+    memset(&so, 0, sizeof so);
+    so.model_dir = model;
+    so.device = device;
+    so.threads = threads;
+    tl_session *s = NULL;
+    tl_error err;
+    if (tl_session_open(&s, &so, &err))
+        return cli_fail(1, "%s", err.msg);
+    if (!tl_session_tokenizer(s)) {
+        tl_session_free(s);
+        return cli_fail(1, "%s: no tokenizer.json for this model", model);
+    }
+
+    const char *nc = getenv("NO_COLOR");
+    tl_app_opts ao = {system, prompt ? prompt : default_user, lang, !mono && !(nc && *nc)};
+    int rc = bench ? tl_tui_bench_frame(s, &ao, bench, 160, 48) : tl_tui_run(s, &ao);
+    tl_session_free(s);
+    return rc;
 }

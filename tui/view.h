@@ -83,12 +83,13 @@ typedef struct tl_view {
     int generated;
     int stopped;                /* a stop criterion fired */
     char stop_reason[32];       /* "eos", "stop_string", "max_new_tokens" */
-    char stop_detail[160];
+    char stop_detail[256];
 
     /* timing pane */
     double ttft_ms, template_ms, tokenize_ms, prefill_ms;
     double tpot_ms, decode_tps;
-    const double *step_ms;      /* per generated token after the first (decode passes) */
+    const double *step_ms;      /* synchronized wall time of each decode pass (steps 1..) */
+    double pass_mean_ms;        /* their mean: TPOT without the pauses of manual stepping */
     int n_step_ms;
     double floor_ms, step_bytes, bandwidth_gbs;
     char bandwidth_source[64];

@@ -1,0 +1,774 @@
+/* The TUI's event loop: keys -> session calls -> view -> frame. Run mode hands the session to
+ * the iterator streamer's background thread and only reads its queue until the run ends, so
+ * the screen keeps repainting and any key pauses. The terminal is restored on every exit path:
+ * q, SIGINT/SIGTERM/SIGHUP, fatal signals and exit(). */
+#include "app.h"
+
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "format.h"
+#include "lesson_ctl.h"
+#include "session_view.h"
+#include "tokenloop/engine.h"
+#include "tokenloop/template.h"
+#include "ui.h"
+
+/* ---- terminal ownership ---- */
+
+static volatile sig_atomic_t g_signal;
+static volatile sig_atomic_t g_curses;
+
+static void restore_terminal(void)
+{
+    if (g_curses) {
+        g_curses = 0;
+        endwin();
+    }
+}
+
+static void on_quit_signal(int sig)
+{
+    g_signal = sig;
+}
+
+static void on_fatal_signal(int sig)
+{
+    restore_terminal();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_quit_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = on_fatal_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGABRT, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGFPE, &sa, NULL);
+    sigaction(SIGILL, &sa, NULL);
+    atexit(restore_terminal);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- the application ---- */
+
+typedef struct tl_app {
+    tl_session *s;
+    tl_sview sv;
+    tl_ui ui;
+    char *system, *user;
+    int agp;
+    char *stops[TL_VIEW_MAX_STOPS];
+    int n_stops;
+    int max_new;
+    int server;
+    int show_wrong;
+    int logit_rows;
+    tl_iter *it;
+    double run_t0;
+    int run_chunks;
+    int quit;
+    char message[160];
+    tl_lesson_ctl lesson;
+} tl_app;
+
+__attribute__((noinline)) static void say(tl_app *a, const char *fmt, const char *arg)
+{
+    snprintf(a->message, sizeof a->message, fmt, arg ? arg : "");
+}
+
+static char *messages_json(const char *system, const char *user)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (system && *system) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", "system");
+        cJSON_AddStringToObject(m, "content", system);
+        cJSON_AddItemToArray(arr, m);
+    }
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", "user");
+    cJSON_AddStringToObject(m, "content", user ? user : "");
+    cJSON_AddItemToArray(arr, m);
+    char *s = cJSON_PrintUnformatted(arr);
+    cJSON_Delete(arr);
+    return s;
+}
+
+long tl_tui_genprompt_at(tl_session *s, const char *msgs)
+{
+    const tl_model *m = tl_session_model(s);
+    char dir[4200];
+    if (m->dir[0]) {
+        snprintf(dir, sizeof dir, "%s/tokenizer_config.json", m->dir);
+        if (access(dir, R_OK) == 0)
+            snprintf(dir, sizeof dir, "%s", m->dir);
+        else
+            snprintf(dir, sizeof dir, "%s/assets/tokenizer", TL_TUI_SOURCE_DIR);
+    } else
+        snprintf(dir, sizeof dir, "%s/assets/tokenizer", TL_TUI_SOURCE_DIR);
+    tl_chat_config cc;
+    if (tl_chat_config_load(dir, &cc, NULL))
+        return -1;
+    long at = -1;
+    tl_template *tpl = NULL;
+    if (tl_template_compile(cc.template_src, &tpl, NULL) == 0) {
+        tl_chat_result off, on;
+        if (tl_chat_render(tpl, msgs, NULL, 0, 0, cc.bos_token, cc.eos_token, &off, NULL) == 0) {
+            if (tl_chat_render(tpl, msgs, NULL, 0, 1, cc.bos_token, cc.eos_token, &on, NULL) == 0) {
+                if (off.len < on.len && !memcmp(off.text, on.text, off.len))
+                    at = (long)off.len;
+                tl_chat_result_free(&on);
+            }
+            tl_chat_result_free(&off);
+        }
+        tl_template_free(tpl);
+    }
+    tl_chat_config_free(&cc);
+    return at;
+}
+
+/* Applies the conversation and renders it (so the prompt shows before the first pass). */
+static int apply_request(tl_app *a)
+{
+    tl_error err;
+    char *msgs = messages_json(a->system, a->user);
+    if (!msgs)
+        return -1;
+    int rc = tl_session_set_messages(a->s, msgs, &err);
+    if (rc == 0) {
+        tl_session_set_add_generation_prompt(a->s, a->agp);
+        a->sv.genprompt_at = a->agp ? tl_tui_genprompt_at(a->s, msgs) : -1;
+        rc = tl_session_prepare(a->s, &err);
+    }
+    free(msgs);
+    if (rc)
+        say(a, "%s", err.msg);
+    return rc;
+}
+
+static void refresh_view(tl_app *a)
+{
+    a->sv.v.logit_rows = a->logit_rows;
+    SessionView_fill(&a->sv, a->s, &a->ui);
+    tl_view *v = &a->sv.v;
+    v->system_msg = a->system;
+    v->user_msg = a->user;
+    v->add_generation_prompt = a->agp;
+    v->stream_server = a->server;
+    v->show_wrong = a->show_wrong;
+    v->running = 0;
+    snprintf(v->message, sizeof v->message, "%s", a->message);
+}
+
+/* A setting changed: the session starts the request over; render again at once. */
+static void settings_changed(tl_app *a, const char *what)
+{
+    int had = tl_session_n_steps(a->s) > 0;
+    tl_session_prepare(a->s, NULL);
+    if (had)
+        say(a, "%s changed: generation starts over", what);
+    else
+        say(a, "%s changed", what);
+}
+
+/* The first pass of a request: let the request's clock start now, not when the prompt was
+ * first shown (re-setting a setting to its value makes the session prepare afresh). */
+static void fresh_request(tl_app *a)
+{
+    if (tl_session_n_steps(a->s) == 0)
+        tl_session_set_add_generation_prompt(a->s, a->agp);
+}
+
+static void follow(tl_app *a, int pane)
+{
+    if (a->ui.follow)
+        a->ui.active = pane;
+}
+
+static void step(tl_app *a)
+{
+    tl_error err;
+    if (tl_session_done(a->s)) {
+        say(a, "already stopped: \xE2\x86\x90 steps back, n starts over", NULL);
+        return;
+    }
+    fresh_request(a);
+    int rc = tl_session_step(a->s, NULL, &err);
+    if (rc < 0)
+        say(a, "%s", err.msg);
+    a->ui.logit_sel = 0;
+    a->ui.tok_sel = -1;
+    follow(a, tl_session_done(a->s) ? PANE_STOP : PANE_LOGITS);
+}
+
+static void rewind1(tl_app *a)
+{
+    tl_error err;
+    if (tl_session_n_steps(a->s) == 0) {
+        say(a, "nothing to step back: no pass made yet", NULL);
+        return;
+    }
+    if (tl_session_rewind(a->s, 1, &err))
+        say(a, "%s", err.msg);
+    a->ui.tok_sel = -1;
+    follow(a, PANE_TOKENS);
+}
+
+static void force(tl_app *a)
+{
+    tl_error err;
+    int n = tl_session_n_steps(a->s);
+    const tl_step *st = n ? tl_session_step_at(a->s, n - 1) : NULL;
+    if (!st) {
+        say(a, "no pass yet: Space makes the first one", NULL);
+        return;
+    }
+    int row = a->ui.logit_sel;
+    if (row < 0 || row >= st->sample.n) {
+        say(a, "no such row", NULL);
+        return;
+    }
+    int id = st->sample.cand[row].id;
+    if (tl_session_force(a->s, id, &err))
+        say(a, "%s", err.msg);
+    else {
+        char m[32];
+        snprintf(m, sizeof m, "%d", id);
+        say(a, "forced token %s instead: the next pass continues from it", m);
+    }
+}
+
+/* ---- run mode ---- */
+
+static void run_start(tl_app *a)
+{
+    tl_error err;
+    if (tl_session_done(a->s)) {
+        say(a, "already stopped: \xE2\x86\x90 steps back, n starts over", NULL);
+        return;
+    }
+    fresh_request(a);
+    if (tl_iter_start(&a->it, a->s, &err)) {
+        a->it = NULL;
+        say(a, "%s", err.msg);
+        return;
+    }
+    a->run_t0 = now_ms();
+    a->run_chunks = 0;
+    a->sv.v.running = 1;
+    a->sv.v.stopped = 0;
+    a->sv.v.held = "";
+    snprintf(a->sv.v.next, sizeof a->sv.v.next, "running \xE2\x80\x94 any key pauses, q quits");
+    a->sv.v.message[0] = 0;
+    follow(a, PANE_STREAM);
+}
+
+/* Joins the generation thread; the session is ours again. */
+static void run_finish(tl_app *a, int cancelled)
+{
+    tl_error err;
+    if (!a->it)
+        return;
+    if (cancelled)
+        tl_iter_cancel(a->it);
+    char *chunk;
+    size_t len;
+    while (tl_iter_next(a->it, &chunk, &len, 1000) == 1)   /* drain what is left */
+        free(chunk);
+    int rc = tl_iter_finish(a->it, &err);
+    a->it = NULL;
+    if (rc < 0)
+        say(a, "%s", err.msg);
+    else if (rc == TL_GENERATE_CANCELLED)
+        say(a, "paused: Space steps on, r runs again", NULL);
+    else
+        a->message[0] = 0;
+    a->ui.tok_sel = -1;
+    a->ui.logit_sel = 0;
+    if (rc != TL_GENERATE_CANCELLED)
+        follow(a, PANE_STOP);
+}
+
+/* Reads what the generation thread has queued; returns 1 when the stream ended. */
+static int run_poll(tl_app *a)
+{
+    for (;;) {
+        char *chunk;
+        size_t len;
+        int r = tl_iter_next(a->it, &chunk, &len, 0);
+        if (r == 1) {
+            SessionView_appendPrinted(&a->sv, chunk, len);
+            a->run_chunks++;
+            free(chunk);
+            continue;
+        }
+        return r == 0;
+    }
+}
+
+/* ---- input ---- */
+
+static void begin_edit(tl_app *a, int what, const char *text)
+{
+    a->ui.edit = what;
+    LineEdit_set(&a->ui.le, text);
+    if (what == EDIT_USER || what == EDIT_SYSTEM)
+        a->ui.active = PANE_PROMPT;
+    curs_set(1);
+}
+
+static void unescape(char *s)
+{
+    char *o = s;
+    for (char *p = s; *p; p++) {
+        if (p[0] == '\\' && p[1] == 'n') {
+            *o++ = '\n';
+            p++;
+        } else if (p[0] == '\\' && p[1] == 't') {
+            *o++ = '\t';
+            p++;
+        } else
+            *o++ = *p;
+    }
+    *o = 0;
+}
+
+static void end_edit(tl_app *a, int apply)
+{
+    int what = a->ui.edit;
+    a->ui.edit = EDIT_NONE;
+    curs_set(0);
+    if (!apply)
+        return;
+    const char *t = a->ui.le.buf;
+    tl_error err;
+    if (what == EDIT_USER || what == EDIT_SYSTEM) {
+        char **slot = what == EDIT_USER ? &a->user : &a->system;
+        free(*slot);
+        *slot = strdup(t);
+        if (apply_request(a) == 0)
+            say(a, what == EDIT_USER ? "message changed: the prompt is rendered again"
+                                     : "system prompt changed: the prompt is rendered again", NULL);
+        a->ui.prompt_scroll = -1;
+    } else if (what == EDIT_MAXNEW) {
+        char *end;
+        long n = strtol(t, &end, 10);
+        if (end == t || *end || n < 0 || n > 1000000) {
+            say(a, "max_new_tokens: %s: not a number >= 0", t);
+            return;
+        }
+        a->max_new = (int)n;
+        tl_session_set_max_new_tokens(a->s, a->max_new);
+        settings_changed(a, "max_new_tokens");
+    } else if (what == EDIT_STOP) {
+        char buf[TL_LINEEDIT_MAX];
+        snprintf(buf, sizeof buf, "%s", t);
+        unescape(buf);
+        if (!buf[0])
+            return;
+        int found = -1;
+        for (int i = 0; i < a->n_stops; i++)
+            if (!strcmp(a->stops[i], buf))
+                found = i;
+        if (found >= 0) {
+            free(a->stops[found]);
+            a->stops[found] = a->stops[--a->n_stops];
+        } else if (a->n_stops < TL_VIEW_MAX_STOPS) {
+            a->stops[a->n_stops++] = strdup(buf);
+        } else {
+            say(a, "at most 8 stop strings", NULL);
+            return;
+        }
+        if (tl_session_set_stop_strings(a->s, (const char *const *)a->stops, a->n_stops, &err))
+            say(a, "%s", err.msg);
+        else
+            settings_changed(a, found >= 0 ? "stop string removed;" : "stop string added;");
+    }
+}
+
+static void edit_key(tl_app *a, int is_code, wint_t ch)
+{
+    tl_lineedit *e = &a->ui.le;
+    if (!is_code) {
+        if (ch == 27)
+            end_edit(a, 0);
+        else if (ch == '\n' || ch == '\r')
+            end_edit(a, 1);
+        else if (ch == 127 || ch == 8)
+            LineEdit_backspace(e);
+        else if (ch == 1)
+            LineEdit_home(e);
+        else if (ch == 5)
+            LineEdit_end(e);
+        else if (ch == 11)
+            LineEdit_killEnd(e);
+        else if (ch == 21)
+            LineEdit_killStart(e);
+        else if (ch >= 0x20)
+            LineEdit_insert(e, (int32_t)ch);
+        return;
+    }
+    switch (ch) {
+    case KEY_LEFT: LineEdit_left(e); break;
+    case KEY_RIGHT: LineEdit_right(e); break;
+    case KEY_HOME: LineEdit_home(e); break;
+    case KEY_END: LineEdit_end(e); break;
+    case KEY_BACKSPACE: LineEdit_backspace(e); break;
+    case KEY_DC: LineEdit_delete(e); break;
+    case KEY_ENTER: end_edit(a, 1); break;
+    default: break;
+    }
+}
+
+static void set_sampling(tl_app *a, tl_sampling p, const char *what)
+{
+    tl_session_set_sampling(a->s, p);
+    settings_changed(a, what);
+}
+
+static void scroll_active(tl_app *a, int d)
+{
+    tl_ui *u = &a->ui;
+    switch (u->active) {
+    case PANE_LOGITS:
+        u->logit_sel += d;
+        if (u->logit_sel < 0)
+            u->logit_sel = 0;
+        if (u->logit_sel >= a->logit_rows)
+            u->logit_sel = a->logit_rows - 1;
+        break;
+    case PANE_TOKENS: {
+        int n = a->sv.v.n_tokens;
+        if (u->tok_sel < 0)
+            u->tok_sel = n;
+        u->tok_sel += d;
+        if (u->tok_sel < 0)
+            u->tok_sel = 0;
+        if (u->tok_sel >= n)
+            u->tok_sel = n - 1;
+        break;
+    }
+    case PANE_PROMPT:
+        if (u->prompt_scroll < 0)
+            u->prompt_scroll = 0;
+        u->prompt_scroll += d;
+        if (u->prompt_scroll < 0)
+            u->prompt_scroll = 0;
+        break;
+    default:
+        break;
+    }
+}
+
+static void key(tl_app *a, int is_code, wint_t ch)
+{
+    tl_ui *u = &a->ui;
+    a->message[0] = 0;
+    if (u->help) {
+        u->help = 0;
+        return;
+    }
+    if (u->edit) {
+        edit_key(a, is_code, ch);
+        return;
+    }
+    if (u->lesson_open) {
+        if (LessonCtl_key(&a->lesson, a->s, is_code, ch, u)) {
+            if (a->lesson.applied) {
+                /* a lesson step drove the session: pick its settings up */
+                tl_sampling sp = tl_session_sampling(a->s);
+                (void)sp;
+                a->show_wrong = a->lesson.show_wrong >= 0 ? a->lesson.show_wrong : a->show_wrong;
+                if (a->lesson.highlight >= 0)
+                    u->active = a->lesson.highlight;
+                a->lesson.applied = 0;
+            }
+            return;
+        }
+    }
+    tl_sampling sp = tl_session_sampling(a->s);
+    if (is_code) {
+        switch (ch) {
+        case KEY_RIGHT: step(a); break;
+        case KEY_LEFT:
+        case KEY_BACKSPACE: rewind1(a); break;
+        case KEY_UP: scroll_active(a, -1); break;
+        case KEY_DOWN: scroll_active(a, 1); break;
+        case KEY_PPAGE: scroll_active(a, -10); break;
+        case KEY_NPAGE: scroll_active(a, 10); break;
+        case KEY_ENTER: force(a); break;
+        case KEY_BTAB: u->active = (u->active + PANE_COUNT - 1) % PANE_COUNT, u->follow = 0; break;
+        case KEY_RESIZE: break;
+        default: break;
+        }
+        return;
+    }
+    switch (ch) {
+    case ' ': step(a); break;
+    case 127:
+    case 8: rewind1(a); break;
+    case '\n':
+    case '\r':
+        if (u->active == PANE_LOGITS || u->tok_sel < 0)
+            force(a);
+        break;
+    case 'r': run_start(a); break;
+    case 'q':
+    case 'Q': a->quit = 1; break;
+    case '?': u->help = 1; break;
+    case '\t': u->active = (u->active + 1) % PANE_COUNT, u->follow = 0; break;
+    case '1': case '2': case '3': case '4': case '5': case '6':
+        u->active = (int)(ch - '1'), u->follow = 0;
+        break;
+    case 'g': sp.greedy = !sp.greedy; set_sampling(a, sp, sp.greedy ? "greedy" : "sampling"); break;
+    case 't':
+        sp.temperature = sp.temperature > 0.15f ? sp.temperature - 0.1f : 0.05f;
+        set_sampling(a, sp, "temperature");
+        break;
+    case 'T':
+        sp.temperature = sp.temperature < 0.1f ? 0.1f : sp.temperature + 0.1f;
+        if (sp.temperature > 5)
+            sp.temperature = 5;
+        set_sampling(a, sp, "temperature");
+        break;
+    case 'k': sp.top_k = sp.top_k > 1 ? sp.top_k - (sp.top_k > 10 ? 10 : 1) : 0; set_sampling(a, sp, "top-k"); break;
+    case 'K': sp.top_k = sp.top_k >= 10 ? sp.top_k + 10 : sp.top_k + 1; set_sampling(a, sp, "top-k"); break;
+    case 'p': sp.top_p = sp.top_p > 0.06f ? sp.top_p - 0.05f : 0.05f; set_sampling(a, sp, "top-p"); break;
+    case 'P': sp.top_p = sp.top_p + 0.05f > 0.999f ? 1.0f : sp.top_p + 0.05f; set_sampling(a, sp, "top-p"); break;
+    case '[': if (a->logit_rows > 1) a->logit_rows--; break;
+    case ']': if (a->logit_rows < TL_MAX_TOP) a->logit_rows++; break;
+    case 'm': {
+        char b[32];
+        snprintf(b, sizeof b, "%d", a->max_new);
+        begin_edit(a, EDIT_MAXNEW, b);
+        break;
+    }
+    case 's': begin_edit(a, EDIT_STOP, ""); break;
+    case 'a':
+        a->agp = !a->agp;
+        apply_request(a);
+        say(a, a->agp ? "add_generation_prompt on: the model answers as the assistant"
+                      : "add_generation_prompt off: the model continues the user's text", NULL);
+        break;
+    case 'e': begin_edit(a, EDIT_USER, a->user); break;
+    case 'S': begin_edit(a, EDIT_SYSTEM, a->system ? a->system : ""); break;
+    case 'h':
+        a->server = !a->server;
+        tl_session_set_stream_mode(a->s, a->server ? TL_STREAM_SERVER : TL_STREAM_HF);
+        settings_changed(a, a->server ? "streamer: server mode;" : "streamer: hf TextStreamer;");
+        break;
+    case 'w': a->show_wrong = !a->show_wrong; follow(a, PANE_TIMING); break;
+    case 'n':
+        tl_session_reset(a->s);
+        u->tok_sel = -1;
+        say(a, "new conversation: same prompt, from the start", NULL);
+        follow(a, PANE_PROMPT);
+        break;
+    case 'l':
+        u->lesson_open = 1;
+        LessonCtl_open(&a->lesson, u);
+        break;
+    default: break;
+    }
+}
+
+/* ---- the loop ---- */
+
+static void draw(tl_app *a)
+{
+    Screen_draw(stdscr, COLS, LINES, &a->sv.v, &a->ui);
+    wnoutrefresh(stdscr);
+    doupdate();
+}
+
+static void init_curses(const tl_app_opts *o, tl_ui *ui)
+{
+    initscr();
+    g_curses = 1;
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    curs_set(0);
+    Theme_init(o->colour);
+    ui->mono = Theme_mono();
+}
+
+static int app_init(tl_app *a, tl_session *s, const tl_app_opts *o)
+{
+    memset(a, 0, sizeof *a);
+    a->s = s;
+    a->agp = 1;
+    a->logit_rows = 10;
+    a->ui.follow = 1;
+    a->ui.tok_sel = -1;
+    a->ui.prompt_scroll = -1;
+    a->sv.genprompt_at = -1;
+    a->system = o->system ? strdup(o->system) : NULL;
+    a->user = strdup(o->user ? o->user : "");
+    tl_session_set_top_n(s, TL_MAX_TOP);
+    LessonCtl_init(&a->lesson, o->lang);
+    return apply_request(a);
+}
+
+static void app_free(tl_app *a)
+{
+    if (a->it)
+        run_finish(a, 1);
+    SessionView_free(&a->sv);
+    free(a->system);
+    free(a->user);
+    for (int i = 0; i < a->n_stops; i++)
+        free(a->stops[i]);
+    LessonCtl_free(&a->lesson);
+}
+
+int tl_tui_run(tl_session *s, const tl_app_opts *o)
+{
+    static tl_app app;   /* large: keep it off the stack */
+    tl_app *a = &app;
+    if (app_init(a, s, o)) {
+        fprintf(stderr, "tokenloop: %s\n", a->message);
+        app_free(a);
+        return 1;
+    }
+    refresh_view(a);   /* before the screen: the first fill may probe the bandwidth */
+    install_signals();
+    init_curses(o, &a->ui);
+    int dirty = 1;
+    double last_draw = 0;
+    while (!a->quit && !g_signal) {
+        if (a->it) {
+            if (run_poll(a)) {
+                run_finish(a, 0);
+                refresh_view(a);
+                dirty = 1;
+            } else {
+                char m[128];
+                snprintf(m, sizeof m, "running: %d chunks from the queue in %.0f ms", a->run_chunks,
+                         now_ms() - a->run_t0);
+                snprintf(a->sv.v.message, sizeof a->sv.v.message, "%s", m);
+                dirty = 1;
+            }
+        }
+        double t = now_ms();
+        if (dirty && (!a->it || t - last_draw >= 33)) {
+            draw(a);
+            last_draw = t;
+            dirty = 0;
+        }
+        timeout(a->it ? 15 : 250);
+        wint_t ch;
+        int r = wget_wch(stdscr, &ch);
+        if (r == ERR)
+            continue;
+        if (a->it) {
+            /* any key pauses; q pauses and quits */
+            run_finish(a, 1);
+            if (r == OK && (ch == 'q' || ch == 'Q'))
+                a->quit = 1;
+            refresh_view(a);
+            dirty = 1;
+            continue;
+        }
+        key(a, r == KEY_CODE_YES, ch);
+        if (!a->it)
+            refresh_view(a);
+        dirty = 1;
+    }
+    int sig = g_signal;
+    app_free(a);
+    restore_terminal();
+    return sig ? 128 + sig : 0;
+}
+
+int tl_tui_bench_frame(tl_session *s, const tl_app_opts *o, int frames, int cols, int rows)
+{
+    static tl_app app;
+    tl_app *a = &app;
+    if (app_init(a, s, o)) {
+        fprintf(stderr, "tokenloop: %s\n", a->message);
+        app_free(a);
+        return 1;
+    }
+    /* a realistic frame: the prefill and a few decode steps, every pane filled */
+    tl_error err;
+    for (int i = 0; i < 12 && !tl_session_done(s); i++)
+        if (tl_session_step(s, NULL, &err) < 0) {
+            fprintf(stderr, "tokenloop: %s\n", err.msg);
+            app_free(a);
+            return 1;
+        }
+    a->show_wrong = 1;
+    refresh_view(a);   /* the first fill probes the memory bandwidth once: not a frame */
+    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
+    if (!out || !in) {
+        fprintf(stderr, "tokenloop: /dev/null: cannot open\n");
+        app_free(a);
+        return 1;
+    }
+    SCREEN *scr = newterm("xterm-256color", out, in);
+    if (!scr)
+        scr = newterm("vt100", out, in);
+    if (!scr) {
+        fprintf(stderr, "tokenloop: bench-frame: no terminal description (xterm-256color)\n");
+        fclose(out);
+        fclose(in);
+        app_free(a);
+        return 1;
+    }
+    set_term(scr);
+    g_curses = 1;
+    resizeterm(rows, cols);
+    Theme_init(o->colour);
+    a->ui.mono = Theme_mono();
+    a->ui.active = PANE_LOGITS;
+    double fill_ms = 0, draw_ms = 0;
+    for (int f = 0; f < frames; f++) {
+        double t0 = now_ms();
+        refresh_view(a);
+        double t1 = now_ms();
+        Screen_draw(stdscr, cols, rows, &a->sv.v, &a->ui);
+        wnoutrefresh(stdscr);
+        redrawwin(stdscr);   /* a full repaint every frame: the worst case */
+        doupdate();
+        double t2 = now_ms();
+        fill_ms += t1 - t0;
+        draw_ms += t2 - t1;
+    }
+    restore_terminal();
+    delscreen(scr);
+    fclose(out);
+    fclose(in);
+    printf("frame %dx%d: %.3f ms per frame (draw %.3f ms + view fill %.3f ms) over %d frames, %s, %d generated tokens\n",
+           cols, rows, (draw_ms + fill_ms) / frames, draw_ms / frames, fill_ms / frames, frames,
+           a->ui.mono ? "monochrome" : "colour", a->sv.v.generated);
+    app_free(a);
+    return 0;
+}

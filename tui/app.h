@@ -1,0 +1,24 @@
+/* The TUI program: one event loop over a tl_session. */
+#ifndef TL_TUI_APP_H
+#define TL_TUI_APP_H
+
+#include "tokenloop/session.h"
+
+typedef struct tl_app_opts {
+    const char *system, *user;   /* the conversation to start with */
+    const char *lang;            /* lessons: "en" / "vi" */
+    int colour;                  /* 0: NO_COLOR or --mono */
+} tl_app_opts;
+
+/* Runs until q (returns 0) or a signal (128 + signal). Owns the terminal while it runs and
+ * restores it on every exit path. */
+int tl_tui_run(tl_session *s, const tl_app_opts *o);
+
+/* Draws `frames` full frames at cols x rows into a virtual terminal and prints ms per frame. */
+int tl_tui_bench_frame(tl_session *s, const tl_app_opts *o, int frames, int cols, int rows);
+
+/* The generation prompt's first byte for messages with add_generation_prompt on: the length of
+ * the render with it off when that is a prefix of the render with it on; -1 otherwise. */
+long tl_tui_genprompt_at(tl_session *s, const char *messages_json);
+
+#endif

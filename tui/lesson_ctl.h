@@ -1,0 +1,32 @@
+/* The TUI side of the lessons: `l` lists them, Enter starts one, → / Space advances a step
+ * (its actions drive the session visibly, its expectations are checked), Esc or l hides it. */
+#ifndef TL_TUI_LESSON_CTL_H
+#define TL_TUI_LESSON_CTL_H
+
+#include <wchar.h>
+
+#include "tokenloop/session.h"
+#include "ui.h"
+
+typedef struct tl_lesson tl_lesson;
+
+typedef struct tl_lesson_ctl {
+    char lang[8];
+    char **paths;
+    int n, sel;
+    char **titles;
+    tl_lesson *cur;
+    int step;                  /* the step shown; -1: the list */
+    char *text;                /* what the panel shows */
+    int applied;               /* a step just drove the session */
+    int show_wrong;            /* -1 unchanged */
+    int highlight;             /* pane index, -1 none */
+} tl_lesson_ctl;
+
+void LessonCtl_init(tl_lesson_ctl *c, const char *lang);
+void LessonCtl_open(tl_lesson_ctl *c, tl_ui *ui);
+/* 1 when the key was the panel's. */
+int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui *ui);
+void LessonCtl_free(tl_lesson_ctl *c);
+
+#endif

@@ -1,0 +1,143 @@
+/* Prompt pane: the rendered chat template as the model receives it, byte for byte. Special
+ * tokens, message content and the generation prompt each have their own style; newlines are
+ * shown as ↵ so the template's exact whitespace is visible. */
+#include <string.h>
+
+#include "format.h"
+#include "ui.h"
+
+static attr_t style_attr(unsigned char st)
+{
+    attr_t a;
+    if (st & VSTYLE_SPECIAL)
+        a = Theme_attr(TA_SPECIAL);
+    else if (st & VSTYLE_CONTENT)
+        a = Theme_attr(TA_CONTENT);
+    else
+        a = A_NORMAL;
+    if (st & VSTYLE_GENPROMPT)
+        a |= Theme_attr(TA_GENPROMPT);
+    return a;
+}
+
+/* Calls fn for each visual line [start, end) of the text wrapped at cols; returns the count. */
+typedef void (*line_fn)(void *ctx, int line, size_t start, size_t end, int newline);
+
+static int wrap_lines(const char *s, size_t len, int cols, line_fn fn, void *ctx)
+{
+    int line = 0;
+    size_t i = 0, start = 0;
+    int w = 0;
+    if (cols < 2)
+        cols = 2;
+    while (i < len) {
+        if (s[i] == '\n') {
+            fn(ctx, line++, start, i, 1);
+            i++;
+            start = i;
+            w = 0;
+            continue;
+        }
+        int32_t cp;
+        int n = Format_utf8Next(s + i, len - i, &cp);
+        int cw = Format_cpWidth(cp);
+        if (w + cw > cols - 1 && i > start) {  /* keep a column for the ↵ mark */
+            fn(ctx, line++, start, i, 0);
+            start = i;
+            w = 0;
+        }
+        w += cw;
+        i += (size_t)n;
+    }
+    if (i > start || line == 0 || (len > 0 && s[len - 1] == '\n'))
+        fn(ctx, line++, start, i, 0);
+    return line;
+}
+
+struct draw_ctx {
+    WINDOW *w;
+    tl_rect in;
+    int first;
+    const tl_view *v;
+};
+
+static void count_line(void *ctx, int line, size_t a, size_t b, int nl)
+{
+    (void)ctx, (void)line, (void)a, (void)b, (void)nl;
+}
+
+static void draw_line(void *ctx, int line, size_t a, size_t b, int nl)
+{
+    struct draw_ctx *c = ctx;
+    int row = line - c->first;
+    if (row < 0 || row >= c->in.h)
+        return;
+    const tl_view *v = c->v;
+    int y = c->in.y + row, x = c->in.x, end = c->in.x + c->in.w;
+    size_t i = a;
+    while (i < b && x < end) {
+        unsigned char st = v->prompt_style ? v->prompt_style[i] : 0;
+        size_t j = i;
+        while (j < b && (v->prompt_style ? v->prompt_style[j] : 0) == st)
+            j++;
+        x += Draw_textn(c->w, y, x, end - x, v->prompt + i, j - i, style_attr(st));
+        i = j;
+    }
+    if (nl && x < end) {
+        unsigned char st = v->prompt_style && b < v->prompt_len ? v->prompt_style[b] : 0;
+        Draw_text(c->w, y, x, 1, "\xE2\x86\xB5", Theme_attr(TA_DIM) | (st & VSTYLE_GENPROMPT ? Theme_attr(TA_GENPROMPT) : 0));
+    }
+}
+
+void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
+{
+    char title[128];
+    snprintf(title, sizeof title, "1 Prompt \xC2\xB7 %d tokens \xC2\xB7 add_generation_prompt %s",
+             v->n_prompt, v->add_generation_prompt ? "on" : "off");
+    Draw_box(w, r, title, ui->active == PANE_PROMPT);
+    tl_rect in = Draw_inner(r);
+    if (in.h < 1 || in.w < 4)
+        return;
+    /* legend */
+    int x = in.x;
+    x += Draw_text(w, in.y, x, in.x + in.w - x, "<|special|>", Theme_attr(TA_SPECIAL));
+    x += Draw_text(w, in.y, x, in.x + in.w - x, " ", A_NORMAL);
+    x += Draw_text(w, in.y, x, in.x + in.w - x, "message content", Theme_attr(TA_CONTENT));
+    x += Draw_text(w, in.y, x, in.x + in.w - x, " template ", A_NORMAL);
+    x += Draw_text(w, in.y, x, in.x + in.w - x, "generation prompt", Theme_attr(TA_GENPROMPT));
+    Draw_text(w, in.y, x, in.x + in.w - x, "  e/S edit  a toggle", Theme_attr(TA_DIM));
+    in.y++;
+    in.h--;
+
+    int edit = ui->edit == EDIT_USER || ui->edit == EDIT_SYSTEM;
+    if (edit && in.h >= 3) {
+        /* editing in place: the message being edited, with a cursor */
+        int ey = in.y + in.h - 2;
+        Draw_fill(w, ey, in.x, in.w, Theme_attr(TA_SELECTED));
+        Draw_text(w, ey, in.x, in.w,
+                  ui->edit == EDIT_USER ? " user message (Enter: apply, Esc: cancel)"
+                                        : " system prompt (Enter: apply, Esc: cancel; empty: none)",
+                  Theme_attr(TA_SELECTED));
+        size_t from, to;
+        int col;
+        LineEdit_view(&ui->le, in.w - 2, &from, &to, &col);
+        Draw_fill(w, ey + 1, in.x, in.w, A_NORMAL);
+        Draw_text(w, ey + 1, in.x, 2, "> ", Theme_attr(TA_KEY));
+        Draw_textn(w, ey + 1, in.x + 2, in.w - 2, ui->le.buf + from, to - from, A_NORMAL);
+        wmove(w, ey + 1, in.x + 2 + col);
+        in.h -= 2;
+    }
+    if (!v->prompt) {
+        Draw_text(w, in.y, in.x, in.w, "(no prompt: raw ids)", Theme_attr(TA_DIM));
+        return;
+    }
+    int total = wrap_lines(v->prompt, v->prompt_len, in.w, count_line, NULL);
+    /* by default show the end: the generation prompt is what the model answers from */
+    int maxscroll = total > in.h ? total - in.h : 0;
+    if (ui->prompt_scroll < 0 || ui->prompt_scroll > maxscroll)
+        ui->prompt_scroll = maxscroll;
+    struct draw_ctx c = {w, in, ui->prompt_scroll, v};
+    wrap_lines(v->prompt, v->prompt_len, in.w, draw_line, &c);
+    if (ui->prompt_scroll > 0)
+        Draw_text(w, r.y, r.x + r.w - 6, 3, "\xE2\x86\x91", Theme_attr(TA_DIM));
+}

@@ -1,0 +1,115 @@
+/* Timing pane: TTFT, TPOT and decode speed measured as the lesson defines them, the bandwidth
+ * floor spelled out, the H100 reference, and a live chart of each decode step against the floor. */
+#include <math.h>
+#include <string.h>
+
+#include "chart.h"
+#include "format.h"
+#include "ui.h"
+
+static void chart(WINDOW *w, tl_rect c, const tl_view *v)
+{
+    const int axis = 8;
+    if (c.h < 3 || c.w < axis + 4)
+        return;
+    int h = c.h - 1, cw = c.w - axis;   /* bottom row: the axis label */
+    int first = Chart_first(v->n_step_ms, cw);
+    double ymax = Chart_range(v->step_ms + first, v->n_step_ms - first, v->floor_ms);
+    char lab[32];
+    Format_ms(ymax, lab, sizeof lab);
+    Draw_text(w, c.y, c.x, axis - 1, lab, Theme_attr(TA_DIM));
+    Draw_text(w, c.y + h - 1, c.x, axis - 1, "0 ms", Theme_attr(TA_DIM));
+    int frow = v->floor_ms > 0 ? Chart_row(v->floor_ms, ymax, h) : -1;
+    for (int y = 0; y < h; y++)
+        Draw_text(w, c.y + y, c.x + axis - 1, 1, "\xE2\x94\x82", Theme_attr(TA_DIM));
+    int bar_w = v->n_step_ms > 0 && v->n_step_ms * 2 <= cw ? 2 : 1;
+    int shown = v->n_step_ms - first;
+    if (shown > cw / bar_w)
+        first = v->n_step_ms - cw / bar_w, shown = cw / bar_w;
+    if (frow >= 0)
+        for (int x = 0; x < cw; x++)
+            Draw_text(w, c.y + frow, c.x + axis + x, 1, "\xE2\x94\x80", Theme_attr(TA_FLOOR));
+    for (int i = 0; i < shown; i++) {
+        int e = Chart_eighths(v->step_ms[first + i], ymax, h);
+        int x = c.x + axis + i * bar_w;
+        for (int row = h - 1, left = e; row >= 0 && left > 0; row--, left -= 8)
+            for (int b = 0; b < bar_w; b++)
+                Draw_text(w, c.y + row, x + b, 1, Chart_block(left >= 8 ? 8 : left), Theme_attr(TA_BAR));
+    }
+    char bottom[160];
+    if (v->floor_ms > 0)
+        snprintf(bottom, sizeof bottom, "decode steps %d..%d \xE2\x94\x80 floor", first + 2, first + shown + 1);
+    else
+        snprintf(bottom, sizeof bottom, "decode steps %d..%d (floor unknown)", first + 2, first + shown + 1);
+    if (shown == 0)
+        snprintf(bottom, sizeof bottom, "per-token time appears from the 2nd generated token");
+    Draw_text(w, c.y + h, c.x + axis, cw, bottom, Theme_attr(TA_DIM));
+}
+
+void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
+{
+    Draw_box(w, r, "6 Timing", ui->active == PANE_TIMING);
+    tl_rect in = Draw_inner(r);
+    if (in.h < 1 || in.w < 10)
+        return;
+    int y = in.y, end = in.y + in.h;
+    char line[512], a[32], b[32], c[32], d[32];
+    Format_ms(v->ttft_ms, a, sizeof a);
+    Format_ms(v->prefill_ms, b, sizeof b);
+    Format_ms(v->template_ms, c, sizeof c);
+    Format_ms(v->tokenize_ms, d, sizeof d);
+    snprintf(line, sizeof line, "TTFT %s  (prefill of %d tokens %s; template %s, tokenize %s)", a,
+             v->n_prompt, b, c, d);
+    Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_HEADER));
+    if (y >= end)
+        return;
+    Format_ms(v->tpot_ms, a, sizeof a);
+    if (v->decode_tps > 0)
+        snprintf(line, sizeof line, "TPOT %s \xC2\xB7 %.1f tok/s  (clock, first\xE2\x86\x92last token; includes pauses between keys)",
+                 a, v->decode_tps);
+    else
+        snprintf(line, sizeof line, "TPOT %s  (needs 2 generated tokens)", a);
+    Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_HEADER));
+    if (y >= end)
+        return;
+    if (v->pass_mean_ms >= 0) {
+        Format_ms(v->pass_mean_ms, a, sizeof a);
+        snprintf(line, sizeof line, "decode pass %s on average (%d passes, synchronized) = the chart", a,
+                 v->n_step_ms);
+        Draw_text(w, y++, in.x, in.w, line, A_NORMAL);
+        if (y >= end)
+            return;
+    }
+    if (v->floor_ms > 0) {
+        Format_bytes(v->step_bytes, a, sizeof a);
+        Format_bytes(v->bandwidth_gbs * 1e9, b, sizeof b);
+        Format_ms(v->floor_ms, c, sizeof c);
+        snprintf(line, sizeof line, "floor %s \xC3\xB7 %s/s = %s per token (%s, %s)", a, b, c, v->device,
+                 v->bandwidth_source);
+    } else
+        snprintf(line, sizeof line, "floor: bandwidth unknown on %s", v->device);
+    Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_FLOOR));
+    if (y >= end)
+        return;
+    Draw_text(w, y++, in.x, in.w,
+              "ref   16 GB \xC3\xB7 3.35 TB/s \xE2\x89\x88 4.8 ms (Llama 3.1 8B bf16 on an H100, class material)",
+              Theme_attr(TA_DIM));
+    if (v->show_wrong && y < end) {
+        if (v->wrong_prompt_tps > 0)
+            snprintf(line, sizeof line, "WRONG 1: prompt counted as output: %.1f tok/s", v->wrong_prompt_tps);
+        else
+            snprintf(line, sizeof line, "WRONG 1: prompt counted as output: (no tokens yet)");
+        Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
+        if (y < end) {
+            if (v->wrong_unsynced_ms >= 0) {
+                Format_ms(v->wrong_unsynced_ms, a, sizeof a);
+                snprintf(line, sizeof line, "WRONG 2: unsynchronized clock: TPOT %s", a);
+            } else
+                snprintf(line, sizeof line, "WRONG 2: unsynchronized clock: none on %s (synchronous backend)",
+                         v->device);
+            Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
+        }
+    }
+    tl_rect ch = {y, in.x, end - y, in.w};
+    chart(w, ch, v);
+}

@@ -1,0 +1,266 @@
+/* tl_session -> tl_view. Reads only the session's public accessors. */
+#include "session_view.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "tokenloop/engine.h"
+#include "tokenloop/tokenizer.h"
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(p, c * elem);
+    if (!q)
+        return p;
+    *cap = c;
+    return q;
+}
+
+void SessionView_holdReason(int f, char *out, size_t n)
+{
+    out[0] = 0;
+    size_t o = 0;
+    if (f & TL_HOLD_PARTIAL_WORD)
+        o += (size_t)snprintf(out + o, n - o, "partial word (no space after it yet)");
+    if ((f & TL_HOLD_INCOMPLETE_UTF8) && o < n)
+        o += (size_t)snprintf(out + o, n - o, "%sincomplete UTF-8 character", o ? ", " : "");
+    if ((f & TL_HOLD_STOP_PREFIX) && o < n)
+        snprintf(out + o, n - o, "%scould become a stop string", o ? ", " : "");
+}
+
+static void put_token(tl_sview *sv, const tl_tokenizer *tok, int i, int id, int generated)
+{
+    tl_view_token *t = &sv->tokens[i];
+    t->id = id;
+    t->generated = generated;
+    t->special = tok ? tl_tokenizer_is_special(tok, id) : 0;
+    if (tok)
+        tl_tokenizer_display(tok, id, t->display, sizeof t->display);
+    else
+        snprintf(t->display, sizeof t->display, "?");
+}
+
+static void basename_of(const char *dir, char *out, size_t n)
+{
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    size_t b = len;
+    while (b > 0 && dir[b - 1] != '/')
+        b--;
+    snprintf(out, n, "%.*s", (int)(len - b), dir + b);
+}
+
+void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
+{
+    tl_view *v = &sv->v;
+    const tl_model *m = tl_session_model(s);
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
+    tl_engine *e = tl_session_engine(s);
+
+    basename_of(m->dir[0] ? m->dir : "synthetic", v->model_name, sizeof v->model_name);
+    snprintf(v->device, sizeof v->device, "%s", e ? tl_engine_device(e) : "?");
+    v->vocab_size = m->cfg.vocab_size;
+
+    tl_sampling sp = tl_session_sampling(s);
+    v->greedy = sp.greedy;
+    v->temperature = sp.temperature;
+    v->top_k = sp.top_k;
+    v->top_p = sp.top_p;
+
+    /* prompt */
+    v->prompt = tl_session_prompt_text(s, &v->prompt_len);
+    if (v->prompt) {
+        sv->style = grow(sv->style, &sv->style_cap, v->prompt_len + 1, 1);
+        memset(sv->style, VSTYLE_TEMPLATE, v->prompt_len + 1);
+        size_t ns = 0;
+        const tl_span *sp2 = tl_session_prompt_spans(s, &ns);
+        for (size_t i = 0; i < ns; i++)
+            for (size_t b = sp2[i].start; b < sp2[i].end && b < v->prompt_len; b++)
+                sv->style[b] = VSTYLE_CONTENT;
+        /* special-token literals: "<|...|>" that the tokenizer knows as special */
+        if (tok) {
+            const char *p = v->prompt;
+            for (size_t i = 0; i + 4 <= v->prompt_len; i++) {
+                if (p[i] != '<' || p[i + 1] != '|' || sv->style[i] == VSTYLE_CONTENT)
+                    continue;
+                const char *end = memchr(p + i + 2, '>', v->prompt_len - i - 2);
+                if (!end || end[-1] != '|' || end - (p + i) > 62)
+                    continue;
+                char lit[64];
+                size_t n = (size_t)(end - (p + i)) + 1;
+                memcpy(lit, p + i, n);
+                lit[n] = 0;
+                int id = tl_tokenizer_find(tok, lit);
+                if (id >= 0 && tl_tokenizer_is_special(tok, id))
+                    memset(sv->style + i, VSTYLE_SPECIAL, n);
+            }
+        }
+        if (sv->genprompt_at >= 0 && (size_t)sv->genprompt_at < v->prompt_len)
+            for (size_t b = (size_t)sv->genprompt_at; b < v->prompt_len; b++)
+                sv->style[b] |= VSTYLE_GENPROMPT;
+        v->prompt_style = sv->style;
+    }
+
+    /* tokens */
+    int np = 0, ng = 0;
+    const int *pid = tl_session_prompt_ids(s, &np);
+    const int *gid = tl_session_generated_ids(s, &ng);
+    size_t cap = (size_t)sv->tokens_cap;
+    sv->tokens = grow(sv->tokens, &cap, (size_t)(np + ng) + 1, sizeof *sv->tokens);
+    sv->tokens_cap = (int)cap;
+    for (int i = 0; i < np; i++)
+        put_token(sv, tok, i, pid[i], 0);
+    for (int i = 0; i < ng; i++)
+        put_token(sv, tok, np + i, gid[i], 1);
+    v->tokens = sv->tokens;
+    v->n_prompt = np;
+    v->n_tokens = np + ng;
+    v->pos = e ? tl_engine_pos(e) : 0;
+    v->sel_bytes[0] = v->sel_text[0] = 0;
+    if (ui->tok_sel >= 0 && ui->tok_sel < v->n_tokens && tok) {
+        size_t len = 0;
+        const char *b = tl_tokenizer_piece(tok, v->tokens[ui->tok_sel].id, &len);
+        size_t o = 0;
+        for (size_t i = 0; b && i < len && o + 4 < sizeof v->sel_bytes; i++)
+            o += (size_t)snprintf(v->sel_bytes + o, sizeof v->sel_bytes - o, "%s%02x", i ? " " : "",
+                                  (unsigned char)b[i]);
+        if (b)
+            Format_visible(b, len, v->sel_text, sizeof v->sel_text);
+    }
+
+    /* logits: the newest step */
+    int nsteps = tl_session_n_steps(s);
+    const tl_step *st = nsteps > 0 ? tl_session_step_at(s, nsteps - 1) : NULL;
+    v->has_logits = st != NULL;
+    v->n_rows = 0;
+    if (st) {
+        const tl_sample_report *r = &st->sample;
+        v->logits_step = st->index + 1;
+        v->entropy = r->entropy;
+        v->kept = r->kept;
+        int n = r->n < TL_VIEW_MAX_ROWS ? r->n : TL_VIEW_MAX_ROWS;
+        double cum = 0, shown = 0;
+        for (int i = 0; i < n; i++) {
+            tl_view_row *row = &v->rows[i];
+            const tl_candidate *c = &r->cand[i];
+            row->id = c->id;
+            if (tok)
+                tl_tokenizer_display(tok, c->id, row->display, sizeof row->display);
+            else
+                snprintf(row->display, sizeof row->display, "%d", c->id);
+            row->logit = c->logit;
+            row->prob_temp = c->prob_temp;
+            row->prob_final = c->prob_final;
+            cum += c->prob_temp;
+            row->cum = (float)cum;
+            row->cut_k = c->cut_top_k;
+            row->cut_p = c->cut_top_p;
+            row->chosen = c->id == st->chosen;
+            row->forced = row->chosen && st->forced;
+            if (i < v->logit_rows)
+                shown += c->prob_temp;
+        }
+        v->n_rows = n;
+        v->mass_outside = shown < 1 ? 1 - shown : 0;
+    }
+
+    /* stream */
+    size_t plen = 0;
+    const char *printed = tl_session_streamed(s, &plen);
+    sv->printed = grow(sv->printed, &sv->printed_cap, plen + 1, 1);
+    if (plen && printed)
+        memcpy(sv->printed, printed, plen);
+    sv->printed[plen] = 0;
+    v->printed = sv->printed;
+    snprintf(sv->held, sizeof sv->held, "%s", st && st->held ? st->held : "");
+    v->held = sv->held;
+    SessionView_holdReason(st ? st->hold_reason : 0, v->held_reason, sizeof v->held_reason);
+
+    /* stop */
+    const tl_stop_config *sc = tl_session_stop_config(s);
+    v->n_eos = 0;
+    v->n_stops = 0;
+    if (sc) {
+        for (int i = 0; i < sc->n_eos && i < TL_VIEW_MAX_EOS; i++) {
+            v->eos_ids[i] = sc->eos_ids[i];
+            const char *name = tok ? tl_tokenizer_token(tok, sc->eos_ids[i]) : NULL;
+            snprintf(v->eos_names[i], sizeof v->eos_names[i], "%s", name ? name : "?");
+            v->n_eos++;
+        }
+        for (int i = 0; i < sc->n_stop && i < TL_VIEW_MAX_STOPS; i++)
+            v->stops[v->n_stops++] = sc->stop[i];
+        v->budget = sc->max_new_tokens;
+        snprintf(v->budget_source, sizeof v->budget_source, "%s", tl_budget_source_name(sc->budget_source));
+    }
+    v->generated = ng;
+    const tl_stop_result *sr = tl_session_stop(s);
+    v->stopped = sr && sr->reason != TL_STOP_NONE;
+    snprintf(v->stop_reason, sizeof v->stop_reason, "%s", v->stopped ? tl_stop_reason_name(sr->reason) : "");
+    snprintf(v->stop_detail, sizeof v->stop_detail, "%s", v->stopped ? sr->detail : "");
+
+    /* timing */
+    tl_metrics_report mr = tl_session_metrics(s);
+    v->ttft_ms = mr.ttft_ms;
+    v->template_ms = mr.template_ms;
+    v->tokenize_ms = mr.tokenize_ms;
+    const tl_step *s0 = nsteps > 0 ? tl_session_step_at(s, 0) : NULL;
+    v->prefill_ms = s0 ? s0->ms : -1;
+    v->tpot_ms = mr.tpot_ms;
+    v->decode_tps = mr.decode_tokens_per_s;
+    v->floor_ms = mr.floor_ms;
+    v->step_bytes = mr.step_bytes;
+    v->bandwidth_gbs = mr.bandwidth_gbs;
+    snprintf(v->bandwidth_source, sizeof v->bandwidth_source, "%s",
+             strcmp(v->device, "cpu") ? "device figure" : "probed");
+    v->wrong_prompt_tps = mr.prompt_as_output_tokens_per_s;
+    v->wrong_unsynced_ms = mr.unsynced_applicable ? mr.unsynced_tpot_ms : -1;
+    /* the chart: each decode pass's own (synchronized) time, so pauses between key presses
+     * do not show as slow tokens */
+    size_t scap = (size_t)sv->step_cap;
+    sv->step_ms = grow(sv->step_ms, &scap, (size_t)nsteps + 1, sizeof(double));
+    sv->step_cap = (int)scap;
+    int k = 0;
+    double sum = 0;
+    for (int i = 1; i < nsteps; i++) {
+        const tl_step *d = tl_session_step_at(s, i);
+        sv->step_ms[k++] = d->ms;
+        sum += d->ms;
+    }
+    v->step_ms = sv->step_ms;
+    v->n_step_ms = k;
+    v->pass_mean_ms = k ? sum / k : -1;
+
+    /* what the next key press does */
+    if (tl_session_done(s))
+        snprintf(v->next, sizeof v->next, "stopped (%s) \xE2\x80\x94 \xE2\x86\x90 steps back, n starts over",
+                 v->stop_reason[0] ? v->stop_reason : "done");
+    else if (nsteps == 0)
+        snprintf(v->next, sizeof v->next, "next: prefill %d tokens", np);
+    else
+        snprintf(v->next, sizeof v->next, "next: decode token %d", ng + 1);
+}
+
+void SessionView_appendPrinted(tl_sview *sv, const char *chunk, size_t len)
+{
+    size_t cur = sv->printed ? strlen(sv->printed) : 0;
+    sv->printed = grow(sv->printed, &sv->printed_cap, cur + len + 1, 1);
+    memcpy(sv->printed + cur, chunk, len);
+    sv->printed[cur + len] = 0;
+    sv->v.printed = sv->printed;
+}
+
+void SessionView_free(tl_sview *sv)
+{
+    free(sv->tokens);
+    free(sv->style);
+    free(sv->step_ms);
+    free(sv->printed);
+    memset(sv, 0, sizeof *sv);
+}
