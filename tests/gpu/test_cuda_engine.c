@@ -1,0 +1,225 @@
+/* The step API on the CUDA backend against the same engine on the CPU backend, on synthetic
+ * models (random weights from tl_model_synthetic): logits after prefills of 1 to 512 tokens,
+ * greedy continuations token for token, rewind, and the decode graph giving bit-identical
+ * logits when a step is replayed at a position it already ran at.
+ * Exits 77 (skip) when no CUDA device is present. */
+#include <stdlib.h>
+
+#include "../common/tl_test.h"
+#include "tokenloop/engine.h"
+
+/* max|a - b| / max|b| */
+static double rel_err(const float *a, const float *b, int n)
+{
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - b[i]));
+        den = fmax(den, fabs((double)b[i]));
+    }
+    return den > 0 ? num / den : num;
+}
+
+static int argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+static tl_config tiny_config(int llama3)
+{
+    tl_config c;
+    memset(&c, 0, sizeof c);
+    c.hidden_size = 256;
+    c.intermediate_size = 704;
+    c.n_layers = 3;
+    c.n_heads = 8;
+    c.n_kv_heads = 2;
+    c.head_dim = 32;
+    c.vocab_size = 3000;
+    c.max_position_embeddings = 2048;
+    c.rms_norm_eps = 1e-5f;
+    c.rope_theta = 500000.0f;
+    c.rope_llama3 = llama3;
+    c.rope_factor = 8.0f;
+    c.rope_low_freq_factor = 1.0f;
+    c.rope_high_freq_factor = 4.0f;
+    c.rope_original_max_position = 64;
+    c.bos_id = 1;
+    c.eos_ids[0] = 2;
+    c.n_eos = 1;
+    c.dtype = TL_BF16;
+    return c;
+}
+
+static tl_engine *engine(const tl_model *m, const tl_backend_ops *be, int capacity)
+{
+    tl_engine *e = NULL;
+    tl_error err = {{0}};
+    if (tl_engine_create(&e, m, be, 0, capacity, &err))
+        fprintf(stderr, "engine (%s): %s\n", be->name, err.msg);
+    return e;
+}
+
+static int *make_prompt(int n, int vocab, unsigned seed)
+{
+    int *p = malloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (int)((seed >> 8) % (unsigned)vocab);
+    }
+    return p;
+}
+
+/* Prefill of n tokens on both backends, then 3 decodes; the logits agree within tol. */
+static void test_prefill(const tl_model *m, int n, double tol)
+{
+    int vocab = m->cfg.vocab_size;
+    tl_engine *c = engine(m, tl_backend_cpu(), 600), *g = engine(m, tl_backend_cuda(), 600);
+    if (!c || !g) {
+        TL_CHECK(c && g);
+        tl_engine_free(c);
+        tl_engine_free(g);
+        return;
+    }
+    int *p = make_prompt(n, vocab, (unsigned)n * 7919u);
+    tl_error err;
+    TL_CHECK_INT(tl_engine_prefill(c, p, n, &err), 0);
+    TL_CHECK_INT(tl_engine_prefill(g, p, n, &err), 0);
+    double e = rel_err(tl_engine_logits(g), tl_engine_logits(c), vocab);
+    TL_CHECK_MSG(e <= tol, "prefill of %d tokens: gpu vs cpu logits %g (tol %g)", n, e, tol);
+    for (int i = 0; i < 3; i++) {
+        int id = argmax(tl_engine_logits(c), vocab);
+        TL_CHECK_INT(tl_engine_decode(c, id, &err), 0);
+        TL_CHECK_INT(tl_engine_decode(g, id, &err), 0);
+        e = rel_err(tl_engine_logits(g), tl_engine_logits(c), vocab);
+        TL_CHECK_MSG(e <= tol, "decode %d after a prefill of %d: %g (tol %g)", i, n, e, tol);
+    }
+    TL_CHECK_INT(tl_engine_pos(g), n + 3);
+    free(p);
+    tl_engine_free(c);
+    tl_engine_free(g);
+}
+
+/* Greedy on each backend on its own: the same tokens. Where they part, the CPU's top two
+ * logits must have been within the bf16 tolerance of each other (a genuine near tie). */
+static void test_greedy(const tl_model *m, int n_prompt, int n_new, double tol)
+{
+    int vocab = m->cfg.vocab_size;
+    tl_engine *c = engine(m, tl_backend_cpu(), 0), *g = engine(m, tl_backend_cuda(), 0);
+    if (!c || !g) {
+        TL_CHECK(c && g);
+        tl_engine_free(c);
+        tl_engine_free(g);
+        return;
+    }
+    int *p = make_prompt(n_prompt, vocab, 4242u);
+    tl_error err;
+    TL_CHECK_INT(tl_engine_prefill(c, p, n_prompt, &err), 0);
+    TL_CHECK_INT(tl_engine_prefill(g, p, n_prompt, &err), 0);
+    int same = 0;
+    for (int i = 0; i < n_new; i++) {
+        const float *lc = tl_engine_logits(c), *lg = tl_engine_logits(g);
+        int tc = argmax(lc, vocab), tg = argmax(lg, vocab);
+        if (tc != tg) {
+            double scale = fabs((double)lc[tc]) > 1 ? fabs((double)lc[tc]) : 1.0;
+            double gap = ((double)lc[tc] - lc[tg]) / scale;
+            TL_CHECK_MSG(gap <= tol, "greedy step %d: cpu chose %d, gpu %d, cpu margin %g", i, tc, tg, gap);
+            printf("greedy: near tie at step %d (cpu %d, gpu %d, margin %g); compared %d tokens\n", i, tc, tg,
+                   gap, same);
+            break;
+        }
+        same++;
+        TL_CHECK_INT(tl_engine_decode(c, tc, &err), 0);
+        TL_CHECK_INT(tl_engine_decode(g, tg, &err), 0);
+    }
+    TL_CHECK_MSG(same >= n_new / 2, "only %d of %d greedy tokens compared", same, n_new);
+    printf("greedy: %d tokens identical after a prompt of %d\n", same, n_prompt);
+    free(p);
+    tl_engine_free(c);
+    tl_engine_free(g);
+}
+
+/* Rewind then decode again: bit-identical to the first time (the graph replays the same
+ * kernels on the same rows), and still the CPU's logits after a different continuation. */
+static void test_rewind(const tl_model *m, double tol)
+{
+    int vocab = m->cfg.vocab_size;
+    tl_engine *c = engine(m, tl_backend_cpu(), 0), *g = engine(m, tl_backend_cuda(), 0);
+    if (!c || !g) {
+        TL_CHECK(c && g);
+        tl_engine_free(c);
+        tl_engine_free(g);
+        return;
+    }
+    int *p = make_prompt(20, vocab, 99u), next[6] = {5, 17, 2999, 0, 1234, 77};
+    float *first = malloc(sizeof(float) * (size_t)vocab * 6);
+    tl_error err;
+    TL_CHECK_INT(tl_engine_prefill(g, p, 20, &err), 0);
+    for (int i = 0; i < 6; i++) {
+        TL_CHECK_INT(tl_engine_decode(g, next[i], &err), 0);
+        memcpy(first + (size_t)i * vocab, tl_engine_logits(g), sizeof(float) * (size_t)vocab);
+    }
+    TL_CHECK_INT(tl_engine_rewind(g, 6), 0);
+    TL_CHECK_INT(tl_engine_pos(g), 20);
+    for (int i = 0; i < 6; i++) {
+        TL_CHECK_INT(tl_engine_decode(g, next[i], &err), 0);
+        double e = rel_err(tl_engine_logits(g), first + (size_t)i * vocab, vocab);
+        TL_CHECK_MSG(e == 0.0, "decode %d after rewind differs from the first time: %g", i, e);
+    }
+    /* rewind 4 and take another way; the CPU goes the same way without ever rewinding */
+    TL_CHECK_INT(tl_engine_rewind(g, 4), 0);
+    TL_CHECK_INT(tl_engine_prefill(c, p, 20, &err), 0);
+    TL_CHECK_INT(tl_engine_decode(c, next[0], &err), 0);
+    TL_CHECK_INT(tl_engine_decode(c, next[1], &err), 0);
+    int other[] = {8, 9, 10};
+    for (int i = 0; i < 3; i++) {
+        TL_CHECK_INT(tl_engine_decode(c, other[i], &err), 0);
+        TL_CHECK_INT(tl_engine_decode(g, other[i], &err), 0);
+        double e = rel_err(tl_engine_logits(g), tl_engine_logits(c), vocab);
+        TL_CHECK_MSG(e <= tol, "after rewind, another continuation, step %d: %g", i, e);
+    }
+    /* rewind across the prompt and prefill again */
+    TL_CHECK_INT(tl_engine_rewind(g, tl_engine_pos(g) - 5), 0);
+    TL_CHECK_INT(tl_engine_rewind(c, tl_engine_pos(c) - 5), 0);
+    TL_CHECK_INT(tl_engine_prefill(g, p + 5, 10, &err), 0);
+    TL_CHECK_INT(tl_engine_prefill(c, p + 5, 10, &err), 0);
+    double e = rel_err(tl_engine_logits(g), tl_engine_logits(c), vocab);
+    TL_CHECK_MSG(e <= tol, "prefill after rewinding into the prompt: %g", e);
+    TL_CHECK(tl_engine_last_ms(g) > 0);
+    TL_CHECK(tl_engine_last_unsynced_ms(g) >= 0);
+    free(first);
+    free(p);
+    tl_engine_free(c);
+    tl_engine_free(g);
+}
+
+int main(void)
+{
+    if (!tl_backend_cuda() || !tl_backend_cuda_available()) {
+        printf("test_cuda_engine: SKIP: no usable CUDA device\n");
+        return 77;
+    }
+    tl_error err;
+    tl_config cfg = tiny_config(1);
+    tl_model *bf = NULL, *f32 = NULL;
+    if (tl_model_synthetic(&bf, &cfg, TL_BF16, 7, &err) || tl_model_synthetic(&f32, &cfg, TL_F32, 8, &err)) {
+        fprintf(stderr, "synthetic: %s\n", err.msg);
+        return 1;
+    }
+    /* bf16 weights: both backends read the same values; the GPU's prefill GEMM (T > 16)
+     * rounds activations to bf16. f32 weights: the GPU also rounds the weights. */
+    int lens[] = {1, 2, 3, 8, 16, 17, 31, 64, 100, 255, 256, 257, 300, 511, 512};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+        test_prefill(bf, lens[i], 2e-2);
+    test_prefill(f32, 7, 3e-2);
+    test_prefill(f32, 130, 3e-2);
+    test_greedy(bf, 12, 32, 2e-2);
+    test_greedy(bf, 1, 32, 2e-2);
+    test_rewind(bf, 2e-2);
+    tl_model_free(bf);
+    tl_model_free(f32);
+    return TL_TEST_END("test_cuda_engine");
+}
