@@ -119,6 +119,14 @@ static int argmax(const float *v, int n)
     return best;
 }
 
+static int too_long(int64_t need, const tl_config *c)
+{
+    if (need <= c->max_position_embeddings)
+        return 0;
+    return cli_fail(2, "--prompt-tokens + --new-tokens: %lld positions exceed the context of %d",
+                    (long long)need, c->max_position_embeddings);
+}
+
 int cmd_bench(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -148,6 +156,8 @@ int cmd_bench(int argc, char **argv)
         tl_config cfg;
         if (tl_synthetic_config(&cfg, o.synthetic, &err))
             return cli_fail(2, "--synthetic %s", err.msg);
+        if (too_long((int64_t)o.prompt_tokens + o.new_tokens, &cfg))   /* before filling gigabytes */
+            return 2;
         if (!o.json)
             fprintf(stderr, "bench: filling %s with random bf16 weights...\n", o.synthetic);
         if (tl_model_synthetic(&m, &cfg, TL_BF16, o.seed, &err))
@@ -158,10 +168,9 @@ int cmd_bench(int argc, char **argv)
     t_load = now_s() - t_load;
     const tl_config *c = &m->cfg;
     int64_t need = (int64_t)o.prompt_tokens + o.new_tokens;
-    if (need > c->max_position_embeddings) {
+    if (too_long(need, c)) {
         tl_model_free(m);
-        return cli_fail(2, "--prompt-tokens + --new-tokens: %lld positions exceed the context of %d",
-                        (long long)need, c->max_position_embeddings);
+        return 2;
     }
 
     /* The KV cache holds exactly this run: the 8B shape stays within a small machine. */
