@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""End-to-end test of `tokenloop tui` inside a private tmux server at a fixed size.
+
+    tmux_e2e.py TOKENLOOP MODEL_DIR COLS ROWS
+
+Sends keys, captures the pane and asserts on what is on screen: the templated prompt with
+<|start_header_id|>; after one Space a TTFT figure and k rows of logits with ids; after `r` a
+stop reason; after Left one token fewer; after a resize no garbage; `q` exits with status 0 and
+the terminal restored; SIGTERM also restores it. Every wait has a timeout; the tmux server is
+killed on every exit path. Exit 77 (skip) when tmux is missing.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+
+TOKENLOOP, MODEL, COLS, ROWS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+SOCK = "tltest-%d" % os.getpid()
+failures = []
+
+
+def tmux(*args, check=True):
+    r = subprocess.run(["tmux", "-u", "-L", SOCK, "-f", "/dev/null"] + list(args),
+                       capture_output=True, text=True, timeout=20)
+    if check and r.returncode:
+        raise RuntimeError("tmux %s: %s" % (" ".join(args), r.stderr.strip()))
+    return r.stdout
+
+
+def capture(escapes=False):
+    return tmux("capture-pane", "-p", "-t", "t", *(["-e"] if escapes else []))
+
+
+def wait_for(pred, what, timeout=30.0):
+    t0 = time.time()
+    last = ""
+    while time.time() - t0 < timeout:
+        last = capture()
+        m = pred(last)
+        if m:
+            return last, m
+        time.sleep(0.1)
+    check(False, "timed out waiting for %s; screen:\n%s" % (what, last))
+    return last, None
+
+
+def check(cond, msg):
+    if cond:
+        print("ok   %s" % msg.splitlines()[0])
+    else:
+        print("FAIL %s" % msg)
+        failures.append(msg)
+    return cond
+
+
+def width(s):
+    w = 0
+    for ch in s:
+        if unicodedata.combining(ch) or ch in "\u200d\ufe0f":
+            continue
+        w += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+    return w
+
+
+def screen_sane(screen, cols, rows, what):
+    lines = screen.split("\n")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    ok = check(len(lines) <= rows, "%s: %d lines fit %d rows" % (what, len(lines), rows))
+    wide = [l for l in lines if width(l) > cols]
+    ok &= check(not wide, "%s: no line wider than %d columns %s" % (what, cols, wide[:1]))
+    ok &= check("\ufffd" not in screen, "%s: no replacement characters" % what)
+    ok &= check(lines[0].lstrip().startswith("tokenloop"), "%s: the title on row 0" % what)
+    ok &= check(len(lines) == rows and "quit" in lines[rows - 1], "%s: the footer on the last row" % what)
+    ok &= check(len(lines) == rows and re.match(r"\s*(next:|stopped|running|paused)", lines[rows - 2]) is not None,
+                "%s: the status line on row %d: %r" % (what, rows - 2, lines[rows - 2] if len(lines) == rows else ""))
+    return ok
+
+
+def generated(screen):
+    m = re.search(r"generated (\d+)", screen)
+    return int(m.group(1)) if m else None
+
+
+def logit_rows(screen):
+    # "  ▶   1     271  piece   45.84  100% ..." : rank then id, inside the logits pane
+    rows = []
+    for line in screen.split("\n"):
+        for seg in line.split("\u2502"):
+            m = re.match(r"\s*(?:F?\u25b6)?\s*(\d+)\s+(\d+)\s\s\S.*?\s(-?\d+\.\d\d|-?inf)\s+(\S+%)", seg)
+            if m:
+                rows.append((int(m.group(1)), int(m.group(2))))
+    return rows
+
+
+def main():
+    if not shutil.which("tmux"):
+        print("tmux not installed: skipped")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="tltui")
+    status = os.path.join(tmp, "status")
+    stty = os.path.join(tmp, "stty")
+    cmd = ("%s tui --model %s; echo $? > %s; stty -a > %s; sleep 60" %
+           (TOKENLOOP, MODEL, status, stty))
+    tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-e", "LANG=C.UTF-8",
+         "-e", "LC_ALL=C.UTF-8", "sh", "-c", cmd)
+    try:
+        tmux("set-option", "-t", "t", "status", "off")
+        tmux("resize-window", "-t", "t", "-x", str(COLS), "-y", str(ROWS), check=False)
+        big = COLS >= 120 and ROWS >= 32
+        s, m = wait_for(lambda s: re.search(r"next: prefill (\d+) tokens", s), "the first screen", 60)
+        check("<|start_header_id|>" in s, "the templated prompt shows <|start_header_id|>")
+        check(m is not None, "the status line says what Space will do (%s)" % (m.group(0) if m else "-"))
+        n_prompt = int(m.group(1)) if m else 0
+        check(re.search(r"Prompt \u00b7 %d tokens" % n_prompt, s) is not None or not big,
+              "the prompt pane counts %d tokens" % n_prompt)
+        screen_sane(s, COLS, ROWS, "first screen")
+
+        tmux("send-keys", "-t", "t", "Space")
+        s, m = wait_for(lambda s: re.search(r"TTFT (\d+\.\d+ ms|\d+\.\d+ s)", s), "a TTFT figure")
+        check(m is not None, "after one Space: TTFT %s" % (m.group(1) if m else "-"))
+        rows = logit_rows(s)
+        check([r[0] for r in rows] == list(range(1, 11)), "after one Space: 10 logits rows ranked 1..10: %s" % rows)
+        check(all(0 <= r[1] < 128256 for r in rows), "the logits rows carry token ids in the vocabulary")
+        check(generated(s) == 1, "one token generated after the prefill (%s)" % generated(s))
+        check("next: decode token 2" in s, "the status line moves on to decode token 2")
+
+        tmux("send-keys", "-t", "t", "r")
+        s, m = wait_for(lambda s: re.search(r"(STOPPED: |stop: )(eos|stop_string|max_new_tokens)", s), "a stop reason", 120)
+        check(m is not None, "after r: stop reason %s" % (m.group(2) if m else "-"))
+        g = generated(s)
+        check(g is not None and g >= 1, "after r: %s tokens generated" % g)
+
+        tmux("send-keys", "-t", "t", "Left")
+        s, m = wait_for(lambda s: generated(s) == (g or 0) - 1 and re.search(r"next: decode token", s),
+                        "one token fewer", 20)
+        check(m is not None, "after Left: %s -> %s generated, generation can go on" % (g, generated(s)))
+
+        # resize: smaller then back; the screen is redrawn for each size without leftovers
+        for c, r in ((60, 18), (COLS, ROWS)):
+            tmux("resize-window", "-t", "t", "-x", str(c), "-y", str(r))
+            time.sleep(0.8)
+            s = capture()
+            screen_sane(s, c, r, "after a resize to %dx%d" % (c, r))
+            tabbed = not (c >= 120 and r >= 32)
+            check(("1 Prompt  2 Tokens" in s) == tabbed, "after a resize to %dx%d: %s" % (c, r, "tabs" if tabbed else "all panes"))
+
+        # colours unless NO_COLOR: SGR colour codes on screen
+        esc = capture(escapes=True)
+        check(re.search(r"\x1b\[[0-9;]*(3[0-7]|4[0-7]|38;5)[;m]", esc) is not None, "colours are used")
+
+        tmux("send-keys", "-t", "t", "q")
+        t0 = time.time()
+        while not os.path.exists(stty) and time.time() - t0 < 20:
+            time.sleep(0.1)
+        time.sleep(0.2)
+        code = open(status).read().strip() if os.path.exists(status) else "(none)"
+        check(code == "0", "q exits with status 0 (got %s)" % code)
+        st = open(stty).read() if os.path.exists(stty) else ""
+        check(re.search(r"(^|\s)echo(\s|$)", st) and re.search(r"(^|\s)icanon(\s|$)", st),
+              "the terminal is restored: echo and icanon are on again")
+        alt = tmux("display-message", "-p", "-t", "t", "#{alternate_on}").strip()
+        check(alt == "0", "the terminal is restored: alternate screen off (%s)" % alt)
+    finally:
+        tmux("kill-server", check=False)
+
+    # SIGTERM while open, in monochrome (NO_COLOR): restored, status 143, no colour codes
+    status2 = os.path.join(tmp, "status2")
+    stty2 = os.path.join(tmp, "stty2")
+    # the inner shell writes its pid and becomes tokenloop, in the foreground of the terminal
+    cmd = ("sh -c 'echo $$ > %s/pid; exec env NO_COLOR=1 %s tui --model %s'; echo $? > %s; stty -a > %s; sleep 60" %
+           (tmp, TOKENLOOP, MODEL, status2, stty2))
+    global SOCK
+    SOCK += "b"   # a fresh server: the first one may still be shutting down
+    tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-e", "LANG=C.UTF-8",
+         "-e", "LC_ALL=C.UTF-8", "sh", "-c", cmd)
+    try:
+        tmux("set-option", "-t", "t", "status", "off")
+        tmux("resize-window", "-t", "t", "-x", str(COLS), "-y", str(ROWS), check=False)
+        s, m = wait_for(lambda s: re.search(r"next: prefill", s), "the first screen (NO_COLOR)", 60)
+        esc = capture(escapes=True)
+        check(re.search(r"\x1b\[[0-9;]*(3[0-7]|4[0-7]|38;5)[;m]", esc) is None, "NO_COLOR: no colour codes")
+        if COLS >= 120:
+            check("mono" in s.split("\n")[0], "NO_COLOR: the title says mono")
+        pid = int(open(os.path.join(tmp, "pid")).read())
+        os.kill(pid, 15)
+        t0 = time.time()
+        while not os.path.exists(stty2) and time.time() - t0 < 20:
+            time.sleep(0.1)
+        time.sleep(0.2)
+        code = open(status2).read().strip() if os.path.exists(status2) else "(none)"
+        check(code == "143", "SIGTERM: exit status 128+15 (got %s)" % code)
+        st = open(stty2).read() if os.path.exists(stty2) else ""
+        check(re.search(r"(^|\s)echo(\s|$)", st) and re.search(r"(^|\s)icanon(\s|$)", st),
+              "SIGTERM: the terminal is restored")
+    finally:
+        tmux("kill-server", check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("tui_tmux_%dx%d: %d failed" % (COLS, ROWS, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
