@@ -15,6 +15,8 @@ struct tl_sampler {
     tl_sampling p;
     uint64_t rng[4];
     double *x;      /* processed logits (-inf when cut) */
+    double *e;      /* exp(logit / t - max), before the cuts */
+    double zt, zk;  /* sums of e: all tokens, kept tokens */
     int *idx;       /* scratch: sorted indices */
     unsigned char *cut; /* 1 top-k, 2 top-p */
 };
@@ -65,9 +67,10 @@ tl_sampler *tl_sampler_create(int vocab_size, tl_sampling p)
     if (!s) return NULL;
     s->vocab = vocab_size;
     s->x = malloc(sizeof(double) * (size_t)vocab_size);
+    s->e = malloc(sizeof(double) * (size_t)vocab_size);
     s->idx = malloc(sizeof(int) * (size_t)vocab_size);
     s->cut = malloc((size_t)vocab_size);
-    if (!s->x || !s->idx || !s->cut) {
+    if (!s->x || !s->e || !s->idx || !s->cut) {
         tl_sampler_free(s);
         return NULL;
     }
@@ -79,6 +82,7 @@ void tl_sampler_free(tl_sampler *s)
 {
     if (!s) return;
     free(s->x);
+    free(s->e);
     free(s->idx);
     free(s->cut);
     free(s);
@@ -121,49 +125,67 @@ static int top_indices(const double *v, int len, int n, int *out)
     return m;
 }
 
+static int top_indices_f(const float *v, int len, int n, int *out)
+{
+    if (n > len) n = len;
+    int m = 0;
+    for (int i = 0; i < len; i++) {
+        if (m < n || v[i] > v[out[n - 1]]) {
+            int j = m < n ? m++ : n - 1;
+            while (j > 0 && v[out[j - 1]] < v[i]) { out[j] = out[j - 1]; j--; }
+            out[j] = i;
+        }
+    }
+    return m;
+}
+
 static int use_temperature(const tl_sampling *p) { return !p->greedy && p->temperature > 0 && p->temperature != 1.0f; }
 static int use_top_k(const tl_sampling *p) { return !p->greedy && p->top_k > 0; }
 static int use_top_p(const tl_sampling *p) { return !p->greedy && p->top_p < 1.0f; }
 
-/* Runs the pipeline into s->x / s->cut; returns the number of tokens kept. */
+/* Runs the pipeline: s->x processed logits (-inf when cut), s->e = exp(logit/t - max) for every
+ * token (before any cut), s->zt its sum, s->zk the sum over the kept tokens. Returns the number
+ * of tokens kept. */
 static int process(tl_sampler *s, const float *logits)
 {
     const tl_sampling *p = &s->p;
     int V = s->vocab;
-    double t = use_temperature(p) ? p->temperature : 1.0;
+    double t = use_temperature(p) ? p->temperature : 1.0, mx = -INFINITY;
     for (int i = 0; i < V; i++) {
         s->x[i] = (double)logits[i] / t;
         s->cut[i] = 0;
+        if (s->x[i] > mx) mx = s->x[i];
     }
+    s->zt = 0;
+    for (int i = 0; i < V; i++) s->zt += (s->e[i] = exp(s->x[i] - mx));
+    s->zk = s->zt;
     if (p->greedy) return 1;
     int kept = V;
     if (use_top_k(p) && p->top_k < V) {
         /* scores < k-th largest are removed: ties with the k-th value stay. */
         int k = p->top_k;
-        int *top = malloc(sizeof(int) * (size_t)k);
-        if (top) {
-            top_indices(s->x, V, k, top);
-            double kth = s->x[top[k - 1]];
-            free(top);
-            kept = 0;
-            for (int i = 0; i < V; i++) {
-                if (s->x[i] < kth) { s->cut[i] = 1; s->x[i] = -INFINITY; }
-                else kept++;
-            }
+        top_indices(s->x, V, k, s->idx);
+        double kth = s->x[s->idx[k - 1]];
+        kept = 0;
+        for (int i = 0; i < V; i++) {
+            if (s->x[i] < kth) { s->cut[i] = 1; s->x[i] = -INFINITY; }
+            else kept++;
         }
     }
     if (use_top_p(p)) {
         /* Ascending order; cumulative softmax from the least likely side; remove where
          * cum <= 1 - top_p; the most likely token always stays. */
         int n = 0;
+        double z = 0;
         for (int i = 0; i < V; i++)
-            if (!s->cut[i]) s->idx[n++] = i;
+            if (!s->cut[i]) {
+                s->idx[n++] = i;
+                z += s->e[i];
+            }
         qsort_r(s->idx, (size_t)n, sizeof(int), by_value_desc, s->x);
-        double mx = s->x[s->idx[0]], z = 0;
-        for (int j = 0; j < n; j++) z += exp(s->x[s->idx[j]] - mx);
         double cum = 0, lim = 1.0 - (double)p->top_p;
         for (int j = n - 1; j >= 1; j--) {   /* least likely first; j == 0 is always kept */
-            cum += exp(s->x[s->idx[j]] - mx) / z;
+            cum += s->e[s->idx[j]] / z;
             if (cum <= lim) {
                 s->cut[s->idx[j]] = 2;
                 s->x[s->idx[j]] = -INFINITY;
@@ -172,6 +194,11 @@ static int process(tl_sampler *s, const float *logits)
                 break;   /* cum only grows */
             }
         }
+    }
+    if (kept < V) {
+        s->zk = 0;
+        for (int i = 0; i < V; i++)
+            if (!s->cut[i]) s->zk += s->e[i];
     }
     return kept;
 }
@@ -183,33 +210,21 @@ static void fill_report(tl_sampler *s, const float *logits, int top_n, int chose
     if (top_n < 1) top_n = 1;
     if (top_n > TL_MAX_TOP) top_n = TL_MAX_TOP;
     if (top_n > V) top_n = V;
-    double t = use_temperature(&s->p) ? s->p.temperature : 1.0;
-    double mx = -INFINITY, mxt = -INFINITY, mxf = -INFINITY;
-    for (int i = 0; i < V; i++) {
+    int t_on = use_temperature(&s->p);
+    /* the raw softmax differs from the tempered one only when a temperature applies */
+    double mx = -INFINITY, z = 0, ent = 0;
+    for (int i = 0; i < V; i++)
         if (logits[i] > mx) mx = logits[i];
-        if (logits[i] / t > mxt) mxt = logits[i] / t;
-        if (s->x[i] > mxf) mxf = s->x[i];
-    }
-    double z = 0, zt = 0, zf = 0, ent = 0;
+    if (t_on)
+        for (int i = 0; i < V; i++) z += exp(logits[i] - mx);
+    else
+        z = s->zt;
     for (int i = 0; i < V; i++) {
-        z += exp(logits[i] - mx);
-        double e = exp(logits[i] / t - mxt);
-        zt += e;
-        if (!s->p.greedy && s->x[i] > -INFINITY) zf += exp(s->x[i] - mxf);
-    }
-    for (int i = 0; i < V; i++) {
-        double q = exp(logits[i] / t - mxt) / zt;
+        double q = s->e[i] / s->zt;
         if (q > 0) ent -= q * log(q);
     }
-    /* candidates by raw logit (temperature is monotonic, so the same order). */
-    double *key = malloc(sizeof(double) * (size_t)V);
     int top[TL_MAX_TOP];
-    int n = 0;
-    if (key) {
-        for (int i = 0; i < V; i++) key[i] = logits[i];
-        n = top_indices(key, V, top_n, top);
-        free(key);
-    }
+    int n = top_indices_f(logits, V, top_n, top);
     memset(rep, 0, sizeof *rep);
     rep->chosen = chosen;
     rep->n = n;
@@ -221,14 +236,14 @@ static void fill_report(tl_sampler *s, const float *logits, int top_n, int chose
         tl_candidate *c = &rep->cand[j];
         c->id = i;
         c->logit = logits[i];
-        c->prob = (float)(exp(logits[i] - mx) / z);
-        double pt = exp(logits[i] / t - mxt) / zt;
+        c->prob = (float)(t_on ? exp(logits[i] - mx) / z : s->e[i] / z);
+        double pt = s->e[i] / s->zt;
         c->prob_temp = (float)pt;
         in += pt;
         c->cut_top_k = s->cut[i] == 1;
         c->cut_top_p = s->cut[i] == 2;
         if (s->p.greedy) c->prob_final = i == chosen ? 1.0f : 0.0f;
-        else c->prob_final = s->x[i] > -INFINITY ? (float)(exp(s->x[i] - mxf) / zf) : 0.0f;
+        else c->prob_final = s->cut[i] ? 0.0f : (float)(s->e[i] / s->zk);
     }
     rep->mass_outside = in >= 1.0 ? 0.0 : 1.0 - in;
 }
@@ -248,18 +263,13 @@ int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_r
     if (s->p.greedy) {
         chosen = argmax(logits, s->vocab);
     } else {
-        double mx = -INFINITY, z = 0;
-        for (int i = 0; i < s->vocab; i++)
-            if (s->x[i] > mx) mx = s->x[i];
-        for (int i = 0; i < s->vocab; i++)
-            if (s->x[i] > -INFINITY) z += exp(s->x[i] - mx);
-        double u = rng_uniform(s->rng) * z, acc = 0;
+        double u = rng_uniform(s->rng) * s->zk, acc = 0;
         chosen = -1;
         int last = -1;
         for (int i = 0; i < s->vocab; i++) {
-            if (s->x[i] == -INFINITY) continue;
+            if (s->cut[i]) continue;
             last = i;
-            acc += exp(s->x[i] - mx);
+            acc += s->e[i];
             if (u < acc) { chosen = i; break; }
         }
         if (chosen < 0) chosen = last >= 0 ? last : argmax(logits, s->vocab);
