@@ -575,7 +575,7 @@ static void put_repr(sb *b, jv v)
         sb_putc(b, '}');
         break;
     }
-    case T_UNDEF: break;
+    case T_UNDEF: sb_puts(b, "Undefined"); break;
     default: put_str(b, v);
     }
     b->j->depth--;
@@ -1906,7 +1906,7 @@ static void parse_params(P *p, node *n)
             adv(p);
             nv_push(p, &defs, parse_expr(p, 1));
         } else {
-            if (defs.n) pfail(p, t, "non-default argument follows default argument");
+            if (defs.n && defs.v[defs.n - 1]) pfail(p, t, "non-default argument follows default argument");
             nv_push(p, &defs, NULL);
         }
     }
@@ -3066,7 +3066,13 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         if (!is_num(v)) jfail(j, "type %s doesn't define __round__ method", type_name(v));
         double x = num_f(v), s = pow(10, (double)prec);
         const char *ms = m.t == T_STR ? m.u.s->p : "common";
-        if (!strcmp(ms, "common")) return v_float(nearbyint(x * s) / s);
+        if (!strcmp(ms, "common")) {
+            if (v.t != T_FLOAT && prec >= 0) return v_int(num_i(v)); /* round(int, n) is that int */
+            if (prec < 0 || prec > 300) return v_float(nearbyint(x * s) / s);
+            char buf[400]; /* Python rounds the exact binary value, as printf does */
+            snprintf(buf, sizeof buf, "%.*f", (int)prec, x);
+            return v_float(strtod(buf, NULL));
+        }
         if (!strcmp(ms, "ceil")) return v_float(ceil(x * s) / s);
         if (!strcmp(ms, "floor")) return v_float(floor(x * s) / s);
         jfail(j, "method must be common, ceil or floor");
@@ -3168,8 +3174,13 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         return l->it[best];
     }
     if (!strcmp(name, "attr")) {
-        jv n = arg(A, 0, "name", v_undef(NULL));
-        return get_attr(j, v, to_str(j, n).u.s->p);
+        /* getattr only: a dict's keys are not attributes */
+        const char *nm = to_str(j, arg(A, 0, "name", v_undef(NULL))).u.s->p;
+        jv m;
+        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
+        if (v.t == T_NS) return get_attr(j, v, nm);
+        if (method_of(j, v, nm, &m)) return m;
+        return v_undef(jprintf(j, "'%s' has no attribute '%s'", obj_repr(v), nm));
     }
     if (!strcmp(name, "format")) {
         jlist *t = list_new(j, (size_t)A->n + 1);
@@ -3645,9 +3656,10 @@ static int exec_for(J *j, node *n, frame *f, sb *out)
     static const char *const K[] = {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem", "cycle"};
     jdict *loop = dict_new(j);
     for (size_t k = 0; k < 12; k++) dict_set_s(j, loop, K[k], v_none());
-    dict_set_s(j, &lf->vars, "loop", v_dict(loop));
     for (size_t i = 0; i < cnt; i++) {
         if (++j->iters > MAX_ITERS) jfail(j, "too many loop iterations (limit %lld)", MAX_ITERS);
+        /* as Jinja2: what the body sets lasts for one iteration only */
+        lf = frame_new(j, f);
         bind(j, lf, n->d, items->it[i]);
         jv *v = loop->v;
         v[0] = v_int((long long)i + 1);

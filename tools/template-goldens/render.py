@@ -7,7 +7,7 @@ sets it up (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontr
     /usr/bin/python3 tools/template-goldens/render.py
 
 Writes tests/template/goldens.json (every template x case x add_generation_prompt) and
-tests/template/micro-goldens.json (the hand-written feature templates in micro.json).
+tests/template/micro-goldens.json (the hand-written feature templates in micro_cases.py).
 strftime_now reads the time from $TOKENLOOP_NOW (Unix seconds, UTC), which this script fixes,
 as the C engine does."""
 import json
@@ -127,12 +127,12 @@ def main():
         json.dump({"now": NOW, "jinja2": jinja2.__version__, "renders": goldens}, f,
                   ensure_ascii=False, indent=1)
         f.write("\n")
-    with open(os.path.join(HERE, "micro.json")) as f:
-        micro = json.load(f)
+    sys.path.insert(0, HERE)
+    from micro_cases import CASES
     out = []
-    for m in micro:
-        rec = {"name": m["name"], "template": m["template"], "context": m.get("context", {})}
-        rec.update(render(env, m["template"], m.get("context", {})))
+    for name, template, context in CASES:
+        rec = {"name": name, "template": template, "context": context}
+        rec.update(render(env, template, context))
         out.append(rec)
     with open(os.path.join(tests, "micro-goldens.json"), "w") as f:
         json.dump({"now": NOW, "jinja2": jinja2.__version__, "renders": out}, f,
