@@ -149,6 +149,45 @@ def main():
             tabbed = not (c >= 120 and r >= 32)
             check(("1 Prompt  2 Tokens" in s) == tabbed, "after a resize to %dx%d: %s" % (c, r, "tabs" if tabbed else "all panes"))
 
+        # ? shows every key; any key closes it
+        tmux("send-keys", "-t", "t", "?")
+        s, m = wait_for(lambda s: "run to the stop" in s and "step back one token" in s, "the help", 10)
+        check(m, "? shows the key list")
+        tmux("send-keys", "-t", "t", "Escape")
+        s, m = wait_for(lambda s: "run to the stop" not in s, "the help to close", 10)
+        check(m, "any key closes the help")
+
+        # a: add_generation_prompt off re-renders at once: fewer prompt tokens; on again: back
+        tmux("send-keys", "-t", "t", "a")
+        s, m = wait_for(lambda s: re.search(r"next: prefill (\d+) tokens", s), "a re-render", 20)
+        n_off = int(m.group(1)) if m else -1
+        check(0 < n_off < n_prompt, "a: without the generation prompt %d < %d tokens" % (n_off, n_prompt))
+        tmux("send-keys", "-t", "t", "a")
+        s, m = wait_for(lambda s: re.search(r"next: prefill %d tokens" % n_prompt, s), "the generation prompt back", 20)
+        check(m, "a again: %d tokens" % n_prompt)
+
+        # e: edit the message in place; Vietnamese, CJK and emoji keep every border in its column
+        text = "Xin ch\u00e0o th\u1ebf gi\u1edbi \u4e2d\u6587\u5b57 \U0001F600 \u1ec7"
+        tmux("send-keys", "-t", "t", "e")
+        wait_for(lambda s: "user message (Enter" in s, "the editor", 10)
+        tmux("send-keys", "-t", "t", "C-u")
+        tmux("send-keys", "-t", "t", "-l", text)
+        tmux("send-keys", "-t", "t", "Enter")
+        s, m = wait_for(lambda s: text in s and "user message (Enter" not in s, "the edited message in the prompt", 20)
+        check(m, "e: the edited message is in the rendered prompt")
+        if m:
+            bad = [l for l in s.split("\n") if l.startswith("\u2502") and width(l) != COLS and width(l) != COLS // 2]
+            check(not bad, "wide characters: every pane line keeps its border column %s" % bad[:1])
+        screen_sane(s, COLS, ROWS, "after editing")
+
+        # l: the lessons panel lists the lessons; Esc hides it
+        tmux("send-keys", "-t", "t", "l")
+        s, m = wait_for(lambda s: "Lessons (l)" in s, "the lessons panel", 10)
+        check(m, "l opens the lessons panel")
+        tmux("send-keys", "-t", "t", "Escape")
+        s, m = wait_for(lambda s: "Lessons (l)" not in s, "the lessons panel to close", 10)
+        check(m, "Esc closes the lessons panel")
+
         # colours unless NO_COLOR: SGR colour codes on screen
         esc = capture(escapes=True)
         check(re.search(r"\x1b\[[0-9;]*(3[0-7]|4[0-7]|38;5)[;m]", esc) is not None, "colours are used")
