@@ -129,6 +129,13 @@ def main():
         check(generated(s) == 1, "one token generated after the prefill (%s)" % generated(s))
         check("next: decode token 2" in s, "the status line moves on to decode token 2")
 
+        # Enter on the third row forces that token instead: the row is marked F▶
+        third = rows[2][1] if len(rows) >= 3 else -1
+        tmux("send-keys", "-t", "t", "Down", "Down", "Enter")
+        s, m = wait_for(lambda s: re.search(r"F\u25b6\s+3\s+%d\s" % third, s), "the forced row", 20)
+        check(m, "Enter on row 3 forces token %d (marked F\u25b6)" % third)
+        check(generated(s) == 1, "forcing replaces the choice, it adds no token (%s)" % generated(s))
+
         tmux("send-keys", "-t", "t", "r")
         s, m = wait_for(lambda s: re.search(r"(STOPPED: |stop: )(eos|stop_string|max_new_tokens)", s), "a stop reason", 120)
         check(m is not None, "after r: stop reason %s" % (m.group(2) if m else "-"))
@@ -236,6 +243,30 @@ def main():
         st = open(stty2).read() if os.path.exists(stty2) else ""
         check(re.search(r"(^|\s)echo(\s|$)", st) and re.search(r"(^|\s)icanon(\s|$)", st),
               "SIGTERM: the terminal is restored")
+    finally:
+        tmux("kill-server", check=False)
+
+    # q during a run: the generation thread is cancelled and joined, exit 0, terminal restored
+    status3 = os.path.join(tmp, "status3")
+    stty3 = os.path.join(tmp, "stty3")
+    cmd = ("%s tui --model %s; echo $? > %s; stty -a > %s; sleep 60" % (TOKENLOOP, MODEL, status3, stty3))
+    SOCK += "c"
+    tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-e", "LANG=C.UTF-8",
+         "-e", "LC_ALL=C.UTF-8", "sh", "-c", cmd)
+    try:
+        tmux("set-option", "-t", "t", "status", "off")
+        tmux("resize-window", "-t", "t", "-x", str(COLS), "-y", str(ROWS), check=False)
+        wait_for(lambda s: re.search(r"next: prefill", s), "the first screen (run + q)", 60)
+        tmux("send-keys", "-t", "t", "r", "q")
+        t0 = time.time()
+        while not os.path.exists(stty3) and time.time() - t0 < 30:
+            time.sleep(0.1)
+        time.sleep(0.2)
+        code = open(status3).read().strip() if os.path.exists(status3) else "(none)"
+        check(code == "0", "q during a run: exit status 0 (got %s)" % code)
+        st = open(stty3).read() if os.path.exists(stty3) else ""
+        check(re.search(r"(^|\s)echo(\s|$)", st) and re.search(r"(^|\s)icanon(\s|$)", st),
+              "q during a run: the terminal is restored")
     finally:
         tmux("kill-server", check=False)
         shutil.rmtree(tmp, ignore_errors=True)
