@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA backend on a machine with an NVIDIA GPU (written for a lent H200: no network, CMake,
 # nvcc, PyTorch and transformers installed). In about five minutes it:
-#   1. configures and builds a fresh Release build (warnings are errors),
+#   1. configures and builds a fresh Release build,
 #   2. runs the gpu tests (ctest -L gpu), then compute-sanitizer memcheck on test_cuda_ops,
 #   3. runs `tokenloop bench --synthetic llama-3.1-8b --device cuda` (30-token prompt),
 #   4. measures the device's copy bandwidth and transformers' generate() on the same shape

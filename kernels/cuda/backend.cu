@@ -105,7 +105,7 @@ struct cuctx {
     int nids = 0, ids[MAX_IDS];
     int prev_pos = 0, prev_valid = 0;
     cudaGraphExec_t gexec = nullptr;
-    int graphs_enabled = 1, capture_failed = 0;
+    int graphs_enabled = 1, capture_failed = 0, fuse = 1;
 
     tl_cuda_stats st{};
     int reported = 0;
@@ -296,14 +296,108 @@ void exec_cmd(cuctx *c, const cmd &k, bool graph)
     CKL(c);
 }
 
+dptr arg(const cmd &k, int j, bool graph)
+{
+    if (graph && k.abase[j])
+        return dptr{(float *)k.abase[j] + k.goff[j], k.rel[j] ? k.W[j] : 0};
+    return dptr{k.p[j], 0};
+}
+
+bool same_dptr(dptr a, dptr b) { return a.base == b.base && a.stride == b.stride; }
+
+bool mv_ok(const cmd &k, bool graph)
+{
+    return k.kind == OP_MATMUL && k.T == 1 && !k.a && k.wc % 8 == 0 && ((uintptr_t)arg(k, 1, graph).base & 15) == 0;
+}
+
+int pick_rpb(cuctx *c, long long rows)
+{
+    long long target = 4LL * c->nsm;
+    return rows / 8 >= target ? 8 : rows / 4 >= target ? 4 : rows / 2 >= target ? 2 : 1;
+}
+
+/* Runs a recorded decode step. Unless TL_CUDA_FUSE=0, neighbours that read the same input
+ * share a launch: q/k/v and gate/up (one matrix-vector launch), a residual add and the RMSNorm
+ * of its result, the two RoPEs. Launches are what a decode step has too many of. */
+void exec_list(cuctx *c, const cmdlist &L, bool graph)
+{
+    const int *posp = graph ? c->d_pos : nullptr;
+    for (int i = 0; i < L.n;) {
+        const cmd &k = L.v[i];
+        if (c->fuse && mv_ok(k, graph)) {
+            dptr x = arg(k, 1, graph);
+            int n = 1;
+            while (n < 3 && i + n < L.n && mv_ok(L.v[i + n], graph) && L.v[i + n].wc == k.wc &&
+                   same_dptr(arg(L.v[i + n], 1, graph), x))
+                n++;
+            bool alias = false;
+            for (int m = 0; m < n; m++)
+                alias |= arg(L.v[i + m], 0, graph).base == x.base;
+            if (n > 1 && !alias) {
+                long long total = 0;
+                for (int m = 0; m < n; m++)
+                    total += L.v[i + m].wr;
+                int rpb = pick_rpb(c, total);
+                mv_segs sg;
+                memset(&sg, 0, sizeof sg);
+                sg.n = n;
+                int blocks = 0;
+                for (int m = 0; m < n; m++) {
+                    sg.W[m] = (const uint16_t *)L.v[i + m].w;
+                    sg.out[m] = arg(L.v[i + m], 0, graph);
+                    sg.rows[m] = (int)L.v[i + m].wr;
+                    sg.first[m] = blocks;
+                    blocks += (sg.rows[m] + rpb - 1) / rpb;
+                }
+                int cols = (int)k.wc;
+                switch (rpb) {
+                case 8: k_matvec_multi<8><<<blocks, 256, 0, c->s>>>(sg, x, posp, cols); break;
+                case 4: k_matvec_multi<4><<<blocks, 256, 0, c->s>>>(sg, x, posp, cols); break;
+                case 2: k_matvec_multi<2><<<blocks, 256, 0, c->s>>>(sg, x, posp, cols); break;
+                default: k_matvec_multi<1><<<blocks, 256, 0, c->s>>>(sg, x, posp, cols); break;
+                }
+                CKL(c);
+                i += n;
+                continue;
+            }
+        }
+        if (c->fuse && k.kind == OP_ADD && i + 1 < L.n) {
+            const cmd &r = L.v[i + 1];
+            if (r.kind == OP_RMSNORM && r.T == 1 && r.a == k.a && same_dptr(arg(r, 1, graph), arg(k, 0, graph))) {
+                k_add_rmsnorm<<<1, k.a >= 1024 ? 1024 : 256, 0, c->s>>>(arg(k, 0, graph), arg(k, 1, graph),
+                                                                       arg(r, 0, graph), posp, (const float *)r.w,
+                                                                       r.a, r.f);
+                CKL(c);
+                i += 2;
+                continue;
+            }
+        }
+        if (c->fuse && k.kind == OP_ROPE && k.T == 1 && i + 1 < L.n) {
+            const cmd &r = L.v[i + 1];
+            /* distinct tensors only: blocks of one launch run in any order */
+            bool apart = (k.abase[0] && r.abase[0] && k.abase[0] != r.abase[0]) ||
+                         k.p[0] + (size_t)k.a * k.b <= r.p[0] || r.p[0] + (size_t)r.a * r.b <= k.p[0];
+            if (r.kind == OP_ROPE && r.T == 1 && r.b == k.b && r.w == k.w && r.pos == k.pos && apart &&
+                (!graph || k.abase[0] != r.abase[0] || k.rel[0] == r.rel[0])) {
+                k_rope2<<<k.a + r.a, 64, 0, c->s>>>(arg(k, 0, graph), k.a, arg(r, 0, graph), posp, k.pos, k.b,
+                                                     (const float *)k.w);
+                CKL(c);
+                i += 2;
+                continue;
+            }
+        }
+        exec_cmd(c, k, graph);
+        i++;
+    }
+}
+
 /* Runs what a deferred pass recorded so far, op by op; the rest of the pass runs eagerly. */
 void flush(cuctx *c)
 {
     if (!c->deferring)
         return;
     c->deferring = 0;
-    for (int i = 0; i < c->cur.n; i++)
-        exec_cmd(c, c->cur.v[i], false);
+    exec_list(c, c->cur, false);
     c->cur.n = 0;
     c->prev_valid = 0;
 }
@@ -401,8 +495,7 @@ bool capture(cuctx *c)
     cudaGraph_t g = nullptr;
     if (cudaStreamBeginCapture(c->s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
         return false;
-    for (int i = 0; i < c->cur.n; i++)
-        exec_cmd(c, c->cur.v[i], true);
+    exec_list(c, c->cur, true);
     cudaError_t e = cudaStreamEndCapture(c->s, &g);
     if (e != cudaSuccess || !g) {
         cudaGetLastError();
@@ -450,8 +543,7 @@ void end_deferred(cuctx *c)
         }
     }
     if (!done) {
-        for (int i = 0; i < c->cur.n; i++)
-            exec_cmd(c, c->cur.v[i], false);
+        exec_list(c, c->cur, false);
         c->st.eager_decode++;
     }
     cmdlist t = c->prev;
@@ -476,6 +568,7 @@ void *cu_create(int threads, tl_error *err)
         return nullptr;
     }
     cudaDeviceProp prop;
+    memset(&prop, 0, sizeof prop);
     if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major < 8) {
         tl_error_set(err, "cuda: device 0 (%s) is sm_%d%d; this build needs sm_80 or newer", prop.name,
                      prop.major, prop.minor);
@@ -489,6 +582,8 @@ void *cu_create(int threads, tl_error *err)
     c->nsm = prop.multiProcessorCount;
     const char *g = getenv("TL_CUDA_GRAPH");
     c->graphs_enabled = !(g && !strcmp(g, "0"));
+    const char *f = getenv("TL_CUDA_FUSE");
+    c->fuse = !(f && !strcmp(f, "0"));
     if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->pin_ev[0], cudaEventDisableTiming) != cudaSuccess ||

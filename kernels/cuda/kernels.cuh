@@ -224,19 +224,18 @@ __device__ __forceinline__ void dot8(float (&acc)[TT], uint4 w, const float *x, 
     }
 }
 
-/* out[t, row] = W[row, :] . x[t, :] for T <= TT tokens. 256 threads = 8 warps; RPB rows per
- * block, 8 / RPB warps per row. Each lane streams 16-byte chunks (8 bf16) of the row with
- * evict-first loads, four in flight, so HBM stays busy; x stays in L1/L2.
+/* out[t, row] = W[row, :] . x[t, :] for T <= TT tokens, rows blk*RPB.. of W. 256 threads =
+ * 8 warps; RPB rows per block, 8 / RPB warps per row. Each lane streams 16-byte chunks (8 bf16)
+ * of the row with evict-first loads, four in flight, so HBM stays busy; x stays in L1/L2.
  * Needs cols % 8 == 0 and 16-byte aligned x. */
 template <int RPB, int TT>
-__global__ void __launch_bounds__(256) k_matvec(const uint16_t *__restrict__ W, dptr xp, dptr op,
-                                                const int *posp, int rows, int cols, int T)
+__device__ __forceinline__ void matvec_block(const uint16_t *__restrict__ W, const float *x, dptr op,
+                                             const int *posp, int rows, int cols, int T, int blk)
 {
     constexpr int WPR = 8 / RPB;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int rloc = warp / WPR, wsub = warp % WPR;
-    int row = blockIdx.x * RPB + rloc;
-    const float *x = tl_rs(xp, posp);
+    int row = blk * RPB + rloc;
     float acc[TT];
 #pragma unroll
     for (int t = 0; t < TT; t++)
@@ -269,6 +268,66 @@ __global__ void __launch_bounds__(256) k_matvec(const uint16_t *__restrict__ W, 
         for (int i = 0; i < WPR; i++)
             s += part[lane][rloc * WPR + i];
         tl_rs(op, posp)[(size_t)lane * rows + row] = s;
+    }
+}
+
+template <int RPB, int TT>
+__global__ void __launch_bounds__(256) k_matvec(const uint16_t *__restrict__ W, dptr xp, dptr op,
+                                                const int *posp, int rows, int cols, int T)
+{
+    matvec_block<RPB, TT>(W, tl_rs(xp, posp), op, posp, rows, cols, T, blockIdx.x);
+}
+
+/* Up to three matrices that read the same x (q/k/v, gate/up) in one launch: the blocks of
+ * segment i start at first[i]. One launch instead of three, and no tail between them. */
+struct mv_segs {
+    const uint16_t *W[3];
+    dptr out[3];
+    int rows[3], first[3], n;
+};
+
+template <int RPB>
+__global__ void __launch_bounds__(256) k_matvec_multi(mv_segs sg, dptr xp, const int *posp, int cols)
+{
+    int b = blockIdx.x;
+    if (sg.n > 2 && b >= sg.first[2])
+        matvec_block<RPB, 1>(sg.W[2], tl_rs(xp, posp), sg.out[2], posp, sg.rows[2], cols, 1, b - sg.first[2]);
+    else if (sg.n > 1 && b >= sg.first[1])
+        matvec_block<RPB, 1>(sg.W[1], tl_rs(xp, posp), sg.out[1], posp, sg.rows[1], cols, 1, b - sg.first[1]);
+    else
+        matvec_block<RPB, 1>(sg.W[0], tl_rs(xp, posp), sg.out[0], posp, sg.rows[0], cols, 1, b);
+}
+
+/* x += y, then out = rmsnorm(x) * w: one row, one block, the same arithmetic as k_add followed
+ * by k_rmsnorm with this block size. */
+__global__ void k_add_rmsnorm(dptr xp, dptr yp, dptr op, const int *posp, const float *w, int n, float eps)
+{
+    float *x = tl_rs(xp, posp), *o = tl_rs(op, posp);
+    const float *y = tl_rs(yp, posp);
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = x[i] + y[i];
+        x[i] = v;
+        ss += v * v;
+    }
+    ss = block_sum(ss);
+    float scale = 1.0f / sqrtf(ss / (float)n + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        o[i] = x[i] * scale * w[i];
+}
+
+/* Two RoPEs of one position (q and k) in one launch: blocks below n1 rotate a, the rest b. */
+__global__ void k_rope2(dptr ap, int n1, dptr bp, const int *posp, int pos_host, int head_dim, const float *inv)
+{
+    int h = blockIdx.x, half = head_dim / 2;
+    int pos = tl_pos(posp, pos_host);
+    float *v = h < n1 ? tl_rs(ap, posp) + (size_t)h * head_dim : tl_rs(bp, posp) + (size_t)(h - n1) * head_dim;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float angle = (float)pos * inv[i], s, c;
+        sincosf(angle, &s, &c);
+        float a = v[i], b = v[i + half];
+        v[i] = a * c - b * s;
+        v[i + half] = b * c + a * s;
     }
 }
 
