@@ -11,10 +11,6 @@
 #include "app.h"
 #include "commands.h"
 #include "tokenloop/session.h"
-#if __has_include("tokenloop/paths.h")
-#include "tokenloop/paths.h"
-#define TL_TUI_HAVE_PATHS 1
-#endif
 
 static const char *default_user = "What is the capital of France? Answer in one sentence.";
 
@@ -23,7 +19,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tokenloop tui [--model DIR] [--prompt TEXT] [--system TEXT] [--device cpu|cuda]\n"
             "                     [--threads N] [--lang en|vi] [--mono] [--bench-frame [N]]\n"
-            "  Steps through generation one forward pass at a time. Without --model: the bundled model.\n"
+            "  Steps through generation one forward pass at a time. Without --model: $TOKENLOOP_MODEL,\n"
+            "  else the bundled model (assets/models/tl-mini-instruct).\n"
             "  --bench-frame N  draw N full frames at 160x48 off screen and print ms per frame\n"
             "  Keys: Space step, r run, \xE2\x86\x90 back, Enter force, ? all keys, q quit.\n");
 }
@@ -41,16 +38,10 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static const char *bundled_model(char *buf, size_t n)
 {
-#ifdef TL_TUI_HAVE_PATHS
-    if (tl_default_model_dir(buf, n) == 0)
-        return buf;
-    return NULL;
-#else
     snprintf(buf, n, "%s/assets/models/tl-mini-instruct", TL_TUI_SOURCE_DIR);
     char cfg[4200];
     snprintf(cfg, sizeof cfg, "%s/config.json", buf);
     return access(cfg, R_OK) == 0 ? buf : NULL;
-#endif
 }
 
 static void utf8_locale(void)
@@ -115,6 +106,8 @@ int cmd_tui(int argc, char **argv)
         return cli_fail(2, "tui: needs a terminal on stdin and stdout (tokenloop generate runs headless)");
 
     char bundled[4096];
+    if (!model && getenv("TOKENLOOP_MODEL") && *getenv("TOKENLOOP_MODEL"))
+        model = getenv("TOKENLOOP_MODEL");
     if (!model) {
         model = bundled_model(bundled, sizeof bundled);
         if (!model)

@@ -24,6 +24,10 @@ void Pane_stop(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     Draw_text(w, y++, in.x, in.w, line, fired && !strcmp(v->stop_reason, "eos") ? Theme_attr(TA_CHOSEN) : A_NORMAL);
     if (y >= end)
         return;
+    if (in.h >= 7 && v->eos_source[0]) {
+        snprintf(line, sizeof line, "         (the EOS set of %s)", v->eos_source);
+        Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_DIM));
+    }
     o = (size_t)snprintf(line, sizeof line, "strings  ");
     for (int i = 0; i < v->n_stops && o < sizeof line - 64; i++) {
         char vis[96];

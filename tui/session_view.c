@@ -197,7 +197,17 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         for (int i = 0; i < sc->n_stop && i < TL_VIEW_MAX_STOPS; i++)
             v->stops[v->n_stops++] = sc->stop[i];
         v->budget = sc->max_new_tokens;
-        snprintf(v->budget_source, sizeof v->budget_source, "%s", tl_budget_source_name(sc->budget_source));
+        const char *src;
+        switch (sc->budget_source) {
+        case TL_BUDGET_REQUEST: src = "your request (m)"; break;
+        case TL_BUDGET_GEN_MAX_NEW_TOKENS: src = "generation_config.json max_new_tokens"; break;
+        case TL_BUDGET_GEN_MAX_LENGTH: src = "generation_config.json max_length minus the prompt"; break;
+        case TL_BUDGET_DEFAULT: src = "transformers' default of 20 (nothing set it)"; break;
+        case TL_BUDGET_CONTEXT: src = "cut to the positions left in the context"; break;
+        default: src = tl_budget_source_name(sc->budget_source); break;
+        }
+        snprintf(v->budget_source, sizeof v->budget_source, "%s", src);
+        snprintf(v->eos_source, sizeof v->eos_source, "%s", sc->eos_source ? sc->eos_source : "");
     }
     v->generated = ng;
     const tl_stop_result *sr = tl_session_stop(s);

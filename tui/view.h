@@ -76,6 +76,7 @@ typedef struct tl_view {
     int eos_ids[TL_VIEW_MAX_EOS];
     char eos_names[TL_VIEW_MAX_EOS][32];
     int n_eos;
+    char eos_source[48];        /* "generation_config.json" or "config.json" */
     const char *stops[TL_VIEW_MAX_STOPS];
     int n_stops;
     int budget;
