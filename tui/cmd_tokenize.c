@@ -39,11 +39,11 @@ static char *slurp(const char *path, size_t *len)
         } else
             buf = b;
     }
-    int bad = ferror(f);
+    int bad = ferror(f), saved = errno;
     fclose(f);
     if (bad) {
         free(buf);
-        errno = EIO;
+        errno = saved ? saved : EIO;
         return NULL;
     }
     if (!buf)
