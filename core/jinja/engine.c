@@ -22,7 +22,7 @@ enum {
 };
 static const size_t MAX_STRING = 32u << 20;        /* one string or the output */
 static const size_t MAX_ARENA = 512u << 20;
-static const long long MAX_ITERS = 2000000;         /* loop iterations per render */
+static const long long MAX_ITERS = 1000000;         /* loop iterations per render */
 
 /* ---------------------------------------------------------------- arena */
 
@@ -883,14 +883,26 @@ static jv json_parse(J *j, const char *s, int mark)
 typedef struct jdump {
     const char *indent; /* NULL: none */
     const char *item_sep, *key_sep;
-    int sort_keys;
+    int sort_keys, ensure_ascii;
 } jdump;
 
-static void json_str(sb *b, const char *s, size_t n)
+static void json_str_a(sb *b, const char *s, size_t n, int ascii)
 {
     sb_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (ascii && (c >= 0x7f)) {
+            unsigned cp;
+            size_t k = u8_next(s, n, i, &cp);
+            char t[16];
+            if (cp >= 0x10000)
+                snprintf(t, sizeof t, "\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+            else
+                snprintf(t, sizeof t, "\\u%04x", cp);
+            sb_puts(b, t);
+            i += k - 1;
+            continue;
+        }
         if (c == '"') sb_puts(b, "\\\"");
         else if (c == '\\') sb_puts(b, "\\\\");
         else if (c == '\n') sb_puts(b, "\\n");
@@ -904,17 +916,19 @@ static void json_str(sb *b, const char *s, size_t n)
     sb_putc(b, '"');
 }
 
+static void json_str(sb *b, const char *s, size_t n) { json_str_a(b, s, n, 0); }
+
 static void json_nl(sb *b, const jdump *o, int level)
 {
     sb_putc(b, '\n');
     for (int i = 0; i < level; i++) sb_puts(b, o->indent);
 }
 
-static void json_scalar_key(sb *b, jv k)
+static void json_scalar_key(sb *b, jv k, int ascii)
 {
     char t[64];
     switch (k.t) {
-    case T_STR: json_str(b, k.u.s->p, k.u.s->len); return;
+    case T_STR: json_str_a(b, k.u.s->p, k.u.s->len, ascii); return;
     case T_BOOL: json_str(b, k.u.b ? "true" : "false", k.u.b ? 4 : 5); return;
     case T_NONE: json_str(b, "null", 4); return;
     case T_INT: snprintf(t, sizeof t, "%lld", k.u.i); json_str(b, t, strlen(t)); return;
@@ -937,7 +951,7 @@ static void json_dump(sb *b, jv v, const jdump *o, int level)
         else if (isinf(v.u.f)) sb_puts(b, v.u.f < 0 ? "-Infinity" : "Infinity");
         else { fmt_float(t, sizeof t, v.u.f); sb_puts(b, t); }
         break;
-    case T_STR: json_str(b, v.u.s->p, v.u.s->len); break;
+    case T_STR: json_str_a(b, v.u.s->p, v.u.s->len, o->ensure_ascii); break;
     case T_LIST: {
         jlist *l = v.u.l;
         if (!l->n) { sb_puts(b, "[]"); break; }
@@ -965,7 +979,7 @@ static void json_dump(sb *b, jv v, const jdump *o, int level)
         for (size_t i = 0; i < d->n; i++) {
             if (i) sb_puts(b, o->item_sep);
             if (o->indent) json_nl(b, o, level + 1);
-            json_scalar_key(b, d->k[ord[i]]);
+            json_scalar_key(b, d->k[ord[i]], o->ensure_ascii);
             sb_puts(b, o->key_sep);
             json_dump(b, d->v[ord[i]], o, level + 1);
         }
@@ -2826,12 +2840,14 @@ static int apply_test(J *j, const char *name, jv v, jargs *A)
 
 /* ---------------------------------------------------------------- filters */
 
-static jv tojson(J *j, jv v, jargs *A, int pos0)
+/* transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False) */
+static jv tojson(J *j, jv v, jargs *A)
 {
-    jv ind = arg(A, pos0 + 1, "indent", v_none());
-    jv seps = arg(A, pos0 + 2, "separators", v_none());
-    jv sk = arg(A, pos0 + 3, "sort_keys", v_bool(0));
-    jdump o = {NULL, ", ", ": ", truthy(sk)};
+    jv ea = arg(A, 0, "ensure_ascii", v_bool(0));
+    jv ind = arg(A, 1, "indent", v_none());
+    jv seps = arg(A, 2, "separators", v_none());
+    jv sk = arg(A, 3, "sort_keys", v_bool(0));
+    jdump o = {NULL, ", ", ": ", truthy(sk), truthy(ea)};
     if (ind.t == T_INT || ind.t == T_BOOL) {
         long long n = num_i(ind);
         if (n < 0) n = 0;
@@ -3109,7 +3125,7 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         }
         return sb_val(&r);
     }
-    if (!strcmp(name, "tojson")) return tojson(j, v, A, -1);
+    if (!strcmp(name, "tojson")) return tojson(j, v, A);
     if (!strcmp(name, "escape") || !strcmp(name, "e") || !strcmp(name, "forceescape")) {
         jv s = to_str(j, v);
         sb r;
@@ -3519,7 +3535,7 @@ static jv call_value(J *j, jv fnv, jargs *A, jv caller)
     }
     if (!strcmp(name, "cycle")) {
         if (!A->n) jfail(j, "no items for cycling given");
-        return A->a[num_i(fn->self) % A->n];
+        return A->a[num_i(fn->self.u.d->v[1]) % A->n]; /* self: the loop; v[1]: index0 */
     }
     jfail(j, "'%s' is not callable", name);
 }
@@ -3656,11 +3672,17 @@ static int exec_for(J *j, node *n, frame *f, sb *out)
     static const char *const K[] = {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem", "cycle"};
     jdict *loop = dict_new(j);
     for (size_t k = 0; k < 12; k++) dict_set_s(j, loop, K[k], v_none());
+    loop->v[11] = mk_func(j, F_BUILTIN, "cycle", v_dict(loop));
+    jv loop_key = v_cstr(j, "loop");
+    jv target_key = n->d->k == E_NAME ? v_cstr(j, n->d->name) : v_none();
+    lf = frame_new(j, f);
     for (size_t i = 0; i < cnt; i++) {
         if (++j->iters > MAX_ITERS) jfail(j, "too many loop iterations (limit %lld)", MAX_ITERS);
-        /* as Jinja2: what the body sets lasts for one iteration only */
-        lf = frame_new(j, f);
-        bind(j, lf, n->d, items->it[i]);
+        /* as Jinja2: what the body sets lasts for one iteration only (nothing can hold on to
+         * the iteration's frame past it, so it is emptied and reused) */
+        lf->vars.n = 0;
+        if (n->d->k == E_NAME) dict_set(j, &lf->vars, target_key, items->it[i]);
+        else bind(j, lf, n->d, items->it[i]);
         jv *v = loop->v;
         v[0] = v_int((long long)i + 1);
         v[1] = v_int((long long)i);
@@ -3673,9 +3695,7 @@ static int exec_for(J *j, node *n, frame *f, sb *out)
         v[8] = v_int(0);
         v[9] = i ? items->it[i - 1] : v_undef("there is no previous item");
         v[10] = i + 1 < cnt ? items->it[i + 1] : v_undef("there is no next item");
-        v[11] = mk_func(j, F_BUILTIN, "cycle", v_int((long long)i));
-        /* a set in the body can shadow 'loop'; put it back each iteration */
-        dict_set_s(j, &lf->vars, "loop", v_dict(loop));
+        dict_set(j, &lf->vars, loop_key, v_dict(loop));
         int x = exec(j, n->c, lf, out);
         if (x == X_BREAK) break;
     }

@@ -144,4 +144,13 @@ CASES = [
     # a small real-world shape: tools rendering
     ("tools_render", "{% for tool in tools %}{{ tool.function.name }}({% for p, spec in tool.function.parameters.properties.items() %}{{ p }}: {{ spec.type }}{% if not loop.last %}, {% endif %}{% endfor %}){{ '\\n' }}{{ tool|tojson(indent=2) }}\n{% endfor %}",
      {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "enum": ["x", "y"]}}}}}]}),
+    # tojson arguments as transformers defines them: (ensure_ascii, indent, separators, sort_keys)
+    ("f_tojson_args", "{{ u|tojson(true) }}|{{ {'é': 'ü 😀'}|tojson(ensure_ascii=true) }}|{{ d|tojson(false, 1) }}|{{ d|tojson(indent=0) }}|{{ d|tojson(sort_keys=true, separators=(';', '=')) }}|{{ [1.0, 1e20, -0.5, 3]|tojson }}|{{ {1: 'int key', true: 'b', none: 'n'}|tojson }}", M),
+    ("f_tojson_indent_str", "{{ people|tojson(indent='\t') }}", M),
+    ("print_tool_call_args", "{% for m in messages %}{{ m.content|string|length }} {% endfor %}{{ {'a': 1.5, 'b': [true, none]} }}", M),
+    ("loop_in_macro_in_loop", "{% macro row(xs) %}{% for x in xs %}{{ loop.index }}{{ x }}{% endfor %}{% endmacro %}{% for r in [[1, 2], [3]] %}[{{ row(r) }}|{{ loop.index }}]{% endfor %}", {}),
+    ("ns_in_nested_loops", "{% set ns = namespace(total=0, last='') %}{% for a in [1, 2] %}{% for b in [10, 20] %}{% set ns.total = ns.total + a * b %}{% set ns.last = a ~ '-' ~ b %}{% endfor %}{% endfor %}{{ ns.total }} {{ ns.last }}", {}),
+    ("string_concat_provenance_shapes", "{% for m in messages %}{{ '<' + m.role + '>' + m.content|trim + '</' ~ m.role ~ '>' }}{{ m.content[:3] }}{{ m.content.strip().split(' ')|join('_') }}{% endfor %}", M),
+    ("is_defined_chains", "{{ messages[0].tool_calls is defined }} {{ messages[0]['tool_calls'] is not defined }} {{ (messages[0].tool_calls or []) | length }} {{ messages[5] is defined }}", M),
+    ("whitespace_real_template", "{%- for message in messages %}\n    {%- if message.role == 'user' %}\n        {{- '<|user|>\\n' + message.content }}\n    {%- elif message.role == 'assistant' %}\n        {{- '<|assistant|>\\n' + message.content }}\n    {%- endif %}\n{%- endfor %}\n{%- if add_generation_prompt %}\n    {{- '<|assistant|>' }}\n{%- endif %}\n", dict(M, add_generation_prompt=True)),
 ]
