@@ -1042,6 +1042,7 @@ const tl_backend_ops cuda_ops = [] {
     o.sync = cu_sync;
     o.begin_pass = cu_begin_pass;
     o.end_pass = cu_end_pass;
+    o.pass_ms = cu_pass_device_ms;
     return o;
 }();
 

@@ -352,6 +352,7 @@ static void test_decode_graph(void)
     TL_CHECK_INT(st1.errors, 0);
     double ms = tl_cuda_pass_device_ms(ctx);
     TL_CHECK_MSG(ms > 0 && ms < 1000, "device time of a pass: %g ms", ms);
+    TL_CHECK(be->pass_ms && be->pass_ms(ctx) == ms);
 
     /* a step of another shape runs eagerly and is still right; the old graph is dropped and,
      * two agreeing steps later, a new one is captured */

@@ -40,6 +40,9 @@ typedef struct tl_backend_ops {
      * before the first operation of a pass and end_pass after the last (before sync). */
     void (*begin_pass)(void *ctx, int T, int pos0);
     void (*end_pass)(void *ctx);
+    /* Optional (NULL on the CPU): device time of the last begin_pass..end_pass in ms, from
+     * events recorded on the device (CUDA events), valid after sync; < 0 when unknown. */
+    double (*pass_ms)(void *ctx);
 } tl_backend_ops;
 
 const tl_backend_ops *tl_backend_cpu(void);
