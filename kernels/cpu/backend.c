@@ -4,7 +4,6 @@
  * The matrix product picks the best kernel this CPU supports at run time (AVX-512 BF16,
  * AVX-512F, AVX2+FMA+F16C, portable); TL_CPU_ISA=generic|avx2|avx512|avx512bf16 forces one. */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,22 +125,16 @@ static void cpu_unload(void *ctx, tl_weight *dev)
 typedef struct {
     const tl_cpu_mm *mm;
     tl_cpu_mm_fn fn;
-    atomic_llong next;
     int64_t chunk;
 } mm_job;
 
-static void mm_worker(void *arg, int tid, int n)
+static void mm_item(void *arg, int item, int tid)
 {
     (void)tid;
-    (void)n;
     mm_job *j = arg;
-    for (;;) {
-        int64_t r0 = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
-        if (r0 >= j->mm->rows)
-            break;
-        int64_t r1 = r0 + j->chunk < j->mm->rows ? r0 + j->chunk : j->mm->rows;
-        j->fn(j->mm, r0, r1);
-    }
+    int64_t r0 = (int64_t)item * j->chunk;
+    int64_t r1 = r0 + j->chunk < j->mm->rows ? r0 + j->chunk : j->mm->rows;
+    j->fn(j->mm, r0, r1);
 }
 
 typedef struct {
@@ -151,13 +144,12 @@ typedef struct {
     int64_t cols, cols_pad;
 } pack_job;
 
-static void pack_worker(void *arg, int tid, int n)
+static void pack_item(void *arg, int t, int tid)
 {
+    (void)tid;
     pack_job *p = arg;
-    int t0 = (int)((int64_t)p->T * tid / n), t1 = (int)((int64_t)p->T * (tid + 1) / n);
-    if (t1 > t0)
-        tl_cpu_pack_bf16(p->xpack + (size_t)t0 * 2 * (size_t)p->cols_pad,
-                         p->x + (size_t)t0 * (size_t)p->cols, t1 - t0, p->cols, p->cols_pad);
+    tl_cpu_pack_bf16(p->xpack + (size_t)t * 2 * (size_t)p->cols_pad, p->x + (size_t)t * (size_t)p->cols, 1,
+                     p->cols, p->cols_pad);
 }
 
 static void cpu_matmul(void *ctx, float *out, const float *x, const tl_weight *W, int T)
@@ -189,10 +181,7 @@ static void cpu_matmul(void *ctx, float *out, const float *x, const tl_weight *W
             c->xpack_cap = need;
         }
         pack_job pj = {c->xpack, x, T, W->cols, mm.cols_pad};
-        if (T > 1 && n > 1)
-            tl_pool_run(c->pool, pack_worker, &pj);
-        else
-            pack_worker(&pj, 0, 1);
+        tl_pool_for(c->pool, T, pack_item, &pj);
         mm.xpack = c->xpack;
     }
     tl_cpu_mm_fn fn = c->isa->mm[W->dtype];
@@ -200,8 +189,7 @@ static void cpu_matmul(void *ctx, float *out, const float *x, const tl_weight *W
         fn(&mm, 0, W->rows);
         return;
     }
-    /* Contiguous chunks handed out dynamically: a thread the scheduler delays (this is a
-     * shared machine) takes fewer of them instead of holding everyone back. */
+    /* Contiguous chunks of rows, several per thread, handed out as threads come for them. */
     int64_t pieces = T == 1 ? 16 : 4;
     int64_t chunk = W->rows / (n * pieces);
     int64_t min_chunk = T == 1 ? 16 : 64;
@@ -209,8 +197,7 @@ static void cpu_matmul(void *ctx, float *out, const float *x, const tl_weight *W
         chunk = min_chunk;
     chunk = (chunk + 3) & ~(int64_t)3;
     mm_job j = {.mm = &mm, .fn = fn, .chunk = chunk};
-    atomic_init(&j.next, 0);
-    tl_pool_run(c->pool, mm_worker, &j);
+    tl_pool_for(c->pool, (int)((W->rows + chunk - 1) / chunk), mm_item, &j);
 }
 
 /* ---- attention: one (token, head) pair per work item ---- */
@@ -220,7 +207,6 @@ typedef struct {
     float *out;
     const float *q, *k, *v;
     int T, pos0, n_heads, n_kv, head_dim;
-    atomic_int next;
 } attn_job;
 
 static float dot(const float *a, const float *b, int n)
@@ -236,41 +222,34 @@ static float dot(const float *a, const float *b, int n)
     return r;
 }
 
-static void attn_worker(void *arg, int tid, int n)
+static void attn_item(void *arg, int it, int tid)
 {
-    (void)n;
     attn_job *a = arg;
     float *scores = a->c->scratch + (size_t)tid * a->c->scratch_cap;
     const int group = a->n_heads / a->n_kv, kv_dim = a->n_kv * a->head_dim, hd = a->head_dim;
     const float scale = 1.0f / sqrtf((float)hd);
-    const int items = a->T * a->n_heads;
-    for (;;) {
-        int it = atomic_fetch_add_explicit(&a->next, 1, memory_order_relaxed);
-        if (it >= items)
-            break;
-        int t = it / a->n_heads, h = it % a->n_heads, kvh = h / group, n_ctx = a->pos0 + t + 1;
-        const float *qh = a->q + ((size_t)t * a->n_heads + h) * hd;
-        float max = -INFINITY;
-        for (int p = 0; p < n_ctx; p++) {
-            float s = dot(qh, a->k + (size_t)p * kv_dim + (size_t)kvh * hd, hd) * scale;
-            scores[p] = s;
-            if (s > max)
-                max = s;
-        }
-        float sum = 0.0f;
-        for (int p = 0; p < n_ctx; p++) {
-            scores[p] = expf(scores[p] - max);
-            sum += scores[p];
-        }
-        float inv = 1.0f / sum;
-        float *o = a->out + ((size_t)t * a->n_heads + h) * hd;
-        memset(o, 0, sizeof(float) * (size_t)hd);
-        for (int p = 0; p < n_ctx; p++) {
-            const float *vp = a->v + (size_t)p * kv_dim + (size_t)kvh * hd;
-            float w = scores[p] * inv;
-            for (int i = 0; i < hd; i++)
-                o[i] += w * vp[i];
-        }
+    int t = it / a->n_heads, h = it % a->n_heads, kvh = h / group, n_ctx = a->pos0 + t + 1;
+    const float *qh = a->q + ((size_t)t * a->n_heads + h) * hd;
+    float max = -INFINITY;
+    for (int p = 0; p < n_ctx; p++) {
+        float s = dot(qh, a->k + (size_t)p * kv_dim + (size_t)kvh * hd, hd) * scale;
+        scores[p] = s;
+        if (s > max)
+            max = s;
+    }
+    float sum = 0.0f;
+    for (int p = 0; p < n_ctx; p++) {
+        scores[p] = expf(scores[p] - max);
+        sum += scores[p];
+    }
+    float inv = 1.0f / sum;
+    float *o = a->out + ((size_t)t * a->n_heads + h) * hd;
+    memset(o, 0, sizeof(float) * (size_t)hd);
+    for (int p = 0; p < n_ctx; p++) {
+        const float *vp = a->v + (size_t)p * kv_dim + (size_t)kvh * hd;
+        float w = scores[p] * inv;
+        for (int i = 0; i < hd; i++)
+            o[i] += w * vp[i];
     }
 }
 
@@ -291,12 +270,12 @@ static void cpu_attention(void *ctx, float *out, const float *q, const float *k,
         c->scratch = s;
         c->scratch_cap = cap;
     }
-    attn_job a = {c, out, q, k, v, T, pos0, n_heads, n_kv, head_dim, 0};
-    atomic_init(&a.next, 0);
+    attn_job a = {c, out, q, k, v, T, pos0, n_heads, n_kv, head_dim};
     if ((double)T * n_heads * (double)need * head_dim < 65536.0)
-        attn_worker(&a, 0, 1);
+        for (int i = 0; i < T * n_heads; i++)
+            attn_item(&a, i, 0);
     else
-        tl_pool_run(c->pool, attn_worker, &a);
+        tl_pool_for(c->pool, T * n_heads, attn_item, &a);
 }
 
 /* ---- the small operations ---- */
@@ -356,18 +335,22 @@ static void ew_range(ew_job *e, int i0, int i1)
         tl_cpu_ref_add(e->x + i0, e->y + i0, i1 - i0);
 }
 
-static void ew_worker(void *arg, int tid, int n)
+#define EW_CHUNK (1 << 15)
+
+static void ew_item(void *arg, int item, int tid)
 {
+    (void)tid;
     ew_job *e = arg;
-    ew_range(e, (int)((int64_t)e->n * tid / n), (int)((int64_t)e->n * (tid + 1) / n));
+    int i0 = item * EW_CHUNK, i1 = e->n - i0 < EW_CHUNK ? e->n : i0 + EW_CHUNK;
+    ew_range(e, i0, i1);
 }
 
 static void ew_run(cpu_ctx *c, ew_job *e)
 {
-    if (e->n < (1 << 16) || tl_pool_size(c->pool) == 1)
+    if (e->n < 2 * EW_CHUNK)
         ew_range(e, 0, e->n);
     else
-        tl_pool_run(c->pool, ew_worker, e);
+        tl_pool_for(c->pool, (e->n + EW_CHUNK - 1) / EW_CHUNK, ew_item, e);
 }
 
 static void cpu_swiglu(void *ctx, float *g, const float *u, int n)

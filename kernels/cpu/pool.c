@@ -1,9 +1,14 @@
-/* Persistent pthread pool: one generation counter announces a job, one pending counter
- * reports its end. Spinning first keeps back-to-back decode jobs off the scheduler; the
- * condition variables keep an idle pool from burning a shared machine's cores. */
+/* Persistent pthread pool. A job is announced by storing its id in `job` (0: none open);
+ * workers and the caller take items from `next` and count them in `done`. The caller closes
+ * the job when `done` reaches the item count, then waits only for workers that are inside
+ * the job at that moment (`inside`): a worker enters by incrementing `inside` and only then
+ * checks that its job is still open, so after the close no worker can touch this job's
+ * arguments. Spinning first keeps back-to-back decode jobs off the scheduler; the condition
+ * variables keep an idle pool from burning a shared machine's cores. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,12 +21,16 @@ struct tl_pool {
     int n;
     pthread_t *threads;
     pthread_mutex_t mu;
-    pthread_cond_t start, done;
-    atomic_uint gen;
-    atomic_int pending;
+    pthread_cond_t wake, idle;
     atomic_int stop;
-    tl_pool_fn fn;
+    alignas(64) atomic_uint job;
+    atomic_int inside;
+    unsigned last_id;         /* the caller's */
+    tl_pool_fn fn;            /* written before job is published, read only inside it */
     void *arg;
+    int n_items;
+    alignas(64) atomic_int next;
+    alignas(64) atomic_int done;
 };
 
 typedef struct {
@@ -36,34 +45,51 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Takes items until none is left; wakes the caller when it finished the last one. */
+static void take_items(tl_pool *p, int tid)
+{
+    const int n = p->n_items;
+    for (;;) {
+        int i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (i >= n)
+            return;
+        p->fn(p->arg, i, tid);
+        if (atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1 == n && tid) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_broadcast(&p->idle);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+}
+
 static void *worker(void *v)
 {
     worker_arg *wa = v;
     tl_pool *p = wa->p;
     int tid = wa->tid;
     free(wa);
-    unsigned seen = 0;
+    unsigned seen = 0, j = 0;
     for (;;) {
-        unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
-        for (int i = 0; g == seen && i < TL_POOL_SPIN; i++) {
+        int i = 0;
+        for (; i < TL_POOL_SPIN; i++) {
+            j = atomic_load(&p->job);
+            if ((j && j != seen) || atomic_load_explicit(&p->stop, memory_order_relaxed))
+                break;
             cpu_relax();
-            g = atomic_load_explicit(&p->gen, memory_order_acquire);
         }
-        if (g == seen) {
+        if (i == TL_POOL_SPIN) {
             pthread_mutex_lock(&p->mu);
-            while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen)
-                pthread_cond_wait(&p->start, &p->mu);
+            while (((j = atomic_load(&p->job)) == 0 || j == seen) && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->wake, &p->mu);
             pthread_mutex_unlock(&p->mu);
         }
-        seen = g;
-        if (atomic_load_explicit(&p->stop, memory_order_acquire))
+        if (atomic_load(&p->stop))
             return NULL;
-        p->fn(p->arg, tid, p->n);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_broadcast(&p->done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        seen = j;
+        atomic_fetch_add(&p->inside, 1);
+        if (atomic_load(&p->job) == j)   /* still open: its fn, arg and n_items are valid */
+            take_items(p, tid);
+        atomic_fetch_sub(&p->inside, 1);
     }
 }
 
@@ -83,19 +109,22 @@ tl_pool *tl_pool_create(int nthreads)
 {
     if (nthreads <= 0)
         nthreads = tl_cpu_count();
-    tl_pool *p = calloc(1, sizeof *p);
+    tl_pool *p = aligned_alloc(64, (sizeof *p + 63) & ~(size_t)63);
     if (!p)
         return NULL;
-    p->n = nthreads;
+    *p = (tl_pool){.n = nthreads};
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->start, NULL);
-    pthread_cond_init(&p->done, NULL);
-    atomic_init(&p->gen, 0);
-    atomic_init(&p->pending, 0);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->idle, NULL);
     atomic_init(&p->stop, 0);
+    atomic_init(&p->job, 0);
+    atomic_init(&p->inside, 0);
+    atomic_init(&p->next, 0);
+    atomic_init(&p->done, 0);
     if (nthreads > 1) {
         p->threads = calloc((size_t)nthreads, sizeof *p->threads);
         if (!p->threads) {
+            p->n = 1;
             tl_pool_destroy(p);
             return NULL;
         }
@@ -118,29 +147,46 @@ tl_pool *tl_pool_create(int nthreads)
 
 int tl_pool_size(const tl_pool *p) { return p->n; }
 
-void tl_pool_run(tl_pool *p, tl_pool_fn fn, void *arg)
+void tl_pool_for(tl_pool *p, int n_items, tl_pool_fn fn, void *arg)
 {
-    if (p->n == 1) {
-        fn(arg, 0, 1);
+    if (n_items <= 0)
+        return;
+    if (p->n == 1 || n_items == 1) {
+        for (int i = 0; i < n_items; i++)
+            fn(arg, i, 0);
         return;
     }
     p->fn = fn;
     p->arg = arg;
-    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
+    p->n_items = n_items;
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    if (++p->last_id == 0)
+        p->last_id = 1;
     pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-    pthread_cond_broadcast(&p->start);
+    atomic_store(&p->job, p->last_id);
+    pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
-    fn(arg, 0, p->n);
-    for (int i = 0; i < TL_POOL_SPIN; i++) {
-        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0)
-            return;
+
+    take_items(p, 0);
+    int spins = 0;
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < n_items && spins++ < TL_POOL_SPIN)
         cpu_relax();
+    if (atomic_load_explicit(&p->done, memory_order_acquire) < n_items) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load_explicit(&p->done, memory_order_acquire) < n_items)
+            pthread_cond_wait(&p->idle, &p->mu);
+        pthread_mutex_unlock(&p->mu);
     }
-    pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store(&p->job, 0);
+    /* Workers inside now only find no items left; this is a window of a few instructions
+     * unless the scheduler interrupts one of them. */
+    for (spins = 0; atomic_load(&p->inside) != 0; spins++) {
+        if (spins < TL_POOL_SPIN)
+            cpu_relax();
+        else
+            sched_yield();
+    }
 }
 
 void tl_pool_destroy(tl_pool *p)
@@ -149,16 +195,15 @@ void tl_pool_destroy(tl_pool *p)
         return;
     if (p->threads) {
         pthread_mutex_lock(&p->mu);
-        atomic_store_explicit(&p->stop, 1, memory_order_release);
-        atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-        pthread_cond_broadcast(&p->start);
+        atomic_store(&p->stop, 1);
+        pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
         for (int i = 1; i < p->n; i++)
             pthread_join(p->threads[i], NULL);
         free(p->threads);
     }
     pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->start);
-    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->idle);
     free(p);
 }

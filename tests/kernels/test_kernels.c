@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+
 #include "cpu.h"
+#include "pool.h"
 #include "tl_test.h"
 #include "tokenloop/backend.h"
 
@@ -43,6 +46,50 @@ static void fill_weight(void *buf, tl_dtype dt, int64_t n)
 }
 
 static const tl_backend_ops *ops;
+
+/* The pool: every item runs exactly once, on a valid thread id, and is finished (its writes
+ * visible) when tl_pool_for returns; thousands of short jobs back to back, as in decode. */
+typedef struct {
+    atomic_int count[64];
+    int value[64];
+    int nthreads, bad_tid, round;
+} pool_probe;
+
+static void pool_item(void *arg, int item, int tid)
+{
+    pool_probe *p = arg;
+    atomic_fetch_add(&p->count[item], 1);
+    p->value[item] = p->round * 64 + item;
+    if (tid < 0 || tid >= p->nthreads)
+        p->bad_tid = 1;
+}
+
+static void check_pool(int threads)
+{
+    tl_pool *pool = tl_pool_create(threads);
+    TL_CHECK(pool != NULL);
+    if (!pool)
+        return;
+    TL_CHECK_INT(tl_pool_size(pool), threads);
+    static pool_probe p;
+    int ok = 1;
+    p.nthreads = threads;
+    p.bad_tid = 0;
+    for (int round = 0; round < 3000 && ok; round++) {
+        int n = 1 + (int)(rnd() % 64);
+        for (int i = 0; i < 64; i++)
+            atomic_store(&p.count[i], 0);
+        p.round = round;
+        tl_pool_for(pool, n, pool_item, &p);
+        for (int i = 0; i < 64; i++)
+            if (atomic_load(&p.count[i]) != (i < n) || (i < n && p.value[i] != round * 64 + i))
+                ok = 0;
+    }
+    TL_CHECK_MSG(ok, "pool of %d: an item ran twice, never, or unfinished", threads);
+    TL_CHECK(!p.bad_tid);
+    tl_pool_for(pool, 0, pool_item, &p);   /* nothing to do: returns at once */
+    tl_pool_destroy(pool);
+}
 
 static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, int64_t cols, int T)
 {
@@ -171,6 +218,8 @@ static void check_small_ops(void *ctx, const char *tag)
 int main(void)
 {
     ops = tl_backend_cpu();
+    for (int threads = 1; threads <= 4; threads++)
+        check_pool(threads);
     const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16"};
     static const struct { int64_t rows, cols; int T; } shapes[] = {
         {1, 1, 1}, {7, 13, 1}, {33, 67, 1}, {130, 1000, 1}, {64, 2048, 1}, {1023, 96, 1},
