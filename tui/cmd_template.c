@@ -10,10 +10,11 @@
 #include "tokenloop/tokenizer.h"
 
 static const char usage[] =
-    "usage: tokenloop template (--model DIR | --template FILE) --messages FILE\n"
+    "usage: tokenloop template [--model DIR | --template FILE] --messages FILE\n"
     "                          [--no-generation-prompt] [--var NAME=JSON]... [--json]\n"
     "  --model DIR      chat_template, bos_token and eos_token from DIR/tokenizer_config.json;\n"
-    "                   with --json the render is also tokenized (special tokens parsed)\n"
+    "                   with --json the render is also tokenized (special tokens parsed);\n"
+    "                   the default is $TOKENLOOP_MODEL, else the bundled assets/tokenizer\n"
     "  --template FILE  a Jinja chat template\n"
     "  --messages FILE  a JSON array of messages\n"
     "  --var NAME=JSON  any template variable: 'bos_token=\"<s>\"', 'tools=[...]', enable_thinking=false\n"
@@ -80,7 +81,8 @@ int cmd_template(int argc, char **argv)
             goto out;
         }
     }
-    if (!!model == !!tfile) { fputs(usage, stderr); status = cli_fail(2, "template: give exactly one of --model and --template"); goto out; }
+    if (model && tfile) { fputs(usage, stderr); status = cli_fail(2, "template: give --model or --template, not both"); goto out; }
+    if (!model && !tfile) model = tl_tokenizer_default_dir();
     if (!mfile) { fputs(usage, stderr); status = cli_fail(2, "template: --messages FILE is required"); goto out; }
 
     tl_error err = {{0}};

@@ -4,7 +4,7 @@
  *   test_template micro ROOT            the hand-written feature templates
  *   test_template shared SHARED         llama.cpp's Jinja2 renders (exit 77 when absent)
  *   test_template errors                syntax errors, limits, the chat config loader
- *   test_template fuzz ROOT             mutated real templates: no crash, no hang */
+ *   test_template fuzz ROOT [N]         mutated real templates: no crash, no hang */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,53 +383,60 @@ static int run_errors(void)
 
 /* Deterministic mutations of real templates (and the goldens' message sets): whatever the
  * result, compile and render must return, under ASan in the sanitizer build. */
-static int run_fuzz(const char *root)
+static int run_fuzz(const char *root, int iters)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/assets/tokenizer/tokenizer_config.json", root);
-    cJSON *cfg = load_json(path);
-    const char *base = cJSON_GetObjectItem(cfg, "chat_template")->valuestring;
+    static const char *const bases[] = {"assets/tokenizer/tokenizer_config.json",
+        "tools/template-goldens/templates/qwen3.json", "tools/template-goldens/templates/gemma3.json",
+        "tools/template-goldens/templates/deepseek-v3.json"};
     static const char *const frags[] = {"{{", "}}", "{%", "%}", "{#", "#}", "-", "(", ")", "[", "]", "'", "\"", "|", ".", "loop", " if ", " for ", "endfor", "endif", "\n", "~", "*", "**", "[::-1]", "|tojson(indent=2)", "namespace(", "{% set x = x ~ x %}", "{{ messages }}"};
-    size_t n = strlen(base);
-    unsigned long long seed = 0x9E3779B97F4A7C15ull;
-    int rendered = 0, failed = 0;
     const char *msgs = "[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":\"u <|eot_id|>\"},{\"role\":\"assistant\",\"content\":\"a\"}]";
-    for (int it = 0; it < 400; it++) {
-        char *s = malloc(n + 4096);
-        memcpy(s, base, n + 1);
-        size_t len = n;
-        int edits = 1 + it % 4;
-        for (int e = 0; e < edits; e++) {
-            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-            size_t at = (size_t)(seed >> 33) % (len + 1);
-            int op = (int)((seed >> 20) % 3);
-            if (op == 0 && len > 0) { /* delete a few bytes */
-                size_t k = 1 + (seed >> 8) % 8;
-                if (at + k > len) k = len - at;
-                memmove(s + at, s + at + k, len - at - k + 1);
-                len -= k;
-            } else { /* insert a fragment */
-                const char *fr = frags[(seed >> 12) % (sizeof frags / sizeof frags[0])];
-                size_t k = strlen(fr);
-                memmove(s + at + k, s + at, len - at + 1);
-                memcpy(s + at, fr, k);
-                len += k;
+    int rendered = 0, failed = 0;
+    for (int bi = 0; bi < 4; bi++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", root, bases[bi]);
+        cJSON *cfg = load_json(path);
+        const char *base = cJSON_GetObjectItem(cfg, "chat_template")->valuestring;
+        size_t n = strlen(base);
+        unsigned long long seed = 0x9E3779B97F4A7C15ull + (unsigned long long)bi;
+        for (int it = 0; it < iters; it++) {
+            char *s = malloc(n + 4096);
+            memcpy(s, base, n + 1);
+            size_t len = n;
+            int edits = 1 + it % 4;
+            for (int e = 0; e < edits; e++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                size_t at = (size_t)(seed >> 33) % (len + 1);
+                int op = (int)((seed >> 20) % 3);
+                if (op == 0 && len > 0) { /* delete a few bytes */
+                    size_t k = 1 + (seed >> 8) % 8;
+                    if (at + k > len) k = len - at;
+                    memmove(s + at, s + at + k, len - at - k + 1);
+                    len -= k;
+                } else { /* insert a fragment */
+                    const char *fr = frags[(seed >> 12) % (sizeof frags / sizeof frags[0])];
+                    size_t k = strlen(fr);
+                    memmove(s + at + k, s + at, len - at + 1);
+                    memcpy(s + at, fr, k);
+                    len += k;
+                }
             }
+            tl_template *t = NULL;
+            tl_error err = {{0}};
+            tl_chat_result r = {0};
+            if (!tl_template_compile(s, &t, &err) &&
+                !tl_chat_render(t, msgs, NULL, 0, it & 1, "<|begin_of_text|>", NULL, &r, &err))
+                rendered++;
+            else
+                failed++;
+            TL_CHECK(err.msg[sizeof err.msg - 1] == 0);
+            tl_chat_result_free(&r);
+            tl_template_free(t);
+            free(s);
         }
-        tl_template *t = NULL;
-        tl_error err = {{0}};
-        tl_chat_result r = {0};
-        if (!tl_template_compile(s, &t, &err) && !tl_chat_render(t, msgs, NULL, 0, it & 1, "<|begin_of_text|>", NULL, &r, &err))
-            rendered++;
-        else
-            failed++;
-        TL_CHECK(err.msg[sizeof err.msg - 1] == 0);
-        tl_chat_result_free(&r);
-        tl_template_free(t);
-        free(s);
+        cJSON_Delete(cfg);
     }
-    printf("template fuzz: 400 mutated templates, %d rendered, %d refused with an error\n", rendered, failed);
-    cJSON_Delete(cfg);
+    printf("template fuzz: %d mutated templates, %d rendered, %d refused with an error\n", 4 * iters, rendered, failed);
+    TL_CHECK(rendered > 0 && failed > 0);
     return TL_TEST_END("template_fuzz");
 }
 
@@ -439,7 +446,7 @@ int main(int argc, char **argv)
     if (argc >= 3 && !strcmp(argv[1], "micro")) return run_micro(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "shared")) return run_shared(argv[2]);
     if (argc >= 2 && !strcmp(argv[1], "errors")) return run_errors();
-    if (argc >= 3 && !strcmp(argv[1], "fuzz")) return run_fuzz(argv[2]);
-    fprintf(stderr, "usage: test_template goldens ROOT SHARED | micro ROOT | shared SHARED | errors | fuzz ROOT\n");
+    if (argc >= 3 && !strcmp(argv[1], "fuzz")) return run_fuzz(argv[2], argc >= 4 ? atoi(argv[3]) : 150);
+    fprintf(stderr, "usage: test_template goldens ROOT SHARED | micro ROOT | shared SHARED | errors | fuzz ROOT [N]\n");
     return 2;
 }
