@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_priv.h"
 #include "safetensors.h"
 #include "tokenloop/model.h"
 
@@ -233,14 +234,21 @@ static int parse_config(const cJSON *root, tl_config *c, const char *path, tl_er
     return 0;
 }
 
-int tl_config_load(tl_config *cfg, const char *path, tl_error *err)
+int tl_config_load_ex(tl_config *cfg, const char *path, int *has_dtype, tl_error *err)
 {
     cJSON *root = read_json(path, err);
     if (!root)
         return -1;
     int rc = parse_config(root, cfg, path, err);
+    *has_dtype = field(root, "torch_dtype") || field(root, "dtype");
     cJSON_Delete(root);
     return rc;
+}
+
+int tl_config_load(tl_config *cfg, const char *path, tl_error *err)
+{
+    int has_dtype;
+    return tl_config_load_ex(cfg, path, &has_dtype, err);
 }
 
 static int get_bool(const cJSON *o, const char *key, int *has, int *out, const char *path, tl_error *err)

@@ -276,13 +276,16 @@ int tl_model_load(tl_model **out, const char *dir, tl_error *err)
         goto fail;
     }
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (tl_config_load(&m->cfg, path, err))
+    int has_dtype = 0;
+    if (tl_config_load_ex(&m->cfg, path, &has_dtype, err))
         goto fail;
     snprintf(path, sizeof path, "%s/generation_config.json", dir);
     if (file_exists(path) && tl_gen_config_load(&m->gen, path, err))
         goto fail;
     if (open_files(mf, dir, err) || bind_all(m, mf, err))
         goto fail;
+    if (!has_dtype)
+        m->cfg.dtype = m->embed.dtype;   /* no torch_dtype: say what the files hold */
     *out = m;
     return 0;
 fail:

@@ -10,4 +10,7 @@ typedef struct tl_model_priv {
     void (*release)(tl_model *m);   /* frees m->layers, m->priv and what they own; not m */
 } tl_model_priv;
 
+/* tl_config_load, also saying whether config.json named a dtype (torch_dtype or dtype). */
+int tl_config_load_ex(tl_config *cfg, const char *path, int *has_dtype, tl_error *err);
+
 #endif
