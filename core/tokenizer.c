@@ -5,7 +5,6 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenloop/tokenizer.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
 #include <pcre2.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 
 #include "tok_internal.h"
+#include "tok_json.h"
 
 /* ---- small helpers ---- */
 
@@ -364,17 +364,17 @@ raw:
     return n;
 }
 
-static const char *json_str(const cJSON *o, const char *key)
+static const char *json_str(const tj_doc *d, tj o, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    tj v = tj_get(d, o, key);
+    return (tj_type(d, v) == TJ_STR) ? tj_str(d, v) : NULL;
 }
 
-static int json_bool(const cJSON *o, const char *key, int dflt)
+static int json_bool(const tj_doc *d, tj o, const char *key, int dflt)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (cJSON_IsBool(v))
-        return cJSON_IsTrue(v);
+    tj v = tj_get(d, o, key);
+    if ((tj_type(d, v) == TJ_TRUE || tj_type(d, v) == TJ_FALSE))
+        return (tj_type(d, v) == TJ_TRUE);
     return dflt;
 }
 
@@ -463,29 +463,28 @@ static int add_split(tl_tokenizer *t, const char *pattern, int literal, int beha
 static const char GPT2_PATTERN[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-static int load_pretok(tl_tokenizer *t, const cJSON *pt, const char *what, tl_error *err)
+static int load_pretok(tl_tokenizer *t, const tj_doc *d, tj pt, const char *what, tl_error *err)
 {
-    if (!pt || cJSON_IsNull(pt))
+    if (pt < 0 || tj_type(d, pt) == TJ_NULL)
         return 0;
-    const char *type = json_str(pt, "type");
+    const char *type = json_str(d, pt, "type");
     if (!type)
         return tl_error_set(err, "%s: pre_tokenizer without a type", what);
     if (!strcmp(type, "Sequence")) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(pt, "pretokenizers");
-        if (!cJSON_IsArray(list))
+        tj list = tj_get(d, pt, "pretokenizers");
+        if (!(tj_type(d, list) == TJ_ARR))
             return tl_error_set(err, "%s: pre_tokenizer Sequence without pretokenizers", what);
-        const cJSON *it;
-        cJSON_ArrayForEach(it, list)
-            if (load_pretok(t, it, what, err))
+        TJ_FOR(d, it, list)
+            if (load_pretok(t, d, it, what, err))
                 return -1;
         return 0;
     }
     if (!strcmp(type, "Split")) {
-        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(pt, "pattern");
-        const char *rx = json_str(pat, "Regex"), *lit = json_str(pat, "String");
+        tj pat = tj_get(d, pt, "pattern");
+        const char *rx = json_str(d, pat, "Regex"), *lit = json_str(d, pat, "String");
         if (!rx && !lit)
             return tl_error_set(err, "%s: Split without a Regex or String pattern", what);
-        const char *beh = json_str(pt, "behavior");
+        const char *beh = json_str(d, pt, "behavior");
         static const char *names[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
         int b = -1;
         for (int i = 0; i < 5; i++)
@@ -493,7 +492,7 @@ static int load_pretok(tl_tokenizer *t, const cJSON *pt, const char *what, tl_er
                 b = i;
         if (b < 0)
             return tl_error_set(err, "%s: Split behavior '%s' is not supported", what, beh ? beh : "(none)");
-        return add_split(t, rx ? rx : lit, !rx, b, json_bool(pt, "invert", 0), what, err);
+        return add_split(t, rx ? rx : lit, !rx, b, json_bool(d, pt, "invert", 0), what, err);
     }
     if (!strcmp(type, "ByteLevel")) {
         if (t->n_pre == TL_TOK_MAX_PRE)
@@ -501,27 +500,27 @@ static int load_pretok(tl_tokenizer *t, const cJSON *pt, const char *what, tl_er
         tl_pretok *p = &t->pre[t->n_pre++];
         memset(p, 0, sizeof *p);
         p->kind = TL_PRE_PREFIX_SPACE;
-        p->prefix_space = json_bool(pt, "add_prefix_space", 1);
+        p->prefix_space = json_bool(d, pt, "add_prefix_space", 1);
         if (!p->prefix_space)
             t->n_pre--;
-        if (json_bool(pt, "use_regex", 1))
+        if (json_bool(d, pt, "use_regex", 1))
             return add_split(t, GPT2_PATTERN, 0, TL_SPLIT_ISOLATED, 0, what, err);
         return 0;
     }
     if (!strcmp(type, "Digits")) {
-        int each = json_bool(pt, "individual_digits", 0);
+        int each = json_bool(d, pt, "individual_digits", 0);
         return add_split(t, each ? "\\p{N}" : "\\p{N}+", 0, each ? TL_SPLIT_ISOLATED : TL_SPLIT_CONTIGUOUS, 0, what, err);
     }
     return tl_error_set(err, "%s: pre_tokenizer type '%s' is not supported", what, type);
 }
 
 /* The ids a TemplateProcessing entry or a Roberta/Bert [name, id] pair stands for. */
-static int add_template_ids(tl_tokenizer *t, int *dst, int *n, const cJSON *special, const char *name,
+static int add_template_ids(tl_tokenizer *t, const tj_doc *d, int *dst, int *n, tj special, const char *name,
                             const char *what, tl_error *err)
 {
-    const cJSON *ent = cJSON_GetObjectItemCaseSensitive(special, name);
-    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ent, "ids");
-    if (!cJSON_IsArray(ids)) {
+    tj ent = tj_get(d, special, name);
+    tj ids = tj_get(d, ent, "ids");
+    if (!(tj_type(d, ids) == TJ_ARR)) {
         int id = str_map_get(t, name);
         if (id < 0)
             return tl_error_set(err, "%s: post_processor special token '%s' is unknown", what, name);
@@ -530,51 +529,48 @@ static int add_template_ids(tl_tokenizer *t, int *dst, int *n, const cJSON *spec
         dst[(*n)++] = id;
         return 0;
     }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, ids) {
-        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= t->n_vocab)
+    TJ_FOR(d, it, ids) {
+        if (!(tj_type(d, it) == TJ_NUM) || tj_num(d, it) < 0 || tj_num(d, it) >= t->n_vocab)
             return tl_error_set(err, "%s: post_processor id of '%s' is out of range", what, name);
         if (*n == TL_TOK_MAX_TEMPLATE)
             return tl_error_set(err, "%s: post_processor template too long", what);
-        dst[(*n)++] = it->valueint;
+        dst[(*n)++] = (int)tj_num(d, it);
     }
     return 0;
 }
 
-static int load_postproc(tl_tokenizer *t, const cJSON *pp, const char *what, tl_error *err)
+static int load_postproc(tl_tokenizer *t, const tj_doc *d, tj pp, const char *what, tl_error *err)
 {
-    if (!pp || cJSON_IsNull(pp))
+    if (pp < 0 || tj_type(d, pp) == TJ_NULL)
         return 0;
-    const char *type = json_str(pp, "type");
+    const char *type = json_str(d, pp, "type");
     if (!type)
         return tl_error_set(err, "%s: post_processor without a type", what);
     if (!strcmp(type, "Sequence")) {
-        const cJSON *it;
-        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(pp, "processors"))
-            if (load_postproc(t, it, what, err))
+        TJ_FOR(d, it, tj_get(d, pp, "processors"))
+            if (load_postproc(t, d, it, what, err))
                 return -1;
         return 0;
     }
     if (!strcmp(type, "ByteLevel"))
         return 0;  /* offsets only */
     if (!strcmp(type, "TemplateProcessing")) {
-        const cJSON *single = cJSON_GetObjectItemCaseSensitive(pp, "single");
-        const cJSON *special = cJSON_GetObjectItemCaseSensitive(pp, "special_tokens");
-        if (!cJSON_IsArray(single))
+        tj single = tj_get(d, pp, "single");
+        tj special = tj_get(d, pp, "special_tokens");
+        if (!(tj_type(d, single) == TJ_ARR))
             return tl_error_set(err, "%s: TemplateProcessing without 'single'", what);
         t->n_prefix = t->n_suffix = 0;
         int seen_seq = 0;
-        const cJSON *it;
-        cJSON_ArrayForEach(it, single) {
-            const cJSON *st = cJSON_GetObjectItemCaseSensitive(it, "SpecialToken");
-            if (st) {
-                const char *name = json_str(st, "id");
+        TJ_FOR(d, it, single) {
+            tj st = tj_get(d, it, "SpecialToken");
+            if (st >= 0) {
+                const char *name = json_str(d, st, "id");
                 if (!name)
                     return tl_error_set(err, "%s: TemplateProcessing SpecialToken without an id", what);
-                if (add_template_ids(t, seen_seq ? t->suffix : t->prefix, seen_seq ? &t->n_suffix : &t->n_prefix,
+                if (add_template_ids(t, d, seen_seq ? t->suffix : t->prefix, seen_seq ? &t->n_suffix : &t->n_prefix,
                                      special, name, what, err))
                     return -1;
-            } else if (cJSON_GetObjectItemCaseSensitive(it, "Sequence"))
+            } else if (tj_get(d, it, "Sequence") >= 0)
                 seen_seq = 1;
             else
                 return tl_error_set(err, "%s: TemplateProcessing item is neither SpecialToken nor Sequence", what);
@@ -582,30 +578,29 @@ static int load_postproc(tl_tokenizer *t, const cJSON *pp, const char *what, tl_
         return 0;
     }
     if (!strcmp(type, "RobertaProcessing") || !strcmp(type, "BertProcessing")) {
-        const cJSON *cls = cJSON_GetObjectItemCaseSensitive(pp, "cls"), *sep = cJSON_GetObjectItemCaseSensitive(pp, "sep");
-        const cJSON *ci = cJSON_GetArrayItem(cls, 1), *si = cJSON_GetArrayItem(sep, 1);
-        if (!cJSON_IsNumber(ci) || !cJSON_IsNumber(si) || ci->valueint < 0 || ci->valueint >= t->n_vocab ||
-            si->valueint < 0 || si->valueint >= t->n_vocab)
+        tj cls = tj_get(d, pp, "cls"), sep = tj_get(d, pp, "sep");
+        tj ci = tj_item(d, cls, 1), si = tj_item(d, sep, 1);
+        if (!(tj_type(d, ci) == TJ_NUM) || !(tj_type(d, si) == TJ_NUM) || (int)tj_num(d, ci) < 0 || (int)tj_num(d, ci) >= t->n_vocab ||
+            (int)tj_num(d, si) < 0 || (int)tj_num(d, si) >= t->n_vocab)
             return tl_error_set(err, "%s: %s needs cls and sep as [token, id]", what, type);
-        t->prefix[0] = ci->valueint;
-        t->suffix[0] = si->valueint;
+        t->prefix[0] = (int)tj_num(d, ci);
+        t->suffix[0] = (int)tj_num(d, si);
         t->n_prefix = t->n_suffix = 1;
         return 0;
     }
     return tl_error_set(err, "%s: post_processor type '%s' is not supported", what, type);
 }
 
-static int load_decoder(const cJSON *d, const char *what, tl_error *err)
+static int load_decoder(const tj_doc *d, tj dec, const char *what, tl_error *err)
 {
-    const char *type = json_str(d, "type");
+    const char *type = json_str(d, dec, "type");
     if (!type)
         return tl_error_set(err, "%s: decoder missing (only byte-level BPE is supported)", what);
     if (!strcmp(type, "ByteLevel"))
         return 0;
     if (!strcmp(type, "Sequence")) {
-        const cJSON *it;
-        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "decoders"))
-            if (load_decoder(it, what, err))
+        TJ_FOR(d, it, tj_get(d, dec, "decoders"))
+            if (load_decoder(d, it, what, err))
                 return -1;
         return 0;
     }
@@ -613,12 +608,12 @@ static int load_decoder(const cJSON *d, const char *what, tl_error *err)
 }
 
 /* bos_token / eos_token in tokenizer_config.json: a string, an AddedToken object, or null. */
-static char *config_token(const cJSON *cfg, const char *key)
+static char *config_token(const tj_doc *d, tj cfg, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    if (cJSON_IsString(v))
-        return strdup(v->valuestring);
-    const char *c = json_str(v, "content");
+    tj v = tj_get(d, cfg, key);
+    if ((tj_type(d, v) == TJ_STR))
+        return strdup(tj_str(d, v));
+    const char *c = json_str(d, v, "content");
     return c ? strdup(c) : NULL;
 }
 
@@ -634,15 +629,23 @@ static int load_config(tl_tokenizer *t, const char *dir, tl_error *err)
     char *text = read_file(path, &len, err);
     if (!text)
         return -1;
-    cJSON *cfg = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!cfg || !cJSON_IsObject(cfg)) {
-        cJSON_Delete(cfg);
+    tj_doc doc;
+    const tj_doc *d = &doc;
+    size_t at;
+    const char *why;
+    if (tj_parse(&doc, text, len, &at, &why)) {
+        free(text);
+        return tl_error_set(err, "%s: malformed JSON at byte %zu: %s", path, at, why);
+    }
+    if (tj_type(d, 0) != TJ_OBJ) {
+        tj_free(&doc);
+        free(text);
         return tl_error_set(err, "%s: not a JSON object", path);
     }
-    t->bos_token = config_token(cfg, "bos_token");
-    t->eos_token = config_token(cfg, "eos_token");
-    cJSON_Delete(cfg);
+    t->bos_token = config_token(d, 0, "bos_token");
+    t->eos_token = config_token(d, 0, "eos_token");
+    tj_free(&doc);
+    free(text);
     t->bos = t->bos_token ? str_map_get(t, t->bos_token) : -1;
     t->eos = t->eos_token ? str_map_get(t, t->eos_token) : -1;
     return 0;
@@ -698,42 +701,41 @@ static int index_added(tl_tokenizer *t)
     return 0;
 }
 
-static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_error *err)
+static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what, tl_error *err)
 {
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    if (!cJSON_IsObject(model))
+    tj model = tj_get(d, root, "model");
+    if (!(tj_type(d, model) == TJ_OBJ))
         return tl_error_set(err, "%s: no 'model' object", what);
-    const char *mtype = json_str(model, "type");
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const char *mtype = json_str(d, model, "type");
+    tj vocab = tj_get(d, model, "vocab");
+    tj merges = tj_get(d, model, "merges");
     if (mtype && strcmp(mtype, "BPE"))
         return tl_error_set(err, "%s: model type '%s' is not supported (only BPE)", what, mtype);
-    if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges))
+    if (!(tj_type(d, vocab) == TJ_OBJ) || !(tj_type(d, merges) == TJ_ARR))
         return tl_error_set(err, "%s: BPE model without vocab object and merges array", what);
-    if (json_bool(model, "byte_fallback", 0))
+    if (json_bool(d, model, "byte_fallback", 0))
         return tl_error_set(err, "%s: BPE with byte_fallback is not supported (only byte-level BPE)", what);
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-    if (norm && !cJSON_IsNull(norm))
+    tj norm = tj_get(d, root, "normalizer");
+    if (norm >= 0 && tj_type(d, norm) != TJ_NULL)
         return tl_error_set(err, "%s: normalizer '%s' is not supported", what,
-                            json_str(norm, "type") ? json_str(norm, "type") : "?");
-    t->ignore_merges = json_bool(model, "ignore_merges", 0);
+                            json_str(d, norm, "type") ? json_str(d, norm, "type") : "?");
+    t->ignore_merges = json_bool(d, model, "ignore_merges", 0);
 
     /* ids run to the largest of the vocab's and the added tokens' */
     int max_id = -1;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, vocab) {
-        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 16777216)
-            return tl_error_set(err, "%s: vocab entry '%s' has no valid id", what, it->string);
-        if (it->valueint > max_id)
-            max_id = it->valueint;
+    TJ_FOR(d, it, vocab) {
+        if (!(tj_type(d, it) == TJ_NUM) || tj_num(d, it) < 0 || tj_num(d, it) > 16777216)
+            return tl_error_set(err, "%s: vocab entry '%s' has no valid id", what, tj_key(d, it));
+        if ((int)tj_num(d, it) > max_id)
+            max_id = (int)tj_num(d, it);
     }
-    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
-    cJSON_ArrayForEach(it, added) {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-        if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > 16777216 || !json_str(it, "content"))
+    tj added = tj_get(d, root, "added_tokens");
+    TJ_FOR(d, it, added) {
+        tj id = tj_get(d, it, "id");
+        if (!(tj_type(d, id) == TJ_NUM) || tj_num(d, id) < 0 || tj_num(d, id) > 16777216 || !json_str(d, it, "content"))
             return tl_error_set(err, "%s: added token without a valid id and content", what);
-        if (id->valueint > max_id)
-            max_id = id->valueint;
+        if ((int)tj_num(d, id) > max_id)
+            max_id = (int)tj_num(d, id);
     }
     if (max_id < 0)
         return tl_error_set(err, "%s: empty vocabulary", what);
@@ -744,8 +746,8 @@ static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_er
     size_t buf_cap = 4096;
     if (!buf)
         return tl_error_set(err, "%s: out of memory", what);
-    cJSON_ArrayForEach(it, vocab) {
-        size_t n = strlen(it->string);
+    TJ_FOR(d, it, vocab) {
+        size_t n = strlen(tj_key(d, it));
         if (n + 1 > buf_cap) {
             buf_cap = n + 1;
             unsigned char *b = realloc(buf, buf_cap);
@@ -755,15 +757,15 @@ static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_er
             }
             buf = b;
         }
-        size_t nb = token_to_bytes(t, it->string, buf);
-        if (set_id_entry(t, it->valueint, it->string, buf, nb)) {
+        size_t nb = token_to_bytes(t, tj_key(d, it), buf);
+        if (set_id_entry(t, (int)tj_num(d, it), tj_key(d, it), buf, nb)) {
             free(buf);
             return tl_error_set(err, "%s: out of memory", what);
         }
     }
     free(buf);
 
-    size_t nv = (size_t)cJSON_GetArraySize(vocab);
+    size_t nv = (size_t)tj_count(d, vocab);
     t->bytes_map_size = pow2_at_least(nv * 2 + 16);
     t->bytes_map = calloc(t->bytes_map_size, sizeof *t->bytes_map);
     if (!t->bytes_map)
@@ -777,13 +779,13 @@ static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_er
     }
 
     /* added tokens: their text is their content; they replace a vocab entry of the same id */
-    int n_added = cJSON_GetArraySize(added);
+    int n_added = tj_count(d, added);
     t->added = calloc((size_t)n_added + 1, sizeof *t->added);
     if (!t->added)
         return tl_error_set(err, "%s: out of memory", what);
-    cJSON_ArrayForEach(it, added) {
-        const char *content = json_str(it, "content");
-        int id = cJSON_GetObjectItemCaseSensitive(it, "id")->valueint;
+    TJ_FOR(d, it, added) {
+        const char *content = json_str(d, it, "content");
+        int id = (int)tj_num(d, tj_get(d, it, "id"));
         if (!*content)
             continue;
         if (set_id_entry(t, id, content, content, strlen(content)))
@@ -791,9 +793,9 @@ static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_er
         tl_added *a = &t->added[t->n_added++];
         a->id = id;
         a->len = strlen(content);
-        a->special = json_bool(it, "special", 0);
-        a->lstrip = json_bool(it, "lstrip", 0);
-        a->rstrip = json_bool(it, "rstrip", 0);
+        a->special = json_bool(d, it, "special", 0);
+        a->lstrip = json_bool(d, it, "lstrip", 0);
+        a->rstrip = json_bool(d, it, "rstrip", 0);
         t->special[id] = a->special ? 1 : 2;
     }
     for (int i = 0; i < t->n_added; i++)  /* content offsets are final only now */
@@ -812,7 +814,7 @@ static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_er
         str_map_put(t, t->added[i].id);
 
     /* merges: "a b" strings or ["a", "b"] pairs; rank = position */
-    size_t nm = (size_t)cJSON_GetArraySize(merges);
+    size_t nm = (size_t)tj_count(d, merges);
     t->merge_map_size = pow2_at_least(nm * 2 + 16);
     t->merge_map = malloc(t->merge_map_size * sizeof *t->merge_map);
     if (!t->merge_map)
@@ -822,11 +824,11 @@ static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_er
     int rank = 0;
     char *cat = NULL;
     size_t cat_cap = 0;
-    cJSON_ArrayForEach(it, merges) {
+    TJ_FOR(d, it, merges) {
         const char *a, *b;
         char tmp[1024];
-        if (cJSON_IsString(it)) {
-            const char *s = it->valuestring, *sp = strchr(s, ' ');
+        if ((tj_type(d, it) == TJ_STR)) {
+            const char *s = tj_str(d, it), *sp = strchr(s, ' ');
             if (!sp || strchr(sp + 1, ' ') || (size_t)(sp - s) >= sizeof tmp) {
                 free(cat);
                 return tl_error_set(err, "%s: merge %d '%.60s' is not two tokens", what, rank, s);
@@ -835,10 +837,10 @@ static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_er
             tmp[sp - s] = 0;
             a = tmp;
             b = sp + 1;
-        } else if (cJSON_GetArraySize(it) == 2 && cJSON_IsString(cJSON_GetArrayItem(it, 0)) &&
-                   cJSON_IsString(cJSON_GetArrayItem(it, 1))) {
-            a = cJSON_GetArrayItem(it, 0)->valuestring;
-            b = cJSON_GetArrayItem(it, 1)->valuestring;
+        } else if (tj_count(d, it) == 2 && (tj_type(d, tj_item(d, it, 0)) == TJ_STR) &&
+                   (tj_type(d, tj_item(d, it, 1)) == TJ_STR)) {
+            a = tj_str(d, tj_item(d, it, 0));
+            b = tj_str(d, tj_item(d, it, 1));
         } else {
             free(cat);
             return tl_error_set(err, "%s: merge %d is neither \"a b\" nor [\"a\", \"b\"]", what, rank);
@@ -870,11 +872,11 @@ static int load_json(tl_tokenizer *t, const cJSON *root, const char *what, tl_er
     }
     free(cat);
 
-    if (load_pretok(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), what, err))
+    if (load_pretok(t, d, tj_get(d, root, "pre_tokenizer"), what, err))
         return -1;
-    if (load_postproc(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), what, err))
+    if (load_postproc(t, d, tj_get(d, root, "post_processor"), what, err))
         return -1;
-    return load_decoder(cJSON_GetObjectItemCaseSensitive(root, "decoder"), what, err);
+    return load_decoder(d, tj_get(d, root, "decoder"), what, err);
 }
 
 int tl_tokenizer_load(tl_tokenizer **out, const char *dir, tl_error *err)
@@ -887,23 +889,24 @@ int tl_tokenizer_load(tl_tokenizer **out, const char *dir, tl_error *err)
     char *text = read_file(path, &len, err);
     if (!text)
         return -1;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
+    tj_doc doc;
+    size_t at;
+    const char *why;
+    if (tj_parse(&doc, text, len, &at, &why)) {
         free(text);
-        return tl_error_set(err, "%s: malformed JSON near byte %ld", path, off);
+        return tl_error_set(err, "%s: malformed JSON at byte %zu: %s", path, at, why);
     }
-    free(text);
     tl_tokenizer *t = calloc(1, sizeof *t);
     if (!t) {
-        cJSON_Delete(root);
+        tj_free(&doc);
+        free(text);
         return tl_error_set(err, "%s: out of memory", path);
     }
     t->bos = t->eos = -1;
     byte_level_tables(t->cp_of_byte, t->byte_of_cp);
-    int rc = cJSON_IsObject(root) ? load_json(t, root, path, err) : tl_error_set(err, "%s: not a JSON object", path);
-    cJSON_Delete(root);
+    int rc = tj_type(&doc, 0) == TJ_OBJ ? load_json(t, &doc, 0, path, err) : tl_error_set(err, "%s: not a JSON object", path);
+    tj_free(&doc);
+    free(text);
     if (!rc)
         rc = load_config(t, dir, err);
     if (rc) {

@@ -229,6 +229,58 @@ static void test_bad_files(void)
     remove_file("tokenizer.json");
 }
 
+/* The JSON reader: escapes as serde_json writes them, and malformed or hostile files. */
+static void test_json(void)
+{
+    static const char head[] = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"\\u0041\": 0, \"\\u0120x\": 1, \"\\ud83e\\udd17\": 2,"
+                               " \"q\\\"\\\\\\/\": 3}, \"merges\": []}, \"decoder\": {\"type\": \"ByteLevel\"}, "
+                               "\"added_tokens\": [{\"id\": 4, \"content\": \"<\\u00e9\\t>\", \"special\": true}]}";
+    write_file("tokenizer.json", head);
+    tl_tokenizer *tok = load_here();
+    TL_CHECK(tok != NULL);
+    if (tok) {
+        TL_CHECK_INT(tl_tokenizer_find(tok, "A"), 0);
+        TL_CHECK_INT(tl_tokenizer_find(tok, "\xc4\xa0x"), 1);
+        TL_CHECK_INT(tl_tokenizer_find(tok, "\xf0\x9f\xa4\x97"), 2);
+        TL_CHECK_INT(tl_tokenizer_find(tok, "q\"\\/"), 3);
+        TL_CHECK_INT(tl_tokenizer_find(tok, "<\xc3\xa9\t>"), 4);
+        size_t l;
+        const char *p = tl_tokenizer_piece(tok, 1, &l);  /* Ġ is the byte-level spelling of a space */
+        TL_CHECK(p && l == 2 && !memcmp(p, " x", 2));
+        tl_tokenizer_free(tok);
+    }
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"", "malformed JSON at byte 0"},
+        {"{\"model\": {\"type\": \"BPE\"} } x", "text after the value"},
+        {"{\"a\": \"\\ud83e\"}", "unpaired surrogate"},
+        {"{\"a\": \"\\q\"}", "bad escape"},
+        {"{\"a\": \"\\u12\"}", "bad \\u escape"},
+        {"{\"a\": \"line\nbreak\"}", "control character"},
+        {"{\"a\" 1}", "expected ':'"},
+        {"{\"a\": [1, 2}", "expected ',' or ']'"},
+        {"{\"a\": tru}", "bad value"},
+        {"{\"a\": 1.}", "bad number"},
+        {"{\"a\": \"open", "unterminated string"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_file("tokenizer.json", bad[i].text);
+        expect_load_error(bad[i].text, bad[i].needle);
+    }
+    /* 100000 nested arrays: an error, not a stack overflow */
+    size_t depth = 100000;
+    char *deep = malloc(depth + 1);
+    if (deep) {
+        memset(deep, '[', depth);
+        deep[depth] = 0;
+        write_file("tokenizer.json", deep);
+        expect_load_error("deep nesting", "nested too deeply");
+        free(deep);
+    }
+    remove_file("tokenizer.json");
+}
+
 static int encode_ids(tl_tokenizer *tok, const char *text, int flags, int **ids)
 {
     int n = -1;
@@ -404,6 +456,7 @@ int main(int argc, char **argv)
     test_merges();
     test_split_behaviors();
     test_bad_files();
+    test_json();
     test_llama3(argv[1]);
     rmdir(dir);
     return TL_TEST_END("tokenizer");
