@@ -8,11 +8,14 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <limits.h>
+#include <locale.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <wctype.h>
 
 #include "jinja/jinja.h"
 
@@ -2444,15 +2447,55 @@ static int contains(J *j, jv container, jv item)
     }
 }
 
-static jv str_lower_upper(J *j, jv v, int up)
+/* Unicode simple case mappings from glibc's C.UTF-8 (ASCII only where that locale is missing) */
+static locale_t utf8_locale;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+static void utf8_init(void) { utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0); }
+
+static unsigned cp_case(unsigned c, int up)
 {
-    jv s = to_str(j, v);
-    jv r = v_sub(j, s.u.s, 0, s.u.s->len);
-    char *p = (char *)r.u.s->p;
-    for (size_t i = 0; i < r.u.s->len; i++)
-        p[i] = (char)(up ? toupper((unsigned char)p[i]) : tolower((unsigned char)p[i]));
-    return r;
+    if (c < 0x80) return (unsigned)(up ? toupper((int)c) : tolower((int)c));
+    pthread_once(&utf8_once, utf8_init);
+    if (!utf8_locale) return c;
+    return (unsigned)(up ? towupper_l((wint_t)c, utf8_locale) : towlower_l((wint_t)c, utf8_locale));
 }
+
+static int cp_alpha(unsigned c)
+{
+    if (c < 0x80) return isalpha((int)c);
+    pthread_once(&utf8_once, utf8_init);
+    return utf8_locale ? iswalpha_l((wint_t)c, utf8_locale) != 0 : 1;
+}
+
+/* mode: 0 lower, 1 upper, 2 capitalize, 3 str.title, 4 Jinja's title filter */
+static jv str_case(J *j, jstr *s, int mode)
+{
+    sb r;
+    sb_init(&r, j);
+    int prev = 0;
+    size_t idx = 0;
+    for (size_t i = 0; i < s->len; idx++) {
+        unsigned cp;
+        size_t k = u8_next(s->p, s->len, i, &cp);
+        int up;
+        if (mode < 2) up = mode;
+        else if (mode == 2) up = idx == 0;
+        else if (mode == 3) { int a = cp_alpha(cp); up = !prev; if (!a) { prev = 0; u8_put(&r, cp); i += k; continue; } prev = 1; }
+        else {
+            int sepc = cp == '-' || py_isspace(cp) || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+            if (sepc) { prev = 0; u8_put(&r, cp); i += k; continue; }
+            up = !prev;
+            prev = 1;
+        }
+        u8_put(&r, cp_case(cp, up));
+        i += k;
+    }
+    if (r.len == s->len) /* same length: the bytes stay where they were */
+        for (size_t i = 0; i < s->nsp; i++) sb_span(&r, s->sp[i].start, s->sp[i].end);
+    return sb_val(&r);
+}
+
+static jv str_lower_upper(J *j, jv v, int up) { return str_case(j, to_str(j, v).u.s, up); }
 
 static jv arith(J *j, int op, jv a, jv b)
 {
@@ -2647,10 +2690,8 @@ static jv str_split(J *j, jstr *s, jv sep, long long maxsplit)
                 i += k;
             }
             if (i >= s->len) break;
-            if (maxsplit >= 0 && (long long)l->n >= maxsplit) {
-                size_t e = s->len;
-                while (e > i && py_isspace((unsigned char)s->p[e - 1])) e--;
-                list_push(j, l, v_sub(j, s, i, e));
+            if (maxsplit >= 0 && (long long)l->n >= maxsplit) { /* the rest, trailing space kept */
+                list_push(j, l, v_sub(j, s, i, s->len));
                 break;
             }
             size_t st = i;
@@ -2677,26 +2718,7 @@ static jv str_split(J *j, jstr *s, jv sep, long long maxsplit)
     return v_list(l);
 }
 
-static jv str_title(J *j, jstr *s, int jinja_filter)
-{
-    jv r = v_sub(j, s, 0, s->len);
-    char *p = (char *)r.u.s->p;
-    int prev = 0; /* previous char was a letter (cased) / a non-separator for the filter */
-    for (size_t i = 0; i < s->len; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (jinja_filter) {
-            int sepc = c == '-' || is_ws((char)c) || c == '(' || c == '{' || c == '[' || c == '<';
-            if (sepc) { prev = 0; continue; }
-            p[i] = (char)(prev ? tolower(c) : toupper(c));
-            prev = 1;
-        } else {
-            int cased = isalpha(c) || c >= 0x80;
-            if (isalpha(c)) p[i] = (char)(prev ? tolower(c) : toupper(c));
-            prev = cased;
-        }
-    }
-    return r;
-}
+static jv str_title(J *j, jstr *s, int jinja_filter) { return str_case(j, s, jinja_filter ? 4 : 3); }
 
 static void put_format(J *j, sb *r, jstr *f, jargs *A)
 {
@@ -2910,11 +2932,7 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "upper") || !strcmp(name, "lower")) return str_lower_upper(j, v, name[0] == 'u');
     if (!strcmp(name, "title")) return str_title(j, to_str(j, v).u.s, 1);
-    if (!strcmp(name, "capitalize")) {
-        jv r = str_lower_upper(j, v, 0);
-        if (r.u.s->len) ((char *)r.u.s->p)[0] = (char)toupper((unsigned char)r.u.s->p[0]);
-        return r;
-    }
+    if (!strcmp(name, "capitalize")) return str_case(j, to_str(j, v).u.s, 2);
     if (!strcmp(name, "length") || !strcmp(name, "count")) return v_int((long long)py_len(j, v));
     if (!strcmp(name, "replace")) {
         jv o = to_str(j, arg(A, 0, "old", v_undef(NULL))), n = to_str(j, arg(A, 1, "new", v_undef(NULL)));
@@ -3325,7 +3343,31 @@ static jv call_method(J *j, jv self, const char *name, jargs *A)
         if (!strcmp(name, "split") || !strcmp(name, "rsplit")) {
             jv sep = arg(A, 0, "sep", v_none());
             jv ms = arg(A, 1, "maxsplit", v_int(-1));
-            if (name[0] == 'r' && num_i(ms) >= 0) jfail(j, "rsplit with maxsplit is not supported");
+            if (name[0] == 'r' && num_i(ms) >= 0) {
+                if (sep.t != T_STR || !sep.u.s->len) jfail(j, "rsplit with maxsplit needs a separator");
+                /* split from the right at most maxsplit times */
+                jstr *d = sep.u.s;
+                size_t cuts[64], nc = 0, e = s->len;
+                long long want = num_i(ms);
+                while ((long long)nc < want && nc < 64 && e >= d->len) {
+                    size_t k = e - d->len;
+                    for (;; k--) {
+                        if (!memcmp(s->p + k, d->p, d->len)) break;
+                        if (!k) { k = (size_t)-1; break; }
+                    }
+                    if (k == (size_t)-1) break;
+                    cuts[nc++] = k;
+                    e = k;
+                }
+                jlist *l = list_new(j, nc + 1);
+                size_t start = 0;
+                for (size_t c = nc; c > 0; c--) {
+                    list_push(j, l, v_sub(j, s, start, cuts[c - 1]));
+                    start = cuts[c - 1] + d->len;
+                }
+                list_push(j, l, v_sub(j, s, start, s->len));
+                return v_list(l);
+            }
             return str_split(j, s, sep, num_i(ms));
         }
         if (!strcmp(name, "startswith") || !strcmp(name, "endswith")) {

@@ -153,4 +153,6 @@ CASES = [
     ("string_concat_provenance_shapes", "{% for m in messages %}{{ '<' + m.role + '>' + m.content|trim + '</' ~ m.role ~ '>' }}{{ m.content[:3] }}{{ m.content.strip().split(' ')|join('_') }}{% endfor %}", M),
     ("is_defined_chains", "{{ messages[0].tool_calls is defined }} {{ messages[0]['tool_calls'] is not defined }} {{ (messages[0].tool_calls or []) | length }} {{ messages[5] is defined }}", M),
     ("whitespace_real_template", "{%- for message in messages %}\n    {%- if message.role == 'user' %}\n        {{- '<|user|>\\n' + message.content }}\n    {%- elif message.role == 'assistant' %}\n        {{- '<|assistant|>\\n' + message.content }}\n    {%- endif %}\n{%- endfor %}\n{%- if add_generation_prompt %}\n    {{- '<|assistant|>' }}\n{%- endif %}\n", dict(M, add_generation_prompt=True)),
+    ("m_split_maxsplit", "{{ 'a b  c '.split(none, 1) }} {{ '  a b '.split(none, 0) }} {{ 'a</think>b</think>c'.rsplit('</think>', 1) }} {{ 'x,y,z'.rsplit(',', 5) }} {{ 'abc'.rsplit('z', 1) }} {{ 'a,b'.rsplit(',') }}", {}),
+    ("unicode_case", "{{ u|upper }}|{{ u|lower }}|{{ 'ÉCOLE ça'|lower }}|{{ 'élan vital-été'|title }}|{{ 'émile'|capitalize }}|{{ 'ĐẶNG ƯƠ'.lower() }}|{{ 'đặng văn'.title() }}|{{ 'straße'|length }}", M),
 ]
