@@ -1,7 +1,9 @@
 /* AVX-512 BF16: bf16 weights go straight into VDPBF16PS, 32 products per instruction with
  * fp32 accumulation. x is split once per product into bf16 hi + lo (x ~= hi + lo to about
  * 2^-17 relative), and each weight meets both halves, so the result keeps fp32-level
- * accuracy instead of rounding the activations to bf16. f32/f16 weights use the AVX-512F
+ * accuracy instead of rounding the activations to bf16. Each step also prefetches the rows of
+ * the next tile: a row of a 2048-wide matrix is one 4 KiB page, and the hardware prefetcher
+ * starts over on every page. f32/f16 weights use the AVX-512F
  * kernels. Built with -mavx512bf16; only called after __builtin_cpu_supports says so. */
 #include <immintrin.h>
 #include <stdint.h>
@@ -58,8 +60,11 @@ BH_INLINE void bh_tile(const tl_cpu_mm *a, int nt, int64_t r, int64_t rend, int 
         for (int j = 0; j < nt; j++)
             acc[i][j] = _mm512_setzero_ps();
     int64_t k = k0;
+    const size_t next_tile = (size_t)BH_RB * (size_t)a->cols;
     for (; k + 32 <= k1; k += 32) {
         __m512bh wv[BH_RB];
+        for (int i = 0; i < BH_RB; i++)   /* the same line of the next tile's rows */
+            __builtin_prefetch(wr[i] + k + next_tile, 0, 3);
         for (int i = 0; i < BH_RB; i++)
             wv[i] = (__m512bh)_mm512_loadu_si512(wr[i] + k);
         for (int j = 0; j < nt; j++) {

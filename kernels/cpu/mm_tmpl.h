@@ -4,7 +4,8 @@
  *   tokens), MM_ZERO(), MM_FMA(a, b, c) = a*b + c, MM_HSUM(v), MM_LOADX(const float *),
  *   MM_LOADW_F32/F16/BF16(const void *, index).
  * A tile keeps MM_RB x MM_TB accumulators in registers; x is walked in k-blocks of MM_KC so
- * a block of every token stays in L2 while the weight rows stream through once. */
+ * a block of every token stays in L2 while the weight rows stream through once. The rows of
+ * the next tile are prefetched a line at a time (the hardware prefetcher stops at pages). */
 #include <stddef.h>
 #include "cpu.h"
 #include "mm.h"
@@ -44,8 +45,12 @@ MM_INLINE void mm_tile(const tl_cpu_mm *a, int dt, int nt, int64_t r, int64_t re
         for (int j = 0; j < nt; j++)
             acc[i][j] = MM_ZERO();
     int64_t k = k0;
+    const size_t next_tile = (size_t)MM_RB * (size_t)a->cols * es;
     for (; k + MM_VL <= k1; k += MM_VL) {
         MM_VF wv[MM_RB];
+        if (((size_t)k * es & 63) == 0)   /* once per line: the same line of the next tile */
+            for (int i = 0; i < MM_RB; i++)
+                __builtin_prefetch((const char *)wr[i] + (size_t)k * es + next_tile, 0, 3);
         for (int i = 0; i < MM_RB; i++)
             wv[i] = mm_loadw(wr[i], dt, k);
         for (int j = 0; j < nt; j++) {
