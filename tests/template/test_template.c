@@ -2,7 +2,7 @@
  * tools/template-goldens/render.py) and ../shared/conformance/chat-goldens.
  *   test_template goldens ROOT SHARED   every template x message set x add_generation_prompt
  *   test_template micro ROOT            the hand-written feature templates
- *   test_template shared SHARED         llama.cpp's Jinja2 renders (exit 77 when absent)
+ *   test_template shared SHARED [ROOT]  llama.cpp's Jinja2 renders (exit 77 when absent)
  *   test_template errors                syntax errors, limits, the chat config loader
  *   test_template fuzz ROOT [N]         mutated real templates: no crash, no hang */
 #include <stdio.h>
@@ -240,7 +240,7 @@ static int run_micro(const char *root)
     return TL_TEST_END("template_micro");
 }
 
-static int run_shared(const char *shared)
+static int run_shared(const char *shared, const char *root)
 {
     static const char *const tpls[] = {"meta-llama-Llama-3.2-3B-Instruct"};
     static const char *const ctxs[] = {"simple", "system"};
@@ -274,6 +274,31 @@ static int run_shared(const char *shared)
             tl_template_free(t);
             cJSON_Delete(ctx);
         }
+    /* the tool_use render: its context was not kept; tool_use_context.json rebuilds it (Jinja2
+     * renders it to that file byte for byte) */
+    if (root) {
+        snprintf(path, sizeof path, "%s/conformance/templates/meta-llama-Llama-3.1-8B-Instruct.jinja", shared);
+        char *src = slurp(path);
+        snprintf(path, sizeof path, "%s/tests/template/tool_use_context.json", root);
+        cJSON *ctx = load_json(path);
+        snprintf(path, sizeof path, "%s/conformance/chat-goldens/meta-llama-Meta-Llama-3.1-8B-Instruct-tool_use.txt", shared);
+        char *want = slurp(path);
+        TL_CHECK(src && want);
+        tl_error err = {{0}};
+        tl_template *t = NULL;
+        char *out = NULL;
+        size_t len = 0;
+        int rc = src ? tl_template_compile(src, &t, &err) : -1;
+        if (!rc) rc = tl_template_render(t, ctx, &out, &len, &err);
+        TL_CHECK_MSG(!rc, "%s", err.msg);
+        TL_CHECK_MSG(out && want && !strcmp(out, want), "Llama 3.1 tool_use");
+        if (out && want && strcmp(out, want)) show_diff("tool_use", out, want);
+        free(out);
+        free(want);
+        free(src);
+        tl_template_free(t);
+        cJSON_Delete(ctx);
+    }
     return TL_TEST_END("template_shared");
 }
 
@@ -444,9 +469,9 @@ int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "goldens")) return run_goldens(argv[2], argv[3]);
     if (argc >= 3 && !strcmp(argv[1], "micro")) return run_micro(argv[2]);
-    if (argc >= 3 && !strcmp(argv[1], "shared")) return run_shared(argv[2]);
+    if (argc >= 3 && !strcmp(argv[1], "shared")) return run_shared(argv[2], argc >= 4 ? argv[3] : NULL);
     if (argc >= 2 && !strcmp(argv[1], "errors")) return run_errors();
     if (argc >= 3 && !strcmp(argv[1], "fuzz")) return run_fuzz(argv[2], argc >= 4 ? atoi(argv[3]) : 150);
-    fprintf(stderr, "usage: test_template goldens ROOT SHARED | micro ROOT | shared SHARED | errors | fuzz ROOT [N]\n");
+    fprintf(stderr, "usage: test_template goldens ROOT SHARED | micro ROOT | shared SHARED [ROOT] | errors | fuzz ROOT [N]\n");
     return 2;
 }
