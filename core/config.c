@@ -197,7 +197,7 @@ static int parse_config(const cJSON *root, tl_config *c, const char *path, tl_er
     const int big = 1 << 20;
     if (check_architecture(root, path, err) ||
         get_int(root, "hidden_size", &c->hidden_size, 1, big, 1, path, err) ||
-        get_int(root, "intermediate_size", &c->intermediate_size, 1, 8 * big, 1, path, err) ||
+        get_int(root, "intermediate_size", &c->intermediate_size, 1, 4 * big, 1, path, err) ||
         get_int(root, "num_hidden_layers", &c->n_layers, 1, 4096, 1, path, err) ||
         get_int(root, "num_attention_heads", &c->n_heads, 1, 4096, 1, path, err) ||
         get_int(root, "num_key_value_heads", &c->n_kv_heads, 1, 4096, 0, path, err) ||

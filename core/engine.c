@@ -276,14 +276,20 @@ static int check_ids(const tl_engine *e, const int *ids, int n, const char *what
     int vocab = e->m->cfg.vocab_size;
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= vocab)
-            return n == 1 && !strcmp(what, "id")
-                       ? tl_error_set(err, "id: token id %d is out of range (vocabulary of %d)", ids[i], vocab)
-                       : tl_error_set(err, "%s[%d]: token id %d is out of range (vocabulary of %d)", what, i, ids[i],
-                                      vocab);
-    if (n > e->capacity - e->pos)
-        return tl_error_set(err, "%s: %d tokens at position %d do not fit in the context of %d positions", what, n,
-                            e->pos, e->capacity);
+            return n == 1 ? tl_error_set(err, "%s: token id %d is out of range (vocabulary of %d)", what, ids[i], vocab)
+                          : tl_error_set(err, "%s[%d]: token id %d is out of range (vocabulary of %d)", what, i,
+                                         ids[i], vocab);
     return 0;
+}
+
+static int check_room(const tl_engine *e, int n, const char *what, tl_error *err)
+{
+    if (n <= e->capacity - e->pos)
+        return 0;
+    if (n == 1)
+        return tl_error_set(err, "%s: the context is full (%d positions)", what, e->capacity);
+    return tl_error_set(err, "%s: %d tokens at position %d do not fit in the context of %d positions", what, n,
+                        e->pos, e->capacity);
 }
 
 /* Sync, then copy the logits out; the pass's wall time includes both. */
@@ -299,7 +305,7 @@ int tl_engine_prefill(tl_engine *e, const int *ids, int n, tl_error *err)
 {
     if (n <= 0)
         return tl_error_set(err, "ids: the prompt is empty");
-    if (check_ids(e, ids, n, "ids", err))
+    if (check_ids(e, ids, n, "ids", err) || check_room(e, n, "ids", err))
         return -1;
     double t0 = now_ms();
     for (int done = 0; done < n;) {
@@ -313,7 +319,7 @@ int tl_engine_prefill(tl_engine *e, const int *ids, int n, tl_error *err)
 
 int tl_engine_decode(tl_engine *e, int id, tl_error *err)
 {
-    if (check_ids(e, &id, 1, "id", err))
+    if (check_ids(e, &id, 1, "id", err) || check_room(e, 1, "id", err))
         return -1;
     double t0 = now_ms();
     forward(e, &id, 1, 1);

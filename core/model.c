@@ -215,7 +215,6 @@ static uint64_t weight_size(const tl_weight *w)
  * every layer, the final norm, lm_head, and one row of the embedding when it is not tied. */
 static void count(tl_model *m)
 {
-    const tl_weight *all[9];
     uint64_t bytes = weight_size(&m->final_norm) + weight_size(&m->lm_head);
     int64_t params = m->embed.rows * m->embed.cols + m->final_norm.cols;
     if (m->lm_head.data != m->embed.data) {
@@ -223,13 +222,12 @@ static void count(tl_model *m)
         bytes += (uint64_t)m->embed.cols * tl_dtype_size(m->embed.dtype);
     }
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        tl_layer *L = &m->layers[l];
-        const tl_weight *w[9] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                 &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down};
-        memcpy(all, w, sizeof all);
-        for (int i = 0; i < 9; i++) {
-            params += all[i]->rows * all[i]->cols;
-            bytes += weight_size(all[i]);
+        const tl_layer *L = &m->layers[l];
+        const tl_weight *w[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
+                                &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+            params += w[i]->rows * w[i]->cols;
+            bytes += weight_size(w[i]);
         }
     }
     m->n_params = params;
