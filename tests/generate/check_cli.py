@@ -121,7 +121,6 @@ def main():
         (["--model", llama, "--ids", "1,128256"], 1),
         (["--model", llama, "--ids", ",".join(["100"] * 300)], 1),
         (["--model", os.path.join(models, "missing"), "--ids", "1"], 1),
-        (["--ids", "1"], 2),
         (["--model", llama], 2),
         (["--model", llama, "--ids", "1", "--prompt", "x"], 2),
         (["--model", llama, "--ids", "1", "--greedy", "--temperature", "0.5"], 2),
@@ -136,6 +135,9 @@ def main():
         (["--model", llama, "--messages", "/nonexistent/messages.json"], 1),
         (["--model", llama, "--system", "x", "--ids", "1"], 2),
     ]
+    r = run(exe, "--ids", "1", env={"TOKENLOOP_MODEL": os.path.join(models, "missing")})
+    check(r.returncode == 1 and r.stderr.startswith("tokenloop: ") and len(r.stderr.strip().splitlines()) == 1,
+          f"TOKENLOOP_MODEL missing: {r.returncode} {r.stderr!r}")
     for args, status in bad:
         r = run(exe, *args)
         lines = r.stderr.strip().splitlines()
