@@ -16,7 +16,7 @@ struct pcre2_real_code_8;
 typedef struct {
     int kind;
     struct pcre2_real_code_8 *re;
-    int behavior, invert, prefix_space;
+    int behavior, invert, prefix_space, jit;
 } tl_pretok;
 
 typedef struct {

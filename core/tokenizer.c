@@ -450,9 +450,10 @@ static int add_split(tl_tokenizer *t, const char *pattern, int literal, int beha
         pcre2_get_error_message(ec, msg, sizeof msg);
         return tl_error_set(err, "%s: pre-tokenizer regex at offset %zu: %s", what, (size_t)eo, (char *)msg);
     }
-    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  /* falls back to the interpreter if JIT is absent */
+    int jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;  /* else the interpreter */
     tl_pretok *p = &t->pre[t->n_pre++];
     memset(p, 0, sizeof *p);
+    p->jit = jit;
     p->kind = TL_PRE_SPLIT;
     p->re = re;
     p->behavior = behavior;
@@ -1138,7 +1139,8 @@ static int run_split(const tl_pretok *p, scratch *s, const spanvec *in, spanvec 
         size_t pos = 0, prev = 0;
         s->segs_n = 0;
         while (pos <= sp->n) {
-            int rc = pcre2_match(p->re, sp->p, sp->n, pos, PCRE2_NO_UTF_CHECK, s->md, s->mctx);
+            int rc = p->jit ? pcre2_jit_match(p->re, sp->p, sp->n, pos, 0, s->md, s->mctx)
+                            : pcre2_match(p->re, sp->p, sp->n, pos, PCRE2_NO_UTF_CHECK, s->md, s->mctx);
             if (rc == PCRE2_ERROR_NOMATCH)
                 break;
             if (rc < 0) {
@@ -1252,6 +1254,8 @@ static int find_added(const tl_tokenizer *t, const unsigned char *text, size_t f
         return -1;
     for (size_t i = from; i < len; i++) {
         unsigned c = text[i];
+        if (t->added_first[c] == t->added_first[c + 1])
+            continue;
         for (int k = t->added_first[c]; k < t->added_first[c + 1]; k++) {
             const tl_added *a = &t->added[t->added_order[k]];
             if ((flags & TL_TOK_NO_PARSE_SPECIAL) && a->special)
