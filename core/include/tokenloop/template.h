@@ -16,7 +16,9 @@ typedef struct tl_template tl_template;
 int tl_template_compile(const char *src, tl_template **out, tl_error *err);
 void tl_template_free(tl_template *tpl);
 
-/* context: a JSON object whose members become the template's variables (NULL: none).
+/* context: a JSON object whose members become the template's variables (NULL: none). cJSON
+ * keeps no difference between 1 and 1.0, so integral numbers become Python ints here;
+ * tl_chat_render reads JSON text and keeps it.
  * *out is malloc'd, NUL-terminated; *out_len (may be NULL) is its length. A failed render
  * (raise_exception, an undefined value used where Jinja2 errors, a limit) returns -1. */
 int tl_template_render(const tl_template *tpl, const cJSON *context, char **out, size_t *out_len,
