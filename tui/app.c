@@ -688,6 +688,11 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o)
         int r = wget_wch(stdscr, &ch);
         if (r == ERR)
             continue;
+        if (r == KEY_CODE_YES && ch == KEY_RESIZE) {   /* not a key press: redraw, keep running */
+            dirty = 1;
+            last_draw = 0;
+            continue;
+        }
         if (a->it) {
             /* any key pauses; q pauses and quits */
             run_finish(a, 1);

@@ -77,18 +77,17 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
     tl_lesson_ui lui = {"", -1};
     char why[256] = "";
     int rc = tl_lesson_apply(c->cur, c->step, s, &lui, &err);
+    if (rc == 0 && tl_session_n_steps(s) == 0 && tl_session_prepare(s, &err))   /* render what the step set up */
+        rc = -1;
     int chk = rc ? -1 : tl_lesson_check(c->cur, c->step, s, why, sizeof why);
-    if (tl_session_n_steps(s) == 0)
-        tl_session_prepare(s, NULL);   /* show the prompt the step set up */
     char *say = tl_lesson_narrate(c->cur, c->step, c->lang, s);
     size_t cap = (say ? strlen(say) : 0) + 1024;
     char *t = malloc(cap);
     if (t) {
-        snprintf(t, cap, "%s \xC2\xB7 %d/%d\n\n%s\n\n%s%s\n\xE2\x86\x92/Space next \xC2\xB7 Esc hides \xC2\xB7 the keys still work",
+        snprintf(t, cap, "%s \xC2\xB7 %d/%d \xC2\xB7 %s%s\n\n%s\n\n\xE2\x86\x92/Space next \xC2\xB7 Esc hides \xC2\xB7 the keys still work",
                  tl_lesson_title(c->cur, c->lang), c->step + 1, tl_lesson_n_steps(c->cur),
-                 say ? say : "",
                  rc ? "action failed: " : chk == 0 ? "\xE2\x9C\x93 checked on this model" : chk == 1 ? "\xE2\x9C\x97 expectation failed: " : "",
-                 rc ? err.msg : chk == 1 ? why : "");
+                 rc ? err.msg : chk == 1 ? why : "", say ? say : "");
         set_text(c, ui, t);
     }
     free(say);

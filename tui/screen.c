@@ -53,7 +53,7 @@ static void help(WINDOW *w, int cols, int rows)
         "r           run to the stop (background thread); any key pauses",
         "\xE2\x86\x90 / Bksp    step back one token (rewinds the KV cache)",
         "Enter       force the selected logits row instead (branch)",
-        "\xE2\x86\x91 \xE2\x86\x93        select a logits row / a token / scroll",
+        "\xE2\x86\x91 \xE2\x86\x93         select a logits row / a token / scroll",
         "g           greedy \xE2\x86\x94 sampled",
         "t / T       temperature down / up",
         "k / K       top-k down / up (0 = off)",
