@@ -35,6 +35,8 @@ if r.returncode == 0:
     check(np.isclose(j["tpot_ms_median"], np.median(t), rtol=1e-9), "median")
     check(np.isclose(j["tpot_ms_p90"], np.percentile(t, 90), rtol=1e-9), "p90")
     check(j["ttft_ms"] > 0 and (t > 0).all(), "positive times")
+    check(j["tpot_ms_min"] == t.min(), "best step")
+    check(j["load_average"] is None or j["load_average"] >= 0, "load average")
     # tiny: hidden 256, 2 layers, kv_dim 64, vocab 1000, untied, bf16
     d, ff, q, kv, V, L = 256, 688, 256, 64, 1000, 2
     layer = 2 * d + q * d + 2 * kv * d + d * q + 3 * ff * d
