@@ -257,14 +257,16 @@ def main():
     # q during a run: the generation thread is cancelled and joined, exit 0, terminal restored
     status3 = os.path.join(tmp, "status3")
     stty3 = os.path.join(tmp, "stty3")
-    cmd = ("%s tui --model %s; echo $? > %s; stty -a > %s; sleep 60" % (TOKENLOOP, MODEL, status3, stty3))
+    # also the entry point with no arguments: `tokenloop` opens the TUI on $TOKENLOOP_MODEL
+    cmd = ("TOKENLOOP_MODEL=%s %s; echo $? > %s; stty -a > %s; sleep 60" % (MODEL, TOKENLOOP, status3, stty3))
     SOCK += "c"
     tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-e", "LANG=C.UTF-8",
          "-e", "LC_ALL=C.UTF-8", "sh", "-c", cmd)
     try:
         tmux("set-option", "-t", "t", "status", "off")
         tmux("resize-window", "-t", "t", "-x", str(COLS), "-y", str(ROWS), check=False)
-        wait_for(lambda s: re.search(r"next: prefill", s), "the first screen (run + q)", 60)
+        s, m = wait_for(lambda s: re.search(r"next: prefill", s), "the first screen of `tokenloop`", 60)
+        check(m and "<|start_header_id|>" in s, "`tokenloop` without arguments opens the TUI")
         tmux("send-keys", "-t", "t", "r", "q")
         t0 = time.time()
         while not os.path.exists(stty3) and time.time() - t0 < 30:
