@@ -97,50 +97,60 @@ static uint64_t splitmix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* 16 random bits -> bf16 with random sign and mantissa, exponent in 4 binades below 2^(e+1). */
-static inline uint16_t rand_bf16(uint32_t r, int e)
-{
-    if (e == INT32_MIN)   /* 1.0 .. 1.055 */
-        return (uint16_t)(0x3f80 | (r & 0x7));
-    return (uint16_t)((r & 0x8000) | (uint32_t)(127 + e - 3 + ((r >> 7) & 3)) << 7 | (r & 0x7f));
-}
-
-static inline uint16_t rand_f16(uint32_t r, int e)
-{
-    if (e == INT32_MIN)
-        return (uint16_t)(0x3c00 | (r & 0x3f));   /* 1.0 .. 1.062 */
-    int ex = 15 + e - 3 + (int)((r >> 10) & 3);
-    if (ex < 1)
-        ex = 1;
-    return (uint16_t)((r & 0x8000) | (uint32_t)ex << 10 | (r & 0x3ff));
-}
+/* Eight xorshift64 streams side by side: shifts and xors only, so the compiler vectorizes
+ * them (SSE2 is enough), and 64 random bytes become 32 weights per round. A 16-bit draw r
+ * becomes a weight with r's sign and mantissa bits and one of four binades below 2^(e+1);
+ * norm weights (e == INT32_MIN) are 1 plus a little. */
+#define STREAMS 8
 
 static void fill_piece(const tensor_fill *t, size_t piece, uint64_t seed)
 {
     size_t off = piece * PIECE, n = t->bytes - off < PIECE ? t->bytes - off : PIECE;
-    uint64_t s = splitmix(seed ^ splitmix(piece)) | 1;
-    char *p = (char *)t->data + off;
-    if (t->dtype == TL_F32) {
-        for (size_t i = 0; i + 4 <= n; i += 4) {
-            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-            uint32_t v = (uint32_t)rand_bf16((uint32_t)(s >> 16), t->scale_exp) << 16 | (uint32_t)(s & 0xffff);
-            memcpy(p + i, &v, 4);
-        }
-        return;
+    uint64_t st[STREAMS];
+    for (int j = 0; j < STREAMS; j++)
+        st[j] = splitmix(seed ^ splitmix(piece * STREAMS + (uint64_t)j)) | 1;
+    uint16_t *h = (uint16_t *)((char *)t->data + off);
+    const size_t count = n / 2, per_round = STREAMS * 4;
+    const int norm = t->scale_exp == INT32_MIN;
+    const int bf = t->dtype != TL_F16;   /* f32 weights take a bf16 top half */
+    uint16_t or_bits, keep;
+    unsigned shift, base;
+    if (bf) {
+        keep = norm ? 0x0007 : 0x807f;
+        or_bits = norm ? 0x3f80 : 0;
+        shift = 7;
+        base = norm ? 0 : (unsigned)(127 + t->scale_exp - 3);
+    } else {
+        keep = norm ? 0x001f : 0x83ff;
+        or_bits = norm ? 0x3c00 : 0;
+        shift = 10;
+        int e = 15 + t->scale_exp - 3;
+        base = norm ? 0 : (unsigned)(e < 1 ? 1 : e);
     }
-    uint16_t *h = (uint16_t *)p;
-    size_t count = n / 2, i = 0;
-    for (; i + 4 <= count; i += 4) {   /* four values per 64 random bits */
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        for (int j = 0; j < 4; j++) {
-            uint32_t r = (uint32_t)(s >> (16 * j)) & 0xffff;
-            h[i + j] = t->dtype == TL_BF16 ? rand_bf16(r, t->scale_exp) : rand_f16(r, t->scale_exp);
+    const uint16_t binades = norm ? 0 : 3;
+    uint16_t buf[STREAMS * 4], raw[STREAMS * 4];
+    for (size_t i = 0; i < count; i += per_round) {
+        uint64_t r[STREAMS];
+        for (int j = 0; j < STREAMS; j++) {
+            uint64_t x = st[j];
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            st[j] = r[j] = x;
         }
-    }
-    for (; i < count; i++) {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        uint32_t r = (uint32_t)s & 0xffff;
-        h[i] = t->dtype == TL_BF16 ? rand_bf16(r, t->scale_exp) : rand_f16(r, t->scale_exp);
+        memcpy(buf, r, sizeof buf);
+        memcpy(raw, r, sizeof raw);
+        for (size_t j = 0; j < per_round; j++)
+            buf[j] = (uint16_t)((buf[j] & keep) | or_bits | (base + ((buf[j] >> shift) & binades)) << shift);
+        size_t m = count - i < per_round ? count - i : per_round;
+        if (t->dtype == TL_F32) {   /* (little-endian) a bf16 weight on top, random bits below */
+            for (size_t j = 0; j + 1 < m; j += 2) {
+                h[i + j] = raw[j];
+                h[i + j + 1] = buf[j + 1];
+            }
+        } else {
+            memcpy(h + i, buf, m * sizeof *h);
+        }
     }
 }
 
