@@ -481,6 +481,9 @@ static int append_token(tl_session *s, int id, tl_step *st, tl_error *err)
     const char *printed = tl_streamer_printed(s->streamer, &pl);
     char *pr = dupn(printed, pl);
     st->stop = tl_stop_check(&s->stop, id, s->n_gen, s->gen_bytes, s->n_bytes, s->gen_start[s->n_gen - 1]);
+    if (st->stop.reason == TL_STOP_EOS && s->tok && tl_tokenizer_token(s->tok, id))
+        snprintf(st->stop.detail, sizeof st->stop.detail, "eos id %d %s (from %s)", id,
+                 tl_tokenizer_token(s->tok, id), s->stop.eos_source ? s->stop.eos_source : "?");
     if (st->stop.reason != TL_STOP_NONE) {
         tl_streamer_end(s->streamer);
         size_t el;

@@ -144,7 +144,13 @@ static void print_metrics(tl_session *s)
     const tl_stop_config *sc = tl_session_stop_config(s);
     fprintf(stderr, "\n--\nstop: %s (%s); budget %d new tokens from %s\n", tl_stop_reason_name(stop->reason),
             stop->detail, sc->max_new_tokens, tl_budget_source_name(sc->budget_source));
-    fprintf(stderr, "prompt %d tokens, generated %d", r.prompt_tokens, r.generated);
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
+    fprintf(stderr, "EOS set (%s):", sc->eos_source ? sc->eos_source : "none");
+    for (int i = 0; i < sc->n_eos; i++) {
+        const char *nm = tok ? tl_tokenizer_token(tok, sc->eos_ids[i]) : NULL;
+        fprintf(stderr, " %d%s%s", sc->eos_ids[i], nm ? " " : "", nm ? nm : "");
+    }
+    fprintf(stderr, "\nprompt %d tokens, generated %d", r.prompt_tokens, r.generated);
     if (r.template_ms >= 0) fprintf(stderr, "; templating %.2f ms, tokenizing %.2f ms", r.template_ms, r.tokenize_ms);
     fprintf(stderr, "\nTTFT %.2f ms (request start -> first id on the host)\n", r.ttft_ms);
     if (r.tpot_ms >= 0)
@@ -191,6 +197,13 @@ static void print_json(tl_session *s)
     cJSON_AddStringToObject(o, "budget_source", tl_budget_source_name(sc->budget_source));
     cJSON_AddNumberToObject(o, "max_new_tokens", sc->max_new_tokens);
     cJSON_AddItemToObject(o, "eos_ids", cJSON_CreateIntArray(sc->eos_ids, sc->n_eos));
+    cJSON *names = cJSON_AddArrayToObject(o, "eos_tokens");
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
+    for (int i = 0; i < sc->n_eos; i++) {
+        const char *nm = tok ? tl_tokenizer_token(tok, sc->eos_ids[i]) : NULL;
+        cJSON_AddItemToArray(names, nm ? cJSON_CreateString(nm) : cJSON_CreateNull());
+    }
+    cJSON_AddStringToObject(o, "eos_source", sc->eos_source ? sc->eos_source : "");
     tl_metrics_report r = tl_session_metrics(s);
     cJSON_AddItemToObject(o, "template_ms", num_or_null(r.template_ms));
     cJSON_AddItemToObject(o, "tokenize_ms", num_or_null(r.tokenize_ms));

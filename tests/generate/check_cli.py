@@ -86,7 +86,9 @@ def main():
     # stop reasons through the CLI
     e = json.loads(run(exe, "--model", os.path.join(models, "eos-always"), "--ids", "128000,9906", "--json").stdout)
     check(e["stop_reason"] == "eos" and e["generated_ids"] == [128008], f"eos: {e['stop_reason']} {e['generated_ids']}")
-    check("128008" in e["stop_detail"], "eos detail")
+    check("128008 <|eom_id|>" in e["stop_detail"], f"eos detail: {e['stop_detail']}")
+    check(e["eos_ids"] == [128001, 128008, 128009] and e["eos_source"] == "generation_config.json", "EOS set")
+    check(e["eos_tokens"] == ["<|end_of_text|>", "<|eom_id|>", "<|eot_id|>"], f"EOS names {e['eos_tokens']}")
     n = json.loads(run(exe, "--model", os.path.join(models, "no-genconfig"), "--ids", "128000,9906", "--json").stdout)
     check(n["stop_reason"] == "max_new_tokens" and len(n["generated_ids"]) == 20 and n["budget_source"] == "default",
           "the 20-token default")
