@@ -58,14 +58,23 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     Format_ms(v->prefill_ms, b, sizeof b);
     Format_ms(v->template_ms, c, sizeof c);
     Format_ms(v->tokenize_ms, d, sizeof d);
-    snprintf(line, sizeof line, "TTFT %s  (prefill of %d tokens %s; template %s, tokenize %s)", a,
-             v->n_prompt, b, c, d);
-    Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_HEADER));
+    /* TTFT and what it is made of: template + tokenize + the prefill pass (+ choosing) */
+    snprintf(line, sizeof line, "TTFT %s: template %s, tokenize %s, prefill of %d tokens %s", a, c, d,
+             v->n_prompt, b);
+    if (Format_widthz(line) > in.w) {
+        snprintf(line, sizeof line, "TTFT %s  (request start \xE2\x86\x92 first token id)", a);
+        Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_HEADER));
+        if (y >= end)
+            return;
+        snprintf(line, sizeof line, "  of which template %s, tokenize %s, prefill (%d tokens) %s", c, d, v->n_prompt, b);
+        Draw_text(w, y++, in.x, in.w, line, A_NORMAL);
+    } else
+        Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_HEADER));
     if (y >= end)
         return;
     Format_ms(v->tpot_ms, a, sizeof a);
     if (v->decode_tps > 0)
-        snprintf(line, sizeof line, "TPOT %s \xC2\xB7 %.1f tok/s  (clock, first\xE2\x86\x92last token; includes pauses between keys)",
+        snprintf(line, sizeof line, "TPOT %s \xC2\xB7 %.1f tok/s decode (clock first\xE2\x86\x92last; includes your pauses)",
                  a, v->decode_tps);
     else
         snprintf(line, sizeof line, "TPOT %s  (needs 2 generated tokens)", a);
@@ -92,11 +101,13 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     if (y >= end)
         return;
     Draw_text(w, y++, in.x, in.w,
-              "ref   16 GB \xC3\xB7 3.35 TB/s \xE2\x89\x88 4.8 ms (Llama 3.1 8B bf16 on an H100, class material)",
+              "ref   16 GB \xC3\xB7 3.35 TB/s \xE2\x89\x88 4.8 ms: Llama 3.1 8B bf16, H100 (class material)",
               Theme_attr(TA_DIM));
     if (v->show_wrong && y < end) {
+        snprintf(b, sizeof b, "%.1f tok/s", v->decode_tps);
         if (v->wrong_prompt_tps > 0)
-            snprintf(line, sizeof line, "WRONG 1: prompt counted as output: %.1f tok/s", v->wrong_prompt_tps);
+            snprintf(line, sizeof line, "WRONG 1: prompt counted as output: %.1f tok/s (right: %s)",
+                     v->wrong_prompt_tps, v->decode_tps > 0 ? b : "needs 2 tokens");
         else
             snprintf(line, sizeof line, "WRONG 1: prompt counted as output: (no tokens yet)");
         Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
