@@ -45,7 +45,7 @@ fi
 "$build/tui/tokenloop" --version
 
 say "gpu tests"
-(cd "$build" && timeout 240 ctest -L gpu --output-on-failure) || { status=1; echo "device-check: gpu tests FAILED"; }
+(cd "$build" && timeout 240 ctest -L gpu -j4 --output-on-failure) || { status=1; echo "device-check: gpu tests FAILED"; }
 
 say "compute-sanitizer memcheck: test_cuda_ops"
 san=""
@@ -62,11 +62,11 @@ fi
 
 say "tokenloop bench --synthetic llama-3.1-8b --device cuda --prompt-tokens 30 --new-tokens 64 --json"
 bench_json=$out/bench-cuda.json
-timeout 240 "$build/tui/tokenloop" bench --synthetic llama-3.1-8b --device cuda --prompt-tokens 30 \
-    --new-tokens 64 --json >"$bench_json" || echo "device-check: bench failed"
+TL_CUDA_STATS=1 timeout 240 "$build/tui/tokenloop" bench --synthetic llama-3.1-8b --device cuda \
+    --prompt-tokens 30 --new-tokens 64 --json >"$bench_json" || echo "device-check: bench failed"
 cat "$bench_json"
 # the trap, for the record: the same decode with graphs off (every kernel launched one by one)
-TL_CUDA_GRAPH=0 timeout 240 "$build/tui/tokenloop" bench --synthetic llama-3.1-8b --device cuda \
+TL_CUDA_STATS=1 TL_CUDA_GRAPH=0 timeout 240 "$build/tui/tokenloop" bench --synthetic llama-3.1-8b --device cuda \
     --prompt-tokens 30 --new-tokens 32 --json >"$out/bench-cuda-nograph.json" || echo "device-check: bench (no graph) failed"
 
 say "copy bandwidth and transformers generate() on the 8B shape"

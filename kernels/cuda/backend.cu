@@ -610,6 +610,13 @@ void cu_destroy(void *ctx)
     cuctx *c = (cuctx *)ctx;
     if (!c)
         return;
+    const char *v = getenv("TL_CUDA_STATS");
+    if (v && !strcmp(v, "1"))
+        fprintf(stderr,
+                "tokenloop: cuda: %ld passes; decode steps: %ld op by op, %ld graph captures, %ld graph replays; "
+                "%ld errors; graphs %s, fused launches %s\n",
+                c->st.passes, c->st.eager_decode, c->st.captures, c->st.replays, c->st.errors,
+                c->graphs_enabled && !c->capture_failed ? "on" : "off", c->fuse ? "on" : "off");
     if (c->s)
         cudaStreamSynchronize(c->s);
     if (c->gexec)

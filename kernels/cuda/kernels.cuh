@@ -134,27 +134,44 @@ __global__ void __launch_bounds__(256) k_attention(dptr op, dptr qp, dptr kp, dp
         acc[j] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
-    for (int p = warp; p < n_ctx; p += NW) {
-        const float *kr = kb + (size_t)p * kv_dim, *vr = vb + (size_t)p * kv_dim;
-        float s = 0.0f, vv[D];
+    /* Four rows per warp per round: their loads and shuffle reductions are independent, so
+     * they overlap; the softmax update then takes them in position order. */
+    constexpr int U = 4;
+    for (int p0 = warp; p0 < n_ctx; p0 += U * NW) {
+        float s[U], vv[U][D];
 #pragma unroll
-        for (int j = 0; j < D; j++) {
-            int d = lane + 32 * j;
-            if (d < hd) {
-                s += qr[j] * kr[d];
-                vv[j] = vr[d];
-            } else {
-                vv[j] = 0.0f;
+        for (int u = 0; u < U; u++) {
+            int p = p0 + u * NW;
+            bool ok = p < n_ctx;
+            const float *kr = kb + (size_t)(ok ? p : 0) * kv_dim, *vr = vb + (size_t)(ok ? p : 0) * kv_dim;
+            float a = 0.0f;
+#pragma unroll
+            for (int j = 0; j < D; j++) {
+                int d = lane + 32 * j;
+                if (ok && d < hd) {
+                    a += qr[j] * kr[d];
+                    vv[u][j] = vr[d];
+                } else {
+                    vv[u][j] = 0.0f;
+                }
             }
+            s[u] = a;
         }
-        s = warp_sum(s) * scale;
-        float mn = fmaxf(m, s);
-        float corr = expf(m - mn), e = expf(s - mn);
-        l = l * corr + e;
 #pragma unroll
-        for (int j = 0; j < D; j++)
-            acc[j] = acc[j] * corr + e * vv[j];
-        m = mn;
+        for (int u = 0; u < U; u++)
+            s[u] = warp_sum(s[u]) * scale;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (p0 + u * NW >= n_ctx)
+                break;
+            float mn = fmaxf(m, s[u]);
+            float corr = expf(m - mn), e = expf(s[u] - mn);
+            l = l * corr + e;
+#pragma unroll
+            for (int j = 0; j < D; j++)
+                acc[j] = acc[j] * corr + e * vv[u][j];
+            m = mn;
+        }
     }
     __shared__ float sm_m[NW], sm_l[NW], sm_o[NW][D * 32];
     if (lane == 0) {
