@@ -1,17 +1,20 @@
-// Writes tests/tokenizer/golden-llama3.json: a corpus of strings and the ids a second tokenizer
-// implementation gives for them — @lenml/tokenizers (a fork of transformers.js's tokenizers)
-// loaded with assets/tokenizer/{tokenizer.json,tokenizer_config.json}.
+// Writes tests/tokenizer/golden-llama3.json: a corpus of strings and the ids that two other
+// implementations give for them, both loaded with assets/tokenizer/{tokenizer.json,tokenizer_config.json}:
+//   - `tokenizers` (Hugging Face's own Rust library through its Node binding, with Oniguruma regexes):
+//     the expected "ids";
+//   - @lenml/tokenizers (a fork of transformers.js's tokenizers, JavaScript regexes): a second opinion;
+//     where it differs from Hugging Face the entry also carries "lenml_ids" and a "note".
 //
 // Every entry: {"text", "flags": [...], "ids"}; flags: "add_special" (add_special_tokens=True),
-// "no_parse_special" (special-token text is plain text; transformers' split_special_tokens=True).
-// Where JavaScript's regex engine and Hugging Face's (Oniguruma) disagree about \s — JS counts
-// U+FEFF as whitespace and not U+0085, Oniguruma the other way round — the entry carries
-// "lenml_ids" (what the package gives) and "ids" from the same package run with \s spelled out as
-// Oniguruma defines it (\t\n\v\f\r, U+0085, Zs, Zl, Zp).
+// "no_parse_special" (special-token text is plain text; transformers' split_special_tokens=True,
+// made for Hugging Face by dropping the special added tokens from the tokenizer.json).
+// Known difference: JavaScript's \s counts U+FEFF and not U+0085, Oniguruma the other way round;
+// lenml run with \s spelled out as Oniguruma defines it must then agree with Hugging Face (checked).
 "use strict";
 const fs = require("fs");
 const path = require("path");
 const { TokenizerLoader } = require("@lenml/tokenizers");
+const hf = require("tokenizers");
 
 const [tokDir, outPath] = process.argv.slice(2);
 if (!tokDir || !outPath) {
@@ -162,30 +165,44 @@ for (let i = 0; i < 120; i++) {
 }
 
 // ---- run it ----
+const same = (x, y) => JSON.stringify(x) === JSON.stringify(y);
 const hasSpecial = (s) => tok.added_tokens.some((t) => s.includes(t.content));
-const onigDiffers = (s) => /[\u0085\ufeff]/u.test(s);
+const hfLoad = (j) => hf.Tokenizer.fromString(JSON.stringify(j));
+const withoutSpecial = (j) => ({ ...j, added_tokens: j.added_tokens.filter((t) => !t.special) });
+const hfTok = hfLoad(tokJSON), hfPlain = hfLoad(withoutSpecial(tokJSON));
+const hfEncode = async (t, text, special) => Array.from((await t.encode(text, null, { addSpecialTokens: special })).getIds());
+let unexplained = 0;
+async function compare(e, hfIds, lenmlIds, lenmlOnigIds) {
+  e.ids = hfIds;
+  if (!same(hfIds, lenmlIds)) {
+    e.lenml_ids = lenmlIds;
+    const sChars = /[\u0085\ufeff]/u.test(e.text);
+    if (lenmlOnigIds ? same(hfIds, lenmlOnigIds) : sChars) e.note = "\\s: Oniguruma (HF) counts U+0085 and not U+FEFF; JavaScript the other way round";
+    else {
+      e.note = "@lenml/tokenizers differs from Hugging Face";
+      unexplained++;
+    }
+  }
+  return e;
+}
 const entries = [];
-function entry(text, flags) {
+async function entry(text, flags) {
   const special = flags.includes("add_special");
   const plain = flags.includes("no_parse_special");
-  const pick = (onig) => (plain ? (onig ? tokOnigPlain : tokPlain) : onig ? tokOnig : tok);
   const enc = (t) => Array.from(t.encode(text, { add_special_tokens: special }));
-  const e = { text, flags, ids: enc(pick(onigDiffers(text))) };
-  if (onigDiffers(text)) {
-    e.lenml_ids = enc(pick(false));
-    e.note = "\\s: Oniguruma (HF) counts U+0085 and not U+FEFF; JavaScript the other way round";
-  }
-  entries.push(e);
+  const hfIds = await hfEncode(plain ? hfPlain : hfTok, text, special);
+  entries.push(await compare({ text, flags }, hfIds, enc(plain ? tokPlain : tok), enc(plain ? tokOnigPlain : tokOnig)));
 }
 const seen = new Set();
+async function main() {
 for (const s of corpus) {
   if (seen.has(s)) continue;
   seen.add(s);
-  entry(s, []);
-  if (hasSpecial(s)) entry(s, ["no_parse_special"]);
+  await entry(s, []);
+  if (hasSpecial(s)) await entry(s, ["no_parse_special"]);
 }
-for (const s of ["Hello world", "", "<|begin_of_text|>Hi", "Việt Nam", "<|eot_id|>"]) entry(s, ["add_special"]);
-entry("<|begin_of_text|>Hi<|eot_id|>", ["add_special", "no_parse_special"]);
+for (const s of ["Hello world", "", "<|begin_of_text|>Hi", "Việt Nam", "<|eot_id|>"]) await entry(s, ["add_special"]);
+await entry("<|begin_of_text|>Hi<|eot_id|>", ["add_special", "no_parse_special"]);
 
 // ---- variants: the same vocabulary under other pre-tokenizers, merge forms and post-processors ----
 const QWEN2_PATTERN = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -218,28 +235,40 @@ for (const spec of variantSpecs) {
     else j[k] = v;
   }
   if (spec.merges_as_pairs) j.model.merges = j.model.merges.map((m) => m.split(" "));
-  const t = load(j);
-  const pick = spec.name === "qwen2-pattern" || spec.name.startsWith("digits")
+  const t = load(j), ht = hfLoad(j);
+  const texts = spec.name === "qwen2-pattern" || spec.name.startsWith("digits")
     ? distinct.filter((s, i) => i % 3 === 0 || /\p{N}/u.test(s))
     : distinct.filter((s, i) => i % 3 === 0);
-  const texts = pick.filter((s) => !onigDiffers(s));  // JS \s is not HF's there
   const flags = spec.set.post_processor ? ["add_special"] : [];
-  const ventries = texts.map((text) => ({ text, flags, ids: Array.from(t.encode(text, { add_special_tokens: flags.length > 0 })) }));
+  const ventries = [];
+  for (const text of texts) {
+    const special = flags.length > 0;
+    ventries.push(await compare({ text, flags }, await hfEncode(ht, text, special),
+      Array.from(t.encode(text, { add_special_tokens: special })), null));
+  }
   const { set, merges_as_pairs } = spec;
   // a prefix space is text that was not in the input: no round trip there
   const round_trip = !spec.name.includes("prefix-space");
   variants.push({ name: spec.name, set, merges_as_pairs: !!merges_as_pairs, round_trip, entries: ventries });
 }
 
+const version = (pkg) => JSON.parse(fs.readFileSync(path.join(path.dirname(require.resolve(pkg)),
+  path.basename(path.dirname(require.resolve(pkg))) === "dist" ? ".." : ".", "package.json"), "utf8")).version;
 const out = {
   generator: "tools/tokenizer-goldens/make-goldens.js",
-  reference: "@lenml/tokenizers@" + JSON.parse(fs.readFileSync(
-    path.join(path.dirname(require.resolve("@lenml/tokenizers")), "..", "package.json"), "utf8")).version,
+  reference: "tokenizers@" + version("tokenizers") + " (Hugging Face)",
+  second_opinion: "@lenml/tokenizers@" + version("@lenml/tokenizers"),
   tokenizer: "assets/tokenizer",
   entries,
   variants,
 };
 fs.writeFileSync(outPath, JSON.stringify(out, null, 0).replace(/\},\{/g, "},\n{") + "\n");
-const nDiff = entries.filter((e) => e.lenml_ids && JSON.stringify(e.lenml_ids) !== JSON.stringify(e.ids)).length;
-console.log(`wrote ${outPath}: ${entries.length} entries (${seen.size} distinct strings), ${nDiff} where JS \\s differs; ` +
-  variants.map((v) => `${v.name} ${v.entries.length}`).join(", "));
+const nDiff = entries.concat(...variants.map((v) => v.entries)).filter((e) => e.lenml_ids).length;
+console.log(`wrote ${outPath}: ${entries.length} entries (${seen.size} distinct strings); ` +
+  variants.map((v) => `${v.name} ${v.entries.length}`).join(", ") +
+  `; @lenml/tokenizers differs from Hugging Face on ${nDiff} (${unexplained} not explained by \\s)`);
+}
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
