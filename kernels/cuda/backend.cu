@@ -924,7 +924,8 @@ const float *device_inv_freq(cuctx *c, const float *inv, int half)
                 return nullptr;
             c->invcap = half;
         }
-        if (CK(c, cudaMemcpy(c->d_inv, inv, sizeof(float) * half, cudaMemcpyHostToDevice)))
+        /* on the stream: a pageable copy may return before its DMA lands */
+        if (CK(c, cudaMemcpyAsync(c->d_inv, inv, sizeof(float) * half, cudaMemcpyHostToDevice, c->s)))
             return nullptr;
         memcpy(c->h_inv, inv, sizeof(float) * half);
         c->ninv = half;
