@@ -115,16 +115,17 @@ static int open_index(model_files *mf, const char *dir, tl_error *err)
     return 0;
 }
 
+/* transformers' order: model.safetensors when present, else the index and its shards. */
 static int open_files(model_files *mf, const char *dir, tl_error *err)
 {
+    char single[4200];
+    snprintf(single, sizeof single, "%s/%s", dir, SINGLE_FILE);
+    if (file_exists(single))
+        return open_shard(mf, dir, SINGLE_FILE, err);
     snprintf(mf->index_path, sizeof mf->index_path, "%s/%s", dir, INDEX_JSON);
     if (file_exists(mf->index_path))
         return open_index(mf, dir, err);
-    char single[4200];
-    snprintf(single, sizeof single, "%s/%s", dir, SINGLE_FILE);
-    if (!file_exists(single))
-        return tl_error_set(err, "%s: no %s or %s", dir, SINGLE_FILE, INDEX_JSON);
-    return open_shard(mf, dir, SINGLE_FILE, err);
+    return tl_error_set(err, "%s: no %s or %s", dir, SINGLE_FILE, INDEX_JSON);
 }
 
 static void release_loaded(tl_model *m)
