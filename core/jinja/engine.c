@@ -2542,15 +2542,52 @@ static jv arith(J *j, int op, jv a, jv b)
             if (f->p[i] != '%' || i + 1 >= f->len) { sb_putc(&r, f->p[i]); continue; }
             char c = f->p[++i];
             if (c == '%') { sb_putc(&r, '%'); continue; }
+            /* %[flags][width][.precision]conversion, as C's printf for numbers */
+            char spec[32];
+            size_t sl = 0;
+            spec[sl++] = '%';
+            while (i < f->len && strchr("#0- +", f->p[i]) && sl < 8) spec[sl++] = f->p[i++];
+            while (i < f->len && isdigit((unsigned char)f->p[i]) && sl < 16) spec[sl++] = f->p[i++];
+            if (i < f->len && f->p[i] == '.') {
+                spec[sl++] = f->p[i++];
+                while (i < f->len && isdigit((unsigned char)f->p[i]) && sl < 24) spec[sl++] = f->p[i++];
+            }
+            if (i >= f->len) jfail(j, "incomplete format");
+            c = f->p[i];
             jv x = args ? (ai < args->n ? args->it[ai++] : v_undef(NULL)) : b;
-            if (args && x.t == T_UNDEF) jfail(j, "not enough arguments for format string");
-            if (c == 's') put_str(&r, x);
-            else if (c == 'r') put_repr(&r, x);
-            else if (c == 'd' || c == 'i') {
-                if (!is_num(x)) jfail(j, "%%d format: a real number is required, not %s", type_name(x));
-                char t[32];
-                snprintf(t, sizeof t, "%lld", x.t == T_FLOAT ? (long long)x.u.f : num_i(x));
-                sb_puts(&r, t);
+            if (args && x.t == T_UNDEF && !x.u.undef) jfail(j, "not enough arguments for format string");
+            if ((c == 's' || c == 'r') && sl == 1) {
+                if (c == 's') put_str(&r, x);
+                else put_repr(&r, x);
+            } else if (c == 's' || c == 'r') {
+                sb t;
+                sb_init(&t, j);
+                if (c == 's') put_str(&t, x);
+                else put_repr(&t, x);
+                jv tv = sb_val(&t);
+                spec[sl++] = 's';
+                spec[sl] = 0;
+                int w = snprintf(NULL, 0, spec, tv.u.s->p);
+                if (w < 0 || (size_t)w > MAX_STRING) jfail(j, "format too wide");
+                char *o = jalloc(j, (size_t)w + 1);
+                snprintf(o, (size_t)w + 1, spec, tv.u.s->p);
+                sb_put(&r, o, (size_t)w);
+            } else if (strchr("diouxXeEfFgGc", c) && c) {
+                if (!is_num(x)) jfail(j, "%%%c format: a real number is required, not %s", c, type_name(x));
+                char o[512];
+                if (strchr("diouxXc", c)) {
+                    if (c == 'i' || c == 'u') c = 'd';
+                    spec[sl++] = 'l';
+                    spec[sl++] = 'l';
+                    spec[sl++] = c;
+                    spec[sl] = 0;
+                    snprintf(o, sizeof o, spec, x.t == T_FLOAT ? (long long)x.u.f : num_i(x));
+                } else {
+                    spec[sl++] = c;
+                    spec[sl] = 0;
+                    snprintf(o, sizeof o, spec, num_f(x));
+                }
+                sb_puts(&r, o);
             } else jfail(j, "unsupported format character '%c'", c);
         }
         return sb_val(&r);
@@ -2734,7 +2771,10 @@ static void put_format(J *j, sb *r, jstr *f, jargs *A)
         const char *field = f->p + i + 1;
         size_t fn = e - i - 1;
         const char *colon = memchr(field, ':', fn);
+        if (colon && colon + 1 < field + fn) jfail(j, "str.format: format specs ('%.*s') are not supported", (int)fn, field);
         if (colon) fn = (size_t)(colon - field);
+        if (memchr(field, '!', fn) || memchr(field, '.', fn) || memchr(field, '[', fn))
+            jfail(j, "str.format: conversions and field access ('%.*s') are not supported", (int)fn, field);
         jv x;
         if (!fn) x = auto_i < A->n ? A->a[auto_i++] : v_undef(NULL);
         else if (isdigit((unsigned char)field[0])) { int k = atoi(field); x = k < A->n ? A->a[k] : v_undef(NULL); }

@@ -155,4 +155,5 @@ CASES = [
     ("whitespace_real_template", "{%- for message in messages %}\n    {%- if message.role == 'user' %}\n        {{- '<|user|>\\n' + message.content }}\n    {%- elif message.role == 'assistant' %}\n        {{- '<|assistant|>\\n' + message.content }}\n    {%- endif %}\n{%- endfor %}\n{%- if add_generation_prompt %}\n    {{- '<|assistant|>' }}\n{%- endif %}\n", dict(M, add_generation_prompt=True)),
     ("m_split_maxsplit", "{{ 'a b  c '.split(none, 1) }} {{ '  a b '.split(none, 0) }} {{ 'a</think>b</think>c'.rsplit('</think>', 1) }} {{ 'x,y,z'.rsplit(',', 5) }} {{ 'abc'.rsplit('z', 1) }} {{ 'a,b'.rsplit(',') }}", {}),
     ("unicode_case", "{{ u|upper }}|{{ u|lower }}|{{ 'ÉCOLE ça'|lower }}|{{ 'élan vital-été'|title }}|{{ 'émile'|capitalize }}|{{ 'ĐẶNG ƯƠ'.lower() }}|{{ 'đặng văn'.title() }}|{{ 'straße'|length }}", M),
+    ("percent_format", "{{ '%.2f|%5d|%-4s|%x|%05.1f|%e|%s|%r' % (3.14159, 42, 'ab', 255, 2.25, 12345.678, none, 'q') }}|{{ '%s' % 'one' }}|{{ '%d%%' % 7 }}", {}),
 ]
