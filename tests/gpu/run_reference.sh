@@ -5,6 +5,7 @@
 set -u
 py=$1 ref=$2 dump=$3 work=$4
 "$dump" --probe || exit 77
+"$py" -c "import numpy" 2>/dev/null || { echo "run_reference: SKIP: $py has no numpy"; exit 77; }
 mkdir -p "$work"
 "$py" "$ref/make_checkpoints.py" "$work/ckpt" >/dev/null || { echo "make_checkpoints failed"; exit 1; }
 long=$("$py" -c 'print(",".join(str((i * 37 + 11) % 300) for i in range(300)))')
