@@ -1079,6 +1079,31 @@ static tok *emit(P *p, int t, size_t at, size_t n)
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
+/* Python's \s and str.strip() count Unicode whitespace */
+static size_t ws_fwd(const char *s, size_t i, size_t n)
+{
+    while (i < n) {
+        unsigned cp;
+        size_t k = u8_next(s, n, i, &cp);
+        if (!py_isspace(cp)) break;
+        i += k;
+    }
+    return i;
+}
+
+static size_t ws_back(const char *s, size_t lo, size_t e)
+{
+    while (e > lo) {
+        size_t st = e - 1;
+        while (st > lo && ((unsigned char)s[st] & 0xC0) == 0x80) st--;
+        unsigned cp;
+        u8_next(s, e, st, &cp);
+        if (!py_isspace(cp)) break;
+        e = st;
+    }
+    return e;
+}
+
 static jv decode_string(P *p, const char *s, size_t n, tok *t)
 {
     sb b;
@@ -1140,8 +1165,7 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
     char stack[256];
     int sp = 0;
     for (;;) {
-        while (pos < n && is_ws(s[pos]))
-            pos++;
+        pos = ws_fwd(s, pos, n);
         if (pos >= n) {
             tok t = {.t = K_EOF};
             linecol(p, n, &t.line, &t.col);
@@ -1154,7 +1178,7 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
                 size_t e = pos + 3;
                 *line_starting = 0;
                 if (s[pos] == '-') {
-                    while (e < n && is_ws(s[e])) e++;
+                    e = ws_fwd(s, e, n);
                     *line_starting = e > pos + 3 && s[e - 1] == '\n';
                 }
                 return e;
@@ -1259,17 +1283,14 @@ static void lex(P *p)
         char sign = t + 2 < n && (s[t + 2] == '-' || s[t + 2] == '+') ? s[t + 2] : 0;
         size_t text_end = t;
         if (sign == '-') {
-            while (text_end > pos && (is_ws(s[text_end - 1]) || (unsigned char)s[text_end - 1] == 0x1c))
-                text_end--;
+            text_end = ws_back(s, pos, text_end);
         } else if (sign != '+' && kind != '{') {
             size_t lp = pos;
             int nl = 0;
             for (size_t i = t; i > pos; i--)
                 if (s[i - 1] == '\n') { lp = i; nl = 1; break; }
             if ((nl || line_starting) && lp < t) {
-                size_t i = lp;
-                while (i < t && is_ws(s[i])) i++;
-                if (i == t) text_end = lp;
+                if (ws_fwd(s, lp, t) == t) text_end = lp;
             }
         }
         if (text_end > pos)
@@ -1289,8 +1310,7 @@ static void lex(P *p)
             line_starting = 0;
             if (s[i] == '+') e = i + 3;
             else if (s[i] == '-') {
-                e = i + 3;
-                while (e < n && is_ws(s[e])) e++;
+                e = ws_fwd(s, i + 3, n);
                 line_starting = e > i + 3 && s[e - 1] == '\n';
             } else {
                 e = i + 2;
@@ -1308,7 +1328,7 @@ static void lex(P *p)
                 int minus = k < n && s[k] == '-';
                 if (k + minus + 1 < n && !memcmp(s + k + minus, "%}", 2)) {
                     k += minus + 2;
-                    if (minus) while (k < n && is_ws(s[k])) k++;
+                    if (minus) k = ws_fwd(s, k, n);
                     /* find {%[-+]? endraw [-+]?%} */
                     size_t r = k;
                     for (; r + 1 < n; r++) {
@@ -1324,21 +1344,19 @@ static void lex(P *p)
                         if (q + (es ? 1 : 0) + 1 >= n || memcmp(s + q + (es ? 1 : 0), "%}", 2)) continue;
                         size_t te = r;
                         if (rs == '-')
-                            while (te > k && is_ws(s[te - 1])) te--;
+                            te = ws_back(s, k, te);
                         else if (rs != '+') {
                             size_t lp = k; int nl = 0;
                             for (size_t x = r; x > k; x--)
                                 if (s[x - 1] == '\n') { lp = x; nl = 1; break; }
                             if (nl && lp < r) {
-                                size_t x = lp;
-                                while (x < r && is_ws(s[x])) x++;
-                                if (x == r) te = lp;
+                                if (ws_fwd(s, lp, r) == r) te = lp;
                             }
                         }
                         if (te > k) emit(p, K_DATA, k, te - k);
                         size_t e = q + (es ? 1 : 0) + 2;
                         line_starting = 0;
-                        if (es == '-') { while (e < n && is_ws(s[e])) e++; line_starting = s[e - 1] == '\n'; }
+                        if (es == '-') { e = ws_fwd(s, e, n); line_starting = s[e - 1] == '\n'; }
                         else if (!es && e < n && s[e] == '\n') { e++; line_starting = 1; }
                         pos = e;
                         break;

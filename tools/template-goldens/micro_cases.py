@@ -156,4 +156,5 @@ CASES = [
     ("m_split_maxsplit", "{{ 'a b  c '.split(none, 1) }} {{ '  a b '.split(none, 0) }} {{ 'a</think>b</think>c'.rsplit('</think>', 1) }} {{ 'x,y,z'.rsplit(',', 5) }} {{ 'abc'.rsplit('z', 1) }} {{ 'a,b'.rsplit(',') }}", {}),
     ("unicode_case", "{{ u|upper }}|{{ u|lower }}|{{ 'ÉCOLE ça'|lower }}|{{ 'élan vital-été'|title }}|{{ 'émile'|capitalize }}|{{ 'ĐẶNG ƯƠ'.lower() }}|{{ 'đặng văn'.title() }}|{{ 'straße'|length }}", M),
     ("percent_format", "{{ '%.2f|%5d|%-4s|%x|%05.1f|%e|%s|%r' % (3.14159, 42, 'ab', 255, 2.25, 12345.678, none, 'q') }}|{{ '%s' % 'one' }}|{{ '%d%%' % 7 }}", {}),
+    ("ws_unicode_spaces", "a\n\u00a0\u3000{% if true %}b{% endif %}\u00a0 {%- if true %}c{% endif -%}\u2003\u00a0d", {}),
 ]
