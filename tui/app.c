@@ -273,6 +273,13 @@ static void run_start(tl_app *a)
         return;
     }
     fresh_request(a);
+    /* Render and tokenize here, then rebuild the view: while the thread runs, the view may only
+     * point at session memory that generation never changes (the render, the stop strings). */
+    if (tl_session_prepare(a->s, &err)) {
+        say(a, "%s", err.msg);
+        return;
+    }
+    refresh_view(a);
     if (tl_iter_start(&a->it, a->s, &err)) {
         a->it = NULL;
         say(a, "%s", err.msg);
