@@ -39,7 +39,8 @@ if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     exit 1
 fi
 grep -E "CUDA backend|CUDA compiler" "$out/configure.log" || true
-if ! cmake --build "$build" -j16 2>&1 | grep -Ev '^\[|^-- ' ; then :; fi
+# only what the checks run: the program and the gpu tests' executables
+cmake --build "$build" -j16 --target tokenloop test_cuda_ops test_cuda_engine gpu_dump 2>&1 | grep -Ev '^\[|^-- ' || true
 if [ ! -x "$build/tui/tokenloop" ] || [ ! -x "$build/tests/gpu/test_cuda_ops" ]; then
     echo "device-check: build failed"
     exit 1
@@ -47,6 +48,11 @@ fi
 "$build/tui/tokenloop" --version
 
 say "gpu tests"
+if ! "$build/tests/gpu/gpu_dump" --probe; then
+    nvidia-smi -L 2>&1 || true
+    echo "device-check: no usable CUDA device: every gpu test would skip"
+    status=1
+fi
 (cd "$build" && timeout 240 ctest -L gpu -j4 --output-on-failure) || { status=1; echo "device-check: gpu tests FAILED"; }
 
 say "compute-sanitizer memcheck: test_cuda_ops"
