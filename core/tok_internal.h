@@ -28,7 +28,7 @@ typedef struct {
     int id;
     uint32_t off;  /* content in the arena */
     size_t len;
-    unsigned char special, lstrip, rstrip;
+    unsigned char special, lstrip, rstrip, single_word, normalized;
 } tl_added;
 
 struct tl_tokenizer {
@@ -50,6 +50,7 @@ struct tl_tokenizer {
     tl_pretok pre[TL_TOK_MAX_PRE];
     int n_pre;
     int prefix[TL_TOK_MAX_TEMPLATE], suffix[TL_TOK_MAX_TEMPLATE], n_prefix, n_suffix;
+    struct pcre2_real_code_8 *word_re, *space_re;  /* \w and \s as HF's added tokens see them */
     int bos, eos;
     char *bos_token, *eos_token;
 };

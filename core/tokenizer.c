@@ -797,11 +797,23 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
         a->special = json_bool(d, it, "special", 0);
         a->lstrip = json_bool(d, it, "lstrip", 0);
         a->rstrip = json_bool(d, it, "rstrip", 0);
+        a->single_word = json_bool(d, it, "single_word", 0);
+        a->normalized = json_bool(d, it, "normalized", 1);
         t->special[id] = a->special ? 1 : 2;
     }
     for (int i = 0; i < t->n_added; i++)  /* content offsets are final only now */
         t->added[i].off = t->piece_off[t->added[i].id];
     if (index_added(t))
+        return tl_error_set(err, "%s: out of memory", what);
+    /* Rust's \w (Alphabetic, marks, decimal digits, connector punctuation, joiners) and
+     * char::is_whitespace, for single_word and lstrip/rstrip */
+    int ec;
+    PCRE2_SIZE eo;
+    t->word_re = pcre2_compile((PCRE2_SPTR) "[\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]", PCRE2_ZERO_TERMINATED,
+                               PCRE2_UTF | PCRE2_UCP | PCRE2_ANCHORED, &ec, &eo, NULL);
+    t->space_re = pcre2_compile((PCRE2_SPTR) "[\\s\\x{85}]", PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_ANCHORED,
+                                &ec, &eo, NULL);
+    if (!t->word_re || !t->space_re)
         return tl_error_set(err, "%s: out of memory", what);
 
     t->str_map_size = pow2_at_least((size_t)t->n_vocab * 2 + 16);
@@ -936,6 +948,10 @@ void tl_tokenizer_free(tl_tokenizer *t)
     free(t->merge_map);
     free(t->added);
     free(t->added_order);
+    if (t->word_re)
+        pcre2_code_free(t->word_re);
+    if (t->space_re)
+        pcre2_code_free(t->space_re);
     free(t->bos_token);
     free(t->eos_token);
     free(t);
@@ -989,7 +1005,7 @@ typedef struct {
     size_t syms_cap;
     hent *heap;
     size_t heap_n, heap_cap;
-    pcre2_match_data *md;
+    pcre2_match_data *md, *md1;
     pcre2_match_context *mctx;
     pcre2_jit_stack *jstack;
     spanvec a, b;
@@ -1243,22 +1259,18 @@ static int encode_section(const tl_tokenizer *t, scratch *s, const unsigned char
     return 0;
 }
 
-static int is_ascii_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
-/* Leftmost, then longest added token in text[from, len); returns its index or -1. Added tokens
- * are bucketed by first byte, longest first. */
-static int find_added(const tl_tokenizer *t, const unsigned char *text, size_t from, size_t len, int flags,
+/* Leftmost, then longest added token of this stage (0: normalized false, 1: true) in
+ * text[from, len); returns its index or -1. Added tokens are bucketed by first byte, longest first. */
+static int find_added(const tl_tokenizer *t, const unsigned char *text, size_t from, size_t len, int stage,
                       size_t *at)
 {
-    if (!t->n_added)
-        return -1;
     for (size_t i = from; i < len; i++) {
         unsigned c = text[i];
         if (t->added_first[c] == t->added_first[c + 1])
             continue;
         for (int k = t->added_first[c]; k < t->added_first[c + 1]; k++) {
             const tl_added *a = &t->added[t->added_order[k]];
-            if ((flags & TL_TOK_NO_PARSE_SPECIAL) && a->special)
+            if (a->normalized != stage)
                 continue;
             if (a->len <= len - i && !memcmp(t->arena + a->off, text + i, a->len)) {
                 *at = i;
@@ -1267,6 +1279,66 @@ static int find_added(const tl_tokenizer *t, const unsigned char *text, size_t f
         }
     }
     return -1;
+}
+
+/* Does the character at s[i] (n bytes in all) match the one-character regex re? */
+static int char_matches(const void *re, scratch *s, const unsigned char *p, size_t n, size_t i)
+{
+    return pcre2_match(re, p, n, i, PCRE2_NO_UTF_CHECK, s->md1, NULL) > 0;
+}
+
+static size_t prev_char(const unsigned char *p, size_t i)
+{
+    do
+        i--;
+    while (i > 0 && (p[i] & 0xc0) == 0x80);
+    return i;
+}
+
+static int encode_plain(const tl_tokenizer *t, scratch *s, const unsigned char *text, size_t a, size_t b, int stage,
+                        int flags, idvec *out, tl_error *err);
+
+/* Added tokens out of text[a, b) as HF's AddedVocabulary does it: matches are found left to right
+ * without overlap; one that is special under TL_TOK_NO_PARSE_SPECIAL, or single_word next to a
+ * word character, stays in the text; lstrip/rstrip take the whitespace beside the token. */
+static int split_added(const tl_tokenizer *t, scratch *s, const unsigned char *text, size_t a, size_t b, int stage,
+                       int flags, idvec *out, tl_error *err)
+{
+    const unsigned char *p = text + a;
+    size_t n = b - a, pos = 0, search = 0, at;
+    int k;
+    while ((k = find_added(t, p, search, n, stage, &at)) >= 0) {
+        const tl_added *ad = &t->added[k];
+        size_t ms = at, me = at + ad->len;
+        search = me;
+        if ((flags & TL_TOK_NO_PARSE_SPECIAL) && ad->special)
+            continue;
+        if (ad->single_word && ((ms > 0 && char_matches(t->word_re, s, p, n, prev_char(p, ms))) ||
+                                (me < n && char_matches(t->word_re, s, p, n, me))))
+            continue;
+        if (ad->lstrip)
+            while (ms > pos && char_matches(t->space_re, s, p, n, prev_char(p, ms)))
+                ms = prev_char(p, ms);
+        if (ad->rstrip)
+            while (me < n && char_matches(t->space_re, s, p, n, me))
+                me += (size_t)utf8_char_len(p + me, n - me);
+        if (encode_plain(t, s, text, a + pos, a + ms, stage, flags, out, err))
+            return -1;
+        if (idvec_push(out, ad->id, a + ms))
+            return tl_error_set(err, "text: out of memory");
+        pos = search = me;
+    }
+    return encode_plain(t, s, text, a + pos, b, stage, flags, out, err);
+}
+
+static int encode_plain(const tl_tokenizer *t, scratch *s, const unsigned char *text, size_t a, size_t b, int stage,
+                        int flags, idvec *out, tl_error *err)
+{
+    if (b <= a)
+        return 0;
+    if (stage == 0)  /* then the tokens that match the normalized text (no normalizer here) */
+        return split_added(t, s, text, a, b, 1, flags, out, err);
+    return encode_section(t, s, text, a, b, out, err);
 }
 
 int tl_tokenizer_encode_offsets(const tl_tokenizer *t, const char *text_, size_t len, int flags, int **ids,
@@ -1292,36 +1364,16 @@ int tl_tokenizer_encode_offsets(const tl_tokenizer *t, const char *text_, size_t
         if (t->pre[i].re)
             s.md = pcre2_match_data_create_from_pattern(t->pre[i].re, NULL);
     s.mctx = pcre2_match_context_create(NULL);
+    s.md1 = pcre2_match_data_create(1, NULL);
     s.jstack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
-    if (rc || !s.mctx || !s.jstack || (t->n_pre && !s.md)) {
+    if (rc || !s.mctx || !s.md1 || !s.jstack || (t->n_pre && !s.md)) {
         rc = tl_error_set(err, "text: out of memory");
         goto done;
     }
     pcre2_jit_stack_assign(s.mctx, NULL, s.jstack);
-    size_t pos = 0;
-    while (pos < len) {
-        size_t at = 0;
-        int k = find_added(t, text, pos, len, flags, &at);
-        size_t end = k < 0 ? len : at, next = end;
-        if (k >= 0) {
-            const tl_added *a = &t->added[k];
-            next = at + a->len;
-            if (a->lstrip)
-                while (end > pos && is_ascii_space(text[end - 1]))
-                    end--;
-            if (a->rstrip)
-                while (next < len && is_ascii_space(text[next]))
-                    next++;
-        }
-        if (encode_section(t, &s, text, pos, end, &out, err)) {
-            rc = -1;
-            goto done;
-        }
-        if (k >= 0 && idvec_push(&out, t->added[k].id, at)) {
-            rc = tl_error_set(err, "text: out of memory");
-            goto done;
-        }
-        pos = next;
+    if (split_added(t, &s, text, 0, len, 0, flags, &out, err)) {
+        rc = -1;
+        goto done;
     }
     if (flags & TL_TOK_ADD_BOS)
         for (int i = 0; i < t->n_suffix; i++)
@@ -1340,6 +1392,8 @@ done:
     free(s.segs);
     if (s.md)
         pcre2_match_data_free(s.md);
+    if (s.md1)
+        pcre2_match_data_free(s.md1);
     if (s.mctx)
         pcre2_match_context_free(s.mctx);
     if (s.jstack)

@@ -213,6 +213,10 @@ const specialTokens = {
   "<|begin_of_text|>": { id: "<|begin_of_text|>", ids: [128000], tokens: ["<|begin_of_text|>"] },
   "<|end_of_text|>": { id: "<|end_of_text|>", ids: [128001], tokens: ["<|end_of_text|>"] },
 };
+const llamaSplit = (behavior, invert) => ({ type: "Sequence", pretokenizers: [
+  { ...tokJSON.pre_tokenizer.pretokenizers[0], behavior, invert }, byteLevel(false, false)] });
+const addedWith = (props) => tokJSON.added_tokens.map((t) =>
+  ["<|eot_id|>", "<|begin_of_text|>", "<|start_header_id|>"].includes(t.content) ? { ...t, ...props } : t);
 const variantSpecs = [
   { name: "merges-as-pairs", merges_as_pairs: true, set: {} },
   { name: "ignore-merges-off", set: { "model.ignore_merges": false } },
@@ -221,6 +225,15 @@ const variantSpecs = [
   { name: "qwen2-pattern", set: { pre_tokenizer: { type: "Sequence", pretokenizers: [split(QWEN2_PATTERN), byteLevel(false, false)] } } },
   { name: "digits-then-llama3", set: { pre_tokenizer: { type: "Sequence", pretokenizers: [
       { type: "Digits", individual_digits: true }, tokJSON.pre_tokenizer.pretokenizers[0], byteLevel(false, false)] } } },
+  { name: "split-merged-with-previous", set: { pre_tokenizer: llamaSplit("MergedWithPrevious", false) } },
+  { name: "split-merged-with-next", set: { pre_tokenizer: llamaSplit("MergedWithNext", false) } },
+  { name: "split-contiguous", set: { pre_tokenizer: llamaSplit("Contiguous", false) } },
+  { name: "split-removed-inverted", set: { pre_tokenizer: llamaSplit("Removed", true) } },
+  { name: "split-string-comma", set: { pre_tokenizer: { type: "Sequence", pretokenizers: [
+      { type: "Split", pattern: { String: ", " }, behavior: "Isolated", invert: false }, byteLevel(false, true)] } } },
+  { name: "added-lstrip-rstrip", set: { added_tokens: addedWith({ lstrip: true, rstrip: true }) } },
+  { name: "added-single-word", set: { added_tokens: addedWith({ single_word: true }) } },
+  { name: "added-nonspecial-normalized", set: { added_tokens: addedWith({ special: false, normalized: true }) } },
   { name: "bos-and-eos", set: { post_processor: { type: "TemplateProcessing", single: [bos, { Sequence: { id: "A", type_id: 0 } }, eos],
       pair: [], special_tokens: specialTokens } } },
   { name: "roberta-processing", set: { post_processor: { type: "RobertaProcessing", sep: ["<|end_of_text|>", 128001],
@@ -238,7 +251,8 @@ for (const spec of variantSpecs) {
   const t = load(j), ht = hfLoad(j);
   const texts = spec.name === "qwen2-pattern" || spec.name.startsWith("digits")
     ? distinct.filter((s, i) => i % 3 === 0 || /\p{N}/u.test(s))
-    : distinct.filter((s, i) => i % 3 === 0);
+    : spec.name.startsWith("added-") ? distinct.filter((s) => hasSpecial(s) || /[<|>]/u.test(s))
+    : distinct.filter((s, i) => i % (spec.name.startsWith("split-") ? 5 : 3) === 0);
   const flags = spec.set.post_processor ? ["add_special"] : [];
   const ventries = [];
   for (const text of texts) {
@@ -247,8 +261,8 @@ for (const spec of variantSpecs) {
       Array.from(t.encode(text, { add_special_tokens: special })), null));
   }
   const { set, merges_as_pairs } = spec;
-  // a prefix space is text that was not in the input: no round trip there
-  const round_trip = !spec.name.includes("prefix-space");
+  // a prefix space is text that was not in the input, and stripped whitespace is gone: no round trip
+  const round_trip = !spec.name.includes("prefix-space") && !spec.name.includes("strip");
   variants.push({ name: spec.name, set, merges_as_pairs: !!merges_as_pairs, round_trip, entries: ventries });
 }
 

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Rebuilds tests/tokenizer/golden-llama3.json with Hugging Face's tokenizers and @lenml/tokenizers (pinned,
-# from npm) and the
-# tokenizer in assets/tokenizer. Needs node and npm; the test itself needs neither.
+# Rebuilds tests/tokenizer/golden-llama3.json with Hugging Face's tokenizers and @lenml/tokenizers
+# (pinned, from npm) and the tokenizer in assets/tokenizer. Needs node and npm; the test needs neither.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
