@@ -2405,7 +2405,9 @@ static jv do_slice(J *j, jv obj, jv st, jv sp, jv se)
         for (long long i = a; s > 0 ? i < b : i > b; i += s) sb_put_sub(&r, str, off[i], off[i + 1]);
         return sb_val(&r);
     }
-    return v_undef(jprintf(j, "%s has no element slice", obj_repr(obj)));
+    /* Jinja2 slices with Python's own [] (not through getitem): anything else fails */
+    if (obj.t == T_DICT) jfail(j, "unhashable type: 'slice'");
+    jfail(j, "'%s' object is not subscriptable", type_name(obj));
 }
 
 /* the items a for loop (or list()) walks */
@@ -2553,6 +2555,7 @@ static jv arith(J *j, int op, jv a, jv b)
     if (op == '%' && a.t == T_STR) { /* printf-style formatting */
         jlist *args = b.t == T_LIST && b.u.l->tuple ? b.u.l : NULL;
         size_t ai = 0;
+        int used = 0;
         sb r;
         sb_init(&r, j);
         jstr *f = a.u.s;
@@ -2574,6 +2577,7 @@ static jv arith(J *j, int op, jv a, jv b)
             c = f->p[i];
             jv x = args ? (ai < args->n ? args->it[ai++] : v_undef(NULL)) : b;
             if (args && x.t == T_UNDEF && !x.u.undef) jfail(j, "not enough arguments for format string");
+            if (!args && used++) jfail(j, "not enough arguments for format string");
             if ((c == 's' || c == 'r') && sl == 1) {
                 if (c == 's') put_str(&r, x);
                 else put_repr(&r, x);
@@ -2608,6 +2612,8 @@ static jv arith(J *j, int op, jv a, jv b)
                 sb_puts(&r, o);
             } else jfail(j, "unsupported format character '%c'", c);
         }
+        if ((args && ai < args->n) || (!args && !used && b.t != T_DICT && b.t != T_LIST))
+            jfail(j, "not all arguments converted during string formatting");
         return sb_val(&r);
     }
     if (!is_num(a) || !is_num(b))
@@ -3170,6 +3176,8 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         jfail(j, "method must be common, ceil or floor");
     }
     if (!strcmp(name, "indent")) {
+        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
+        if (v.t != T_STR) jfail(j, "unsupported operand type(s) for +=: '%s' and 'str'", type_name(v));
         jv w = arg(A, 0, "width", v_int(4));
         int first = truthy(arg(A, 1, "first", v_bool(0))), blank = truthy(arg(A, 2, "blank", v_bool(0)));
         sb ind;
