@@ -10,6 +10,7 @@
 
 #include "app.h"
 #include "commands.h"
+#include "tokenloop/paths.h"
 #include "tokenloop/session.h"
 
 static const char *default_user = "What is the capital of France? Answer in one sentence.";
@@ -36,9 +37,13 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-static const char *bundled_model(char *buf, size_t n)
+/* $TOKENLOOP_MODEL, else the bundled model found from the binary (tokenloop/paths.h), else the
+ * source tree this binary was built from (a build directory outside the checkout). */
+static const char *default_model(char *buf, size_t n, tl_error *err)
 {
-    snprintf(buf, n, "%s/assets/models/tl-mini-instruct", TL_TUI_SOURCE_DIR);
+    if (tl_paths_default_model(buf, n, err) == 0)
+        return buf;
+    snprintf(buf, n, "%s/assets/models/%s", TL_TUI_SOURCE_DIR, TL_DEFAULT_MODEL_NAME);
     char cfg[4200];
     snprintf(cfg, sizeof cfg, "%s/config.json", buf);
     return access(cfg, R_OK) == 0 ? buf : NULL;
@@ -106,12 +111,11 @@ int cmd_tui(int argc, char **argv)
         return cli_fail(2, "tui: needs a terminal on stdin and stdout (tokenloop generate runs headless)");
 
     char bundled[4096];
-    if (!model && getenv("TOKENLOOP_MODEL") && *getenv("TOKENLOOP_MODEL"))
-        model = getenv("TOKENLOOP_MODEL");
+    tl_error err;
     if (!model) {
-        model = bundled_model(bundled, sizeof bundled);
+        model = default_model(bundled, sizeof bundled, &err);
         if (!model)
-            return cli_fail(1, "no bundled model (assets/models/tl-mini-instruct); use --model DIR");
+            return cli_fail(1, "%s", err.msg);
     }
     utf8_locale();
 
@@ -121,7 +125,6 @@ int cmd_tui(int argc, char **argv)
     so.device = device;
     so.threads = threads;
     tl_session *s = NULL;
-    tl_error err;
     if (tl_session_open(&s, &so, &err))
         return cli_fail(1, "%s", err.msg);
     if (!tl_session_tokenizer(s)) {

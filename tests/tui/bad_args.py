@@ -30,9 +30,15 @@ cases = [
     # stdin/stdout not a terminal (here: pipes): refused before anything is drawn
     (["tui", "--model", model], 2, "terminal"),
 ]
+cases.append((["tui", "--bench-frame", "1"], 1, "/nonexistent/env-model"))   # $TOKENLOOP_MODEL, below
 for args, want, name in cases:
+    env = dict(os.environ)
+    env.pop("TOKENLOOP_MODEL", None)
+    if name == "/nonexistent/env-model":
+        env["TOKENLOOP_MODEL"] = name
     try:
-        r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                           env=env)
     except subprocess.TimeoutExpired:
         print("FAIL %s: hung" % args)
         failures += 1
