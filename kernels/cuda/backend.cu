@@ -316,14 +316,36 @@ int pick_rpb(cuctx *c, long long rows)
     return rows / 8 >= target ? 8 : rows / 4 >= target ? 4 : rows / 2 >= target ? 2 : 1;
 }
 
-/* Runs a recorded decode step. Unless TL_CUDA_FUSE=0, neighbours that read the same input
- * share a launch: q/k/v and gate/up (one matrix-vector launch), a residual add and the RMSNorm
- * of its result, the two RoPEs. Launches are what a decode step has too many of. */
+/* Runs a recorded decode step. Unless TL_CUDA_FUSE=0, neighbours share a launch: q/k/v (one
+ * matrix-vector launch), gate/up/SwiGLU, a residual add and the RMSNorm of its result, the two
+ * RoPEs. Launches are what a decode step has too many of. */
 void exec_list(cuctx *c, const cmdlist &L, bool graph)
 {
     const int *posp = graph ? c->d_pos : nullptr;
     for (int i = 0; i < L.n;) {
         const cmd &k = L.v[i];
+        if (c->fuse && mv_ok(k, graph) && i + 2 < L.n && mv_ok(L.v[i + 1], graph) && L.v[i + 2].kind == OP_SWIGLU) {
+            /* gate = x . Wg^T; up = x . Wu^T; gate = silu(gate) * up */
+            const cmd &u = L.v[i + 1], &sw = L.v[i + 2];
+            dptr x = arg(k, 1, graph), g = arg(k, 0, graph), up = arg(u, 0, graph);
+            if (u.wr == k.wr && u.wc == k.wc && sw.a == k.wr && same_dptr(arg(u, 1, graph), x) &&
+                same_dptr(arg(sw, 0, graph), g) && same_dptr(arg(sw, 1, graph), up) && g.base != x.base &&
+                up.base != x.base && g.base != up.base) {
+                int rows = (int)k.wr, cols = (int)k.wc, target = 4 * c->nsm;
+                int R = rows / 4 >= target ? 4 : rows / 2 >= target ? 2 : 1;
+                unsigned blocks = (unsigned)((rows + R - 1) / R);
+                const uint16_t *Wg = (const uint16_t *)k.w, *Wu = (const uint16_t *)u.w;
+                if (R == 4)
+                    k_gate_up_swiglu<4><<<blocks, 256, 0, c->s>>>(Wg, Wu, x, g, up, posp, rows, cols);
+                else if (R == 2)
+                    k_gate_up_swiglu<2><<<blocks, 256, 0, c->s>>>(Wg, Wu, x, g, up, posp, rows, cols);
+                else
+                    k_gate_up_swiglu<1><<<blocks, 256, 0, c->s>>>(Wg, Wu, x, g, up, posp, rows, cols);
+                CKL(c);
+                i += 3;
+                continue;
+            }
+        }
         if (c->fuse && mv_ok(k, graph)) {
             dptr x = arg(k, 1, graph);
             int n = 1;

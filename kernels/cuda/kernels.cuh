@@ -315,6 +315,51 @@ __global__ void __launch_bounds__(256) k_matvec_multi(mv_segs sg, dptr xp, const
         matvec_block<RPB, 1>(sg.W[0], tl_rs(xp, posp), sg.out[0], posp, sg.rows[0], cols, 1, b);
 }
 
+/* The MLP's gate and up rows r.. of one block, then gate[r] = silu(gate) * up and up[r] = up:
+ * matmul, matmul, swiglu in one launch. R rows of each matrix per block, 4 / R warps per row. */
+template <int R>
+__global__ void __launch_bounds__(256) k_gate_up_swiglu(const uint16_t *__restrict__ Wg,
+                                                        const uint16_t *__restrict__ Wu, dptr xp, dptr gp,
+                                                        dptr up, const int *posp, int rows, int cols)
+{
+    constexpr int WPR = 8 / (2 * R);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int vrow = warp / WPR, wsub = warp % WPR;   /* vrow < R: gate rows, else up rows */
+    int row = blockIdx.x * R + vrow % R;
+    const float *x = tl_rs(xp, posp);
+    float acc[1] = {0.0f};
+    if (row < rows) {
+        const uint4 *wr = reinterpret_cast<const uint4 *>((vrow < R ? Wg : Wu) + (size_t)row * cols);
+        int nvec = cols >> 3, stride = WPR * 32, v = wsub * 32 + lane;
+        for (; v + 3 * stride < nvec; v += 4 * stride) {
+            uint4 w0 = __ldcs(wr + v), w1 = __ldcs(wr + v + stride);
+            uint4 w2 = __ldcs(wr + v + 2 * stride), w3 = __ldcs(wr + v + 3 * stride);
+            dot8<1>(acc, w0, x, v, cols, 1);
+            dot8<1>(acc, w1, x, v + stride, cols, 1);
+            dot8<1>(acc, w2, x, v + 2 * stride, cols, 1);
+            dot8<1>(acc, w3, x, v + 3 * stride, cols, 1);
+        }
+        for (; v < nvec; v += stride)
+            dot8<1>(acc, __ldcs(wr + v), x, v, cols, 1);
+    }
+    __shared__ float part[8];
+    float s = warp_sum(acc[0]);
+    if (lane == 0)
+        part[warp] = s;
+    __syncthreads();
+    int r = blockIdx.x * R + threadIdx.x;
+    if (threadIdx.x < R && r < rows) {
+        float g = 0.0f, u = 0.0f;
+#pragma unroll
+        for (int i = 0; i < WPR; i++) {
+            g += part[threadIdx.x * WPR + i];
+            u += part[(R + threadIdx.x) * WPR + i];
+        }
+        tl_rs(up, posp)[r] = u;
+        tl_rs(gp, posp)[r] = g / (1.0f + expf(-g)) * u;
+    }
+}
+
 /* x += y, then out = rmsnorm(x) * w: one row, one block, the same arithmetic as k_add followed
  * by k_rmsnorm with this block size. */
 __global__ void k_add_rmsnorm(dptr xp, dptr yp, dptr op, const int *posp, const float *w, int n, float eps)

@@ -248,13 +248,13 @@ static void test_elementwise(int n)
 
 /* ---- decode steps through begin_pass/end_pass: the captured graph ---- */
 
-enum { H = 64, NH = 4, NKV = 2, HD = 16, KVD = NKV * HD, VOCAB = 10, CAP = 48 };
+enum { H = 64, NH = 4, NKV = 2, HD = 16, KVD = NKV * HD, VOCAB = 10, CAP = 48, FF = 96 };
 
 typedef struct mini {
-    tl_weight table, norm, wq, wk, wv, wo, freq;  /* host */
-    tl_weight d_table, d_norm, d_wq, d_wk, d_wv, d_wo, d_freq;
-    float *x, *xb, *q, *att, *o, *kc, *vc;        /* device */
-    float hx[H], hxb[H], hq[H], hatt[H], ho[H], hkc[CAP * KVD], hvc[CAP * KVD];  /* reference */
+    tl_weight table, norm, wq, wk, wv, wo, freq, wg, wu, wd;  /* host */
+    tl_weight d_table, d_norm, d_wq, d_wk, d_wv, d_wo, d_freq, d_wg, d_wu, d_wd;
+    float *x, *xb, *q, *att, *o, *kc, *vc, *hb, *hb2;         /* device */
+    float hx[H], hxb[H], hq[H], hatt[H], ho[H], hkc[CAP * KVD], hvc[CAP * KVD], hhb[FF], hhb2[FF];  /* reference */
 } mini;
 
 /* One decode step at pos on the device (inside a pass) and on the host; extra adds one more
@@ -272,14 +272,21 @@ static double mini_step(mini *m, int id, int pos, int extra)
     be->attention(ctx, m->att, m->q, m->kc, m->vc, 1, pos, NH, NKV, HD);
     be->matmul(ctx, m->o, m->att, &m->d_wo, 1);
     be->add(ctx, m->x, m->o, H);
+    be->rmsnorm(ctx, m->xb, m->x, &m->d_norm, 1, H, 1e-5f);
+    be->matmul(ctx, m->hb, m->xb, &m->d_wg, 1);
+    be->matmul(ctx, m->hb2, m->xb, &m->d_wu, 1);
+    be->swiglu(ctx, m->hb, m->hb2, FF);
+    be->matmul(ctx, m->o, m->hb, &m->d_wd, 1);
+    be->add(ctx, m->x, m->o, H);
     if (extra)
         be->add(ctx, m->x, m->o, H);
     be->rmsnorm(ctx, m->xb, m->x, &m->d_norm, 1, H, 1e-5f); /* as the next layer would */
     be->end_pass(ctx);
     be->sync(ctx);
-    float got[H], gotn[H];
+    float got[H], gotn[H], gotu[FF];
     be->to_host(ctx, got, m->x, H);
     be->to_host(ctx, gotn, m->xb, H);
+    be->to_host(ctx, gotu, m->hb2, FF); /* up's output survives the fused gate/up/SwiGLU */
 
     tl_cpu_ref_embed(m->hx, &m->table, &id, 1);
     tl_cpu_ref_rmsnorm(m->hxb, m->hx, &m->norm, 1, H, 1e-5f);
@@ -291,10 +298,16 @@ static double mini_step(mini *m, int id, int pos, int extra)
     tl_cpu_ref_attention(m->hatt, m->hq, m->hkc, m->hvc, 1, pos, NH, NKV, HD);
     tl_cpu_ref_matmul(m->ho, m->hatt, &m->wo, 1);
     tl_cpu_ref_add(m->hx, m->ho, H);
+    tl_cpu_ref_rmsnorm(m->hxb, m->hx, &m->norm, 1, H, 1e-5f);
+    tl_cpu_ref_matmul(m->hhb, m->hxb, &m->wg, 1);
+    tl_cpu_ref_matmul(m->hhb2, m->hxb, &m->wu, 1);
+    tl_cpu_ref_swiglu(m->hhb, m->hhb2, FF);
+    tl_cpu_ref_matmul(m->ho, m->hhb, &m->wd, 1);
+    tl_cpu_ref_add(m->hx, m->ho, H);
     if (extra)
         tl_cpu_ref_add(m->hx, m->ho, H);
     tl_cpu_ref_rmsnorm(m->hxb, m->hx, &m->norm, 1, H, 1e-5f);
-    return fmax(rel_err(got, m->hx, H), rel_err(gotn, m->hxb, H));
+    return fmax(fmax(rel_err(got, m->hx, H), rel_err(gotn, m->hxb, H)), rel_err(gotu, m->hhb2, FF));
 }
 
 static void test_decode_graph(void)
@@ -309,13 +322,16 @@ static void test_decode_graph(void)
     m.wk = host_weight(TL_BF16, KVD, H, s);
     m.wv = host_weight(TL_BF16, KVD, H, s);
     m.wo = host_weight(TL_BF16, H, H, s);
+    m.wg = host_weight(TL_BF16, FF, H, s);
+    m.wu = host_weight(TL_BF16, FF, H, s);
+    m.wd = host_weight(TL_BF16, H, FF, 1.0f / sqrtf((float)FF));
     float *freq = malloc(sizeof(float) * HD / 2);
     for (int i = 0; i < HD / 2; i++)
         freq[i] = 1.0f / powf(10000.0f, (2.0f * i) / HD);
     m.freq = (tl_weight){.data = freq, .dtype = TL_F32, .rows = 1, .cols = HD / 2};
-    tl_weight *hw[] = {&m.table, &m.norm, &m.wq, &m.wk, &m.wv, &m.wo, &m.freq};
-    tl_weight *dw[] = {&m.d_table, &m.d_norm, &m.d_wq, &m.d_wk, &m.d_wv, &m.d_wo, &m.d_freq};
-    for (int i = 0; i < 7; i++)
+    tl_weight *hw[] = {&m.table, &m.norm, &m.wq, &m.wk, &m.wv, &m.wo, &m.freq, &m.wg, &m.wu, &m.wd};
+    tl_weight *dw[] = {&m.d_table, &m.d_norm, &m.d_wq, &m.d_wk, &m.d_wv, &m.d_wo, &m.d_freq, &m.d_wg, &m.d_wu, &m.d_wd};
+    for (int i = 0; i < 10; i++)
         TL_CHECK_INT(be->upload(ctx, hw[i], dw[i], &err), 0);
     m.x = be->alloc(ctx, H);
     m.xb = be->alloc(ctx, H);
@@ -324,6 +340,8 @@ static void test_decode_graph(void)
     m.o = be->alloc(ctx, H);
     m.kc = be->alloc(ctx, CAP * KVD);
     m.vc = be->alloc(ctx, CAP * KVD);
+    m.hb = be->alloc(ctx, FF);
+    m.hb2 = be->alloc(ctx, FF);
 
     tl_cuda_stats st0, st1;
     tl_cuda_get_stats(ctx, &st0);
@@ -377,10 +395,10 @@ static void test_decode_graph(void)
     tl_cpu_ref_embed(ref, &m.table, &id, 1);
     TL_CHECK_MSG(rel_err(mid, ref, H) == 0.0, "to_host inside a pass");
 
-    float *bufs[] = {m.x, m.xb, m.q, m.att, m.o, m.kc, m.vc};
-    for (int i = 0; i < 7; i++)
+    float *bufs[] = {m.x, m.xb, m.q, m.att, m.o, m.kc, m.vc, m.hb, m.hb2};
+    for (int i = 0; i < 9; i++)
         be->release(ctx, bufs[i]);
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 10; i++) {
         be->unload(ctx, dw[i]);
         free((void *)hw[i]->data);
     }
