@@ -4,6 +4,7 @@
  * byte<->unicode mapping is a bijection, so token strings are turned into bytes once, at load. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenloop/tokenizer.h"
+#include "tokenloop/paths.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -1522,5 +1523,11 @@ const char *tl_tokenizer_eos_token(const tl_tokenizer *t) { return t->eos_token;
 const char *tl_tokenizer_default_dir(void)
 {
     const char *env = getenv("TOKENLOOP_MODEL");
-    return env && *env ? env : TL_SOURCE_DIR "/assets/tokenizer";
+    if (env && *env)  /* asked for by name: used as it is, an error shows if it has no tokenizer */
+        return env;
+    static char found[4096];
+    tl_error e;
+    if (tl_paths_default_tokenizer(found, sizeof found, &e) == 0)
+        return found;
+    return TL_SOURCE_DIR "/assets/tokenizer";
 }

@@ -52,7 +52,8 @@ int tl_tokenizer_eos(const tl_tokenizer *tok);
 const char *tl_tokenizer_bos_token(const tl_tokenizer *tok);
 const char *tl_tokenizer_eos_token(const tl_tokenizer *tok);
 
-/* $TOKENLOOP_MODEL when set, else the source tree's assets/tokenizer. */
+/* $TOKENLOOP_MODEL when set (as it is), else tl_paths_default_tokenizer(), else the source tree's
+ * assets/tokenizer. The result may live in a static buffer: call it from one thread. */
 const char *tl_tokenizer_default_dir(void);
 
 #endif
