@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "tokenloop/engine.h"
+#include "tokenloop/paths.h"
 #include "tokenloop/session.h"
 #include "tokenloop/tokenizer.h"
 
@@ -23,7 +24,8 @@ static const char usage[] =
     "                          [--threads N] [--json]\n"
     "  Generates one forward pass at a time. The first pass (the prefill) reads the whole prompt\n"
     "  and chooses the first new token; each later pass (decode) reads one token.\n"
-    "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL)\n"
+    "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL, else the\n"
+    "                     bundled model, assets/models/" TL_DEFAULT_MODEL_NAME ")\n"
     "  --ids LIST         prompt token ids, comma-separated (no template, no tokenizer)\n"
     "  --prompt TEXT      a user message, wrapped in the model's chat template\n"
     "  --system TEXT      a system message before it\n"
@@ -320,10 +322,14 @@ int cmd_generate(int argc, char **argv)
     if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_fail(2, "--device: %s: expected cpu or cuda", device);
     int *ids = NULL, n_ids = 0;
     if (ids_arg && parse_ids(ids_arg, &ids, &n_ids)) return cli_fail(2, "--ids: %s: expected comma-separated token ids", ids_arg);
-    if (!model) model = getenv("TOKENLOOP_MODEL");
-    if (!model || !*model) {
-        free(ids);
-        return cli_fail(2, "--model: no model given (pass --model DIR or set TOKENLOOP_MODEL)");
+    char default_model[4096];
+    if (!model) {
+        tl_error perr = {{0}};
+        if (tl_paths_default_model(default_model, sizeof default_model, &perr)) {
+            free(ids);
+            return cli_fail(2, "--model: no model given, and %s", perr.msg);
+        }
+        model = default_model;
     }
 
     tl_error err = {{0}};
