@@ -59,6 +59,7 @@ struct draw_ctx {
     tl_rect in;
     int first;
     const tl_view *v;
+    int tagged;
 };
 
 static void count_line(void *ctx, int line, size_t a, size_t b, int nl)
@@ -82,6 +83,15 @@ static void draw_line(void *ctx, int line, size_t a, size_t b, int nl)
             j++;
         x += Draw_textn(c->w, y, x, end - x, v->prompt + i, j - i, style_attr(st));
         i = j;
+    }
+    /* a visible tag where the generation prompt starts, also without colours */
+    if (!c->tagged && v->genprompt_at >= 0 && (b > (size_t)v->genprompt_at || (nl && b == (size_t)v->genprompt_at))) {
+        static const char tag[] = "\xE2\x97\x80 generation prompt";
+        int tw = Format_widthz(tag);
+        if (end - x - (nl ? 1 : 0) >= tw + 2) {
+            Draw_text(c->w, y, end - tw, tw, tag, Theme_attr(TA_GENPROMPT));
+            c->tagged = 1;
+        }
     }
     if (nl && x < end) {
         unsigned char st = v->prompt_style && b < v->prompt_len ? v->prompt_style[b] : 0;
@@ -136,7 +146,7 @@ void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     int maxscroll = total > in.h ? total - in.h : 0;
     if (ui->prompt_scroll < 0 || ui->prompt_scroll > maxscroll)
         ui->prompt_scroll = maxscroll;
-    struct draw_ctx c = {w, in, ui->prompt_scroll, v};
+    struct draw_ctx c = {w, in, ui->prompt_scroll, v, 0};
     wrap_lines(v->prompt, v->prompt_len, in.w, draw_line, &c);
     if (ui->prompt_scroll > 0)
         Draw_text(w, r.y, r.x + r.w - 6, 3, "\xE2\x86\x91", Theme_attr(TA_DIM));

@@ -106,6 +106,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
             for (size_t b = (size_t)sv->genprompt_at; b < v->prompt_len; b++)
                 sv->style[b] |= VSTYLE_GENPROMPT;
         v->prompt_style = sv->style;
+        v->genprompt_at = sv->genprompt_at >= 0 && (size_t)sv->genprompt_at < v->prompt_len ? sv->genprompt_at : -1;
     }
 
     /* tokens */

@@ -50,6 +50,7 @@ typedef struct tl_view {
     size_t prompt_len;
     const unsigned char *prompt_style;  /* one VSTYLE_* per byte, may be NULL */
     int add_generation_prompt;
+    long genprompt_at;          /* first byte of the generation prompt; -1: none */
 
     /* tokens pane */
     const tl_view_token *tokens;

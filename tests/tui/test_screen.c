@@ -78,13 +78,15 @@ static void make_view(tl_view *v)
     v->temperature = 0.6f, v->top_k = 50, v->top_p = 0.9f;
     v->logit_rows = 10;
     static const char prompt[] = "<|start_header_id|>user<|end_header_id|>\n\nXin ch\xC3\xA0o th\xE1\xBA\xBF gi\xE1\xBB\x9Bi "
-                                 "\xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80<|eot_id|>";
+                                 "\xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80<|eot_id|>"
+                                 "<|start_header_id|>assistant<|end_header_id|>\n\n";
     v->prompt = prompt;
     v->prompt_len = strlen(prompt);
     memset(style, VSTYLE_TEMPLATE, sizeof style);
     memset(style, VSTYLE_SPECIAL, 19);
     v->prompt_style = style;
     v->add_generation_prompt = 1;
+    v->genprompt_at = (long)(strstr(prompt, "<|eot_id|>") - prompt) + 10;
     static const char *pieces[] = {"<|start_header_id|>", "user", "\xE4\xB8\xAD\xE6\x96\x87",
                                    "\xE2\x90\xA3\xF0\x9F\x98\x80", "\xE2\x90\xA3th\xE1\xBA\xBF", "Hello"};
     for (int i = 0; i < 6; i++) {
@@ -166,6 +168,7 @@ int main(void)
     for (int i = 0; i < 6; i++)
         TL_CHECK_MSG(find_row(titles[i]) >= 0, "%s missing", titles[i]);
     TL_CHECK(find_row("<|start_header_id|>user<|end_header_id|>") >= 0);
+    TL_CHECK(find_row("\xE2\x97\x80 generation prompt") > find_row("<|start_header_id|>user"));
     int r1 = find_row("  1    9000  w0");
     TL_CHECK_MSG(r1 > 0, "logits row 1");
     for (int i = 1; i < 10; i++) {
