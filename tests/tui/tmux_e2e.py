@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """End-to-end test of `tokenloop tui` inside a private tmux server at a fixed size.
 
-    tmux_e2e.py TOKENLOOP MODEL_DIR COLS ROWS
+    tmux_e2e.py TOKENLOOP MODEL_DIR COLS ROWS [LONG_MODEL_DIR]
+
+MODEL_DIR is the bundled model when there is one. LONG_MODEL_DIR (default MODEL_DIR) is used
+where a run must last: a random checkpoint never chooses EOS, so pausing a run is always tested.
 
 Sends keys, captures the pane and asserts on what is on screen: the templated prompt with
 <|start_header_id|>; after one Space a TTFT figure and k rows of logits with ids; after `r` a
@@ -19,6 +22,10 @@ import time
 import unicodedata
 
 TOKENLOOP, MODEL, COLS, ROWS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+LONG_MODEL = sys.argv[5] if len(sys.argv) > 5 else MODEL
+if not os.path.exists(os.path.join(MODEL, "config.json")):
+    print("%s: not there yet, using %s" % (MODEL, LONG_MODEL))
+    MODEL = LONG_MODEL
 SOCK = "tltest-%d" % os.getpid()
 failures = []
 
@@ -258,7 +265,7 @@ def main():
     status3 = os.path.join(tmp, "status3")
     stty3 = os.path.join(tmp, "stty3")
     # also the entry point with no arguments: `tokenloop` opens the TUI on $TOKENLOOP_MODEL
-    cmd = ("TOKENLOOP_MODEL=%s %s; echo $? > %s; stty -a > %s; sleep 60" % (MODEL, TOKENLOOP, status3, stty3))
+    cmd = ("TOKENLOOP_MODEL=%s %s; echo $? > %s; stty -a > %s; sleep 60" % (LONG_MODEL, TOKENLOOP, status3, stty3))
     SOCK += "c"
     tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-e", "LANG=C.UTF-8",
          "-e", "LC_ALL=C.UTF-8", "sh", "-c", cmd)
