@@ -1548,7 +1548,8 @@ static node *parse_subscript(P *p, node *obj)
             if (!is_op(p, ",")) break;
             adv(p);
             if (is_op(p, "]")) break;
-        }
+        } else if (is_op(p, "]"))
+            break; /* x[] subscripts with an empty tuple, as Jinja2 parses it */
         node *start = NULL;
         if (!is_op(p, ":")) start = parse_expr(p, 1);
         if (!is_op(p, ":")) { nv_push(p, &items, start); continue; }
@@ -2462,7 +2463,10 @@ static int contains(J *j, jv container, jv item)
         for (size_t i = 0; i < container.u.l->n; i++)
             if (py_eq(container.u.l->it[i], item)) return 1;
         return 0;
-    case T_DICT: return dict_find(container.u.d, item) >= 0;
+    case T_DICT:
+        if ((item.t == T_LIST && !item.u.l->tuple) || item.t == T_DICT || item.t == T_NS)
+            jfail(j, "unhashable type: '%s'", type_name(item));
+        return dict_find(container.u.d, item) >= 0;
     default: jfail(j, "argument of type '%s' is not iterable", type_name(container));
     }
 }
@@ -2964,6 +2968,7 @@ static jv lit_undef(J *j, const char *msg) { return v_undef(jstrdup(j, msg, strl
 static jv filter_select(J *j, jv v, jargs *A, int attr_mode, int reject, frame *f)
 {
     (void)f;
+    if (!truthy(v)) return v_list(list_new(j, 1)); /* Jinja2 iterates only a true value */
     jlist *in = iter_list(j, v), *out = list_new(j, in->n);
     const char *attr = NULL;
     int first = 0;
@@ -3049,6 +3054,7 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         return v_list(r);
     }
     if (!strcmp(name, "map")) {
+        if (!truthy(v)) return v_list(list_new(j, 1));
         jlist *l = iter_list(j, v), *r = list_new(j, l->n);
         if (has_arg(A, -1, "attribute")) {
             jv at = to_str(j, arg(A, -1, "attribute", v_none()));
@@ -3112,6 +3118,8 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         jlist *l = iter_list(j, v), *r = list_new(j, l->n), *seen = list_new(j, l->n);
         for (size_t i = 0; i < l->n; i++) {
             jv k = sort_key(j, l->it[i], &c);
+            if ((k.t == T_LIST && !k.u.l->tuple) || k.t == T_DICT || k.t == T_NS)
+                jfail(j, "unhashable type: '%s'", type_name(k));
             if (contains(j, v_list(seen), k)) continue;
             list_push(j, seen, k);
             list_push(j, r, l->it[i]);
@@ -3773,10 +3781,9 @@ static int exec_for(J *j, node *n, frame *f, sb *out)
         items = kept;
     }
     size_t cnt = items->n;
-    if (!cnt) {
-        if (n->nv) return exec(j, n->v[0], lf, out);
-        return X_NORMAL;
-    }
+    /* Jinja2 runs the else block unless some iteration reached the end of the body: a loop
+     * whose iterations all break or continue gets it too */
+    int completed = 0;
     static const char *const K[] = {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem", "cycle"};
     jdict *loop = dict_new(j);
     for (size_t k = 0; k < 12; k++) dict_set_s(j, loop, K[k], v_none());
@@ -3806,6 +3813,11 @@ static int exec_for(J *j, node *n, frame *f, sb *out)
         dict_set(j, &lf->vars, loop_key, v_dict(loop));
         int x = exec(j, n->c, lf, out);
         if (x == X_BREAK) break;
+        if (x == X_NORMAL) completed = 1;
+    }
+    if (!completed && n->nv) {
+        lf->vars.n = 0;
+        return exec(j, n->v[0], lf, out);
     }
     return X_NORMAL;
 }

@@ -1,7 +1,7 @@
 /* Chat template tests against Python Jinja2 renders (committed goldens made by
  * tools/template-goldens/render.py) and ../shared/conformance/chat-goldens.
  *   test_template goldens ROOT SHARED   every template x message set x add_generation_prompt
- *   test_template micro ROOT            the hand-written feature templates
+ *   test_template micro ROOT [FILE]     the hand-written feature templates (or FILE's)
  *   test_template shared SHARED [ROOT]  llama.cpp's Jinja2 renders (exit 77 when absent)
  *   test_template errors                syntax errors, limits, the chat config loader
  *   test_template fuzz ROOT [N]         mutated real templates: no crash, no hang */
@@ -200,11 +200,12 @@ static int run_goldens(const char *root, const char *shared)
     return TL_TEST_END("template_goldens");
 }
 
-static int run_micro(const char *root)
+static int run_micro(const char *root, const char *file)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/template/micro-goldens.json", root);
+    snprintf(path, sizeof path, "%s/tests/template/%s", root, file);
     cJSON *g = load_json(path);
+    const cJSON *shared_ctx = cJSON_GetObjectItem(g, "context"); /* when the renders share one */
     setenv("TOKENLOOP_NOW", cJSON_GetObjectItem(g, "now")->valuestring, 1);
     int n = 0, same = 0;
     const cJSON *r;
@@ -215,7 +216,8 @@ static int run_micro(const char *root)
         char *out = NULL;
         size_t len = 0;
         int rc = tl_template_compile(cJSON_GetObjectItem(r, "template")->valuestring, &t, &err);
-        if (!rc) rc = tl_template_render(t, cJSON_GetObjectItem(r, "context"), &out, &len, &err);
+        const cJSON *ctx = cJSON_GetObjectItem(r, "context");
+        if (!rc) rc = tl_template_render(t, ctx ? ctx : shared_ctx, &out, &len, &err);
         const cJSON *want = cJSON_GetObjectItem(r, "text");
         n++;
         if (cJSON_IsString(want)) {
@@ -235,9 +237,9 @@ static int run_micro(const char *root)
         free(out);
         tl_template_free(t);
     }
-    printf("template micro: %d/%d feature templates match Jinja2\n", same, n);
+    printf("%s: %d/%d templates match Jinja2\n", file, same, n);
     cJSON_Delete(g);
-    return TL_TEST_END("template_micro");
+    return TL_TEST_END(file);
 }
 
 static int run_shared(const char *shared, const char *root)
@@ -468,10 +470,10 @@ static int run_fuzz(const char *root, int iters)
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "goldens")) return run_goldens(argv[2], argv[3]);
-    if (argc >= 3 && !strcmp(argv[1], "micro")) return run_micro(argv[2]);
+    if (argc >= 3 && !strcmp(argv[1], "micro")) return run_micro(argv[2], argc >= 4 ? argv[3] : "micro-goldens.json");
     if (argc >= 3 && !strcmp(argv[1], "shared")) return run_shared(argv[2], argc >= 4 ? argv[3] : NULL);
     if (argc >= 2 && !strcmp(argv[1], "errors")) return run_errors();
     if (argc >= 3 && !strcmp(argv[1], "fuzz")) return run_fuzz(argv[2], argc >= 4 ? atoi(argv[3]) : 150);
-    fprintf(stderr, "usage: test_template goldens ROOT SHARED | micro ROOT | shared SHARED [ROOT] | errors | fuzz ROOT [N]\n");
+    fprintf(stderr, "usage: test_template goldens ROOT SHARED | micro ROOT [FILE] | shared SHARED [ROOT] | errors | fuzz ROOT [N]\n");
     return 2;
 }

@@ -157,4 +157,6 @@ CASES = [
     ("unicode_case", "{{ u|upper }}|{{ u|lower }}|{{ 'ÉCOLE ça'|lower }}|{{ 'élan vital-été'|title }}|{{ 'émile'|capitalize }}|{{ 'ĐẶNG ƯƠ'.lower() }}|{{ 'đặng văn'.title() }}|{{ 'straße'|length }}", M),
     ("percent_format", "{{ '%.2f|%5d|%-4s|%x|%05.1f|%e|%s|%r' % (3.14159, 42, 'ab', 255, 2.25, 12345.678, none, 'q') }}|{{ '%s' % 'one' }}|{{ '%d%%' % 7 }}", {}),
     ("ws_unicode_spaces", "a\n\u00a0\u3000{% if true %}b{% endif %}\u00a0 {%- if true %}c{% endif -%}\u2003\u00a0d", {}),
+    ("for_else_break_continue", "{% for x in [1, 2] %}{{ x }}{% break %}{% else %}E1{% endfor %}|{% for x in [1, 2] %}{% continue %}{% else %}E2{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% continue %}{% endif %}{{ x }}{% else %}E3{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{% else %}E4{% endfor %}", {}),
+    ("unhashable_errors", "{{ [[1], [1]]|unique|list }}", {}),
 ]

@@ -7,7 +7,8 @@ sets it up (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontr
     /usr/bin/python3 tools/template-goldens/render.py
 
 Writes tests/template/goldens.json (every template x case x add_generation_prompt) and
-tests/template/micro-goldens.json (the hand-written feature templates in micro_cases.py).
+tests/template/micro-goldens.json (the hand-written feature templates in micro_cases.py) and
+tests/template/random-goldens.json (random_cases.py: random templates, a fixed seed).
 strftime_now reads the time from $TOKENLOOP_NOW (Unix seconds, UTC), which this script fixes,
 as the C engine does."""
 import json
@@ -134,12 +135,25 @@ def main():
         rec = {"name": name, "template": template, "context": context}
         rec.update(render(env, template, context))
         out.append(rec)
+    import copy
+    from random_cases import make
+    rnd = []
+    cases = make(20241201, 3000)
+    for name, template, context in cases:
+        rec = {"name": name, "template": template}
+        rec.update(render(env, template, copy.deepcopy(context)))
+        rnd.append(rec)
+    with open(os.path.join(tests, "random-goldens.json"), "w") as f:
+        json.dump({"now": NOW, "jinja2": jinja2.__version__, "context": cases[0][2], "renders": rnd},
+                  f, ensure_ascii=False, indent=0)
+        f.write("\n")
     with open(os.path.join(tests, "micro-goldens.json"), "w") as f:
         json.dump({"now": NOW, "jinja2": jinja2.__version__, "renders": out}, f,
                   ensure_ascii=False, indent=1)
         f.write("\n")
     ok = sum(1 for g in goldens if "text" in g)
-    print(f"{len(goldens)} renders ({ok} texts, {len(goldens) - ok} errors), {len(out)} micro",
+    print(f"{len(goldens)} renders ({ok} texts, {len(goldens) - ok} errors), {len(out)} micro, "
+          f"{len(rnd)} random ({sum('text' in r for r in rnd)} texts)",
           file=sys.stderr)
 
 
