@@ -210,6 +210,8 @@ static void follow(tl_app *a, int pane)
         a->ui.active = pane;
 }
 
+static void draw(tl_app *a);
+
 static void step(tl_app *a)
 {
     tl_error err;
@@ -217,6 +219,11 @@ static void step(tl_app *a)
         say(a, "already stopped: \xE2\x86\x90 steps back, n starts over", NULL);
         return;
     }
+    /* a big model on the CPU takes a while: say what is being computed before blocking */
+    snprintf(a->sv.v.next, sizeof a->sv.v.next, "%s",
+             tl_session_n_steps(a->s) == 0 ? "computing the prefill\xE2\x80\xA6" : "computing one decode step\xE2\x80\xA6");
+    if (g_curses)
+        draw(a);
     fresh_request(a);
     int rc = tl_session_step(a->s, NULL, &err);
     if (rc < 0)
