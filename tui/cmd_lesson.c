@@ -1,9 +1,167 @@
-/* PLACEHOLDER: replaced by the helper that owns this command. */
+/* tokenloop lesson list | check: the lessons, played headlessly on the bundled model. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
+#include "tokenloop/lesson.h"
+#include "tokenloop/paths.h"
+#include "tokenloop/session.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tokenloop lesson list [--lang en|vi] [--dir DIR]\n"
+               "       tokenloop lesson check [ID] [--lang en|vi] [--model DIR] [--dir DIR] [--verbose]\n"
+               "check plays every step of every lesson (or lesson ID) on the model and verifies\n"
+               "every expectation; without --lang the narration is checked in both languages.\n");
+}
+
+/* A {name} left in narration means the lesson names a field that does not exist. */
+static const char *unresolved(const char *text)
+{
+    for (const char *p = strchr(text, '{'); p; p = strchr(p + 1, '{')) {
+        const char *q = p + 1;
+        while ((*q >= 'a' && *q <= 'z') || *q == '_' || *q == '.' || (*q >= '0' && *q <= '9'))
+            q++;
+        if (*q == '}' && q > p + 1)
+            return p;
+    }
+    return NULL;
+}
+
+static int check_one(const char *path, const char *model_dir, const char *lang, int verbose, int *steps_ok)
+{
+    tl_error err;
+    tl_lesson *l = NULL;
+    if (tl_lesson_load(&l, path, &err))
+        return cli_fail(1, "%s", err.msg);
+    tl_session_opts opts = { .model_dir = model_dir };
+    tl_session *s = NULL;
+    if (tl_session_open(&s, &opts, &err)) {
+        tl_lesson_free(l);
+        return cli_fail(1, "%s", err.msg);
+    }
+    const char *langs[2] = { lang ? lang : "en", "vi" };
+    int n_langs = lang ? 1 : 2, rc = 0;
+    if (verbose)
+        printf("== %s: %s\n", tl_lesson_id(l), tl_lesson_title(l, langs[0]));
+    for (int i = 0; i < tl_lesson_n_steps(l) && !rc; i++) {
+        char why[512];
+        if (tl_lesson_apply(l, i, s, NULL, &err)) {
+            rc = cli_fail(1, "%s", err.msg);
+            break;
+        }
+        int bad = tl_lesson_check(l, i, s, why, sizeof why);
+        if (bad) {
+            rc = cli_fail(1, "%s: step %d: %s", path, i + 1, why);
+            break;
+        }
+        for (int k = 0; k < n_langs; k++) {
+            char *text = tl_lesson_narrate(l, i, langs[k], s);
+            const char *left = text ? unresolved(text) : "?";
+            if (left) {
+                rc = cli_fail(1, "%s: step %d: narration (%s) names an unknown field near \"%.24s\"",
+                              path, i + 1, langs[k], left);
+            } else if (verbose && k == 0) {
+                printf("-- step %d\n%s\n", i + 1, text);
+            }
+            free(text);
+        }
+        if (!rc)
+            (*steps_ok)++;
+    }
+    if (!rc)
+        printf("lesson %s: %d steps ok\n", tl_lesson_id(l), tl_lesson_n_steps(l));
+    tl_session_free(s);
+    tl_lesson_free(l);
+    return rc;
+}
 
 int cmd_lesson(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_fail(2, "lesson: not built yet");
+    static const struct option opts[] = {
+        { "lang", required_argument, 0, 'l' }, { "model", required_argument, 0, 'm' },
+        { "dir", required_argument, 0, 'd' },  { "verbose", no_argument, 0, 'v' },
+        { "help", no_argument, 0, 'h' },       { 0, 0, 0, 0 },
+    };
+    const char *lang = NULL, *model = NULL, *dir = NULL;
+    int verbose = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l':
+            if (strcmp(optarg, "en") && strcmp(optarg, "vi"))
+                return cli_fail(2, "--lang: %s: expected en or vi", optarg);
+            lang = optarg;
+            break;
+        case 'm': model = optarg; break;
+        case 'd': dir = optarg; break;
+        case 'v': verbose = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return cli_fail(2, "lesson: expected list or check");
+    }
+    const char *verb = argv[optind++];
+    const char *only = optind < argc ? argv[optind++] : NULL;
+    if (optind < argc)
+        return cli_fail(2, "lesson: unexpected argument %s", argv[optind]);
+    if (strcmp(verb, "list") && strcmp(verb, "check"))
+        return cli_fail(2, "lesson: %s: expected list or check", verb);
+
+    char dirbuf[4096];
+    if (!dir) {
+        if (tl_lesson_dir(dirbuf, sizeof dirbuf))
+            return cli_fail(1, "lessons: folder not found (set TOKENLOOP_LESSONS)");
+        dir = dirbuf;
+    }
+    tl_error err;
+    char **paths = NULL;
+    int n = 0;
+    if (tl_lesson_list(dir, &paths, &n, &err))
+        return cli_fail(1, "%s", err.msg);
+    if (n == 0) {
+        tl_lesson_list_free(paths, n);
+        return cli_fail(1, "%s: no lessons", dir);
+    }
+
+    int rc = 0, found = 0, lessons_ok = 0, steps_ok = 0;
+    char modelbuf[4096];
+    if (!strcmp(verb, "check") && !model) {
+        if (tl_paths_default_model(modelbuf, sizeof modelbuf, &err)) {
+            tl_lesson_list_free(paths, n);
+            return cli_fail(1, "%s", err.msg);
+        }
+        model = modelbuf;
+    }
+    for (int i = 0; i < n; i++) {
+        tl_lesson *l = NULL;
+        if (tl_lesson_load(&l, paths[i], &err)) {
+            rc = cli_fail(1, "%s", err.msg);
+            continue;
+        }
+        int match = !only || !strcmp(only, tl_lesson_id(l));
+        if (match && !strcmp(verb, "list"))
+            printf("%-24s %s\n", tl_lesson_id(l), tl_lesson_title(l, lang ? lang : tl_lesson_default_lang()));
+        tl_lesson_free(l);
+        if (!match)
+            continue;
+        found++;
+        if (!strcmp(verb, "check")) {
+            if (check_one(paths[i], model, lang, verbose, &steps_ok))
+                rc = 1;
+            else
+                lessons_ok++;
+        }
+    }
+    tl_lesson_list_free(paths, n);
+    if (only && !found)
+        return cli_fail(2, "lesson: %s: no such lesson", only);
+    if (!strcmp(verb, "check"))
+        printf("lessons: %d passed, %d failed\n", lessons_ok, found - lessons_ok);
+    return rc;
 }
