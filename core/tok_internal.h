@@ -47,6 +47,7 @@ struct tl_tokenizer {
     tl_added *added;
     int n_added;
     int *added_order, added_first[257];  /* by first byte, longest first: [first[c], first[c+1]) */
+    int norm[TL_TOK_MAX_PRE], n_norm;  /* utf8proc option sets, applied in order */
     tl_pretok pre[TL_TOK_MAX_PRE];
     int n_pre;
     int prefix[TL_TOK_MAX_TEMPLATE], suffix[TL_TOK_MAX_TEMPLATE], n_prefix, n_suffix;

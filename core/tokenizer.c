@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "tok_internal.h"
 #include "tok_json.h"
@@ -593,6 +594,39 @@ static int load_postproc(tl_tokenizer *t, const tj_doc *d, tj pp, const char *wh
     return tl_error_set(err, "%s: post_processor type '%s' is not supported", what, type);
 }
 
+/* Unicode normalization forms, through utf8proc; other normalizers are refused. */
+static int load_normalizer(tl_tokenizer *t, const tj_doc *d, tj nm, const char *what, tl_error *err)
+{
+    if (nm < 0 || tj_type(d, nm) == TJ_NULL)
+        return 0;
+    const char *type = json_str(d, nm, "type");
+    if (!type)
+        return tl_error_set(err, "%s: normalizer without a type", what);
+    if (!strcmp(type, "Sequence")) {
+        TJ_FOR(d, it, tj_get(d, nm, "normalizers"))
+            if (load_normalizer(t, d, it, what, err))
+                return -1;
+        return 0;
+    }
+    static const struct {
+        const char *name;
+        int options;
+    } forms[] = {
+        {"NFC", UTF8PROC_STABLE | UTF8PROC_COMPOSE},
+        {"NFD", UTF8PROC_STABLE | UTF8PROC_DECOMPOSE},
+        {"NFKC", UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT},
+        {"NFKD", UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
+        if (!strcmp(type, forms[i].name)) {
+            if (t->n_norm == TL_TOK_MAX_PRE)
+                return tl_error_set(err, "%s: too many normalizers", what);
+            t->norm[t->n_norm++] = forms[i].options;
+            return 0;
+        }
+    return tl_error_set(err, "%s: normalizer '%s' is not supported", what, type);
+}
+
 static int load_decoder(const tj_doc *d, tj dec, const char *what, tl_error *err)
 {
     const char *type = json_str(d, dec, "type");
@@ -717,10 +751,8 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
         return tl_error_set(err, "%s: BPE model without vocab object and merges array", what);
     if (json_bool(d, model, "byte_fallback", 0))
         return tl_error_set(err, "%s: BPE with byte_fallback is not supported (only byte-level BPE)", what);
-    tj norm = tj_get(d, root, "normalizer");
-    if (norm >= 0 && tj_type(d, norm) != TJ_NULL)
-        return tl_error_set(err, "%s: normalizer '%s' is not supported", what,
-                            json_str(d, norm, "type") ? json_str(d, norm, "type") : "?");
+    if (load_normalizer(t, d, tj_get(d, root, "normalizer"), what, err))
+        return -1;
     t->ignore_merges = json_bool(d, model, "ignore_merges", 0);
 
     /* ids run to the largest of the vocab's and the added tokens' */
@@ -1337,9 +1369,38 @@ static int encode_plain(const tl_tokenizer *t, scratch *s, const unsigned char *
 {
     if (b <= a)
         return 0;
-    if (stage == 0)  /* then the tokens that match the normalized text (no normalizer here) */
+    if (stage)
+        return encode_section(t, s, text, a, b, out, err);
+    /* normalize, then the added tokens that match normalized text; offsets into a text the
+     * normalizer changed are scaled back onto the original segment (approximate) */
+    unsigned char *norm = NULL;
+    size_t nlen = b - a;
+    for (int i = 0; i < t->n_norm; i++) {
+        utf8proc_uint8_t *dst = NULL;
+        utf8proc_ssize_t r = utf8proc_map(norm ? norm : text + a, (utf8proc_ssize_t)nlen, &dst, t->norm[i]);
+        free(norm);
+        if (r < 0)
+            return tl_error_set(err, "text: normalizer: %s", utf8proc_errmsg(r));
+        norm = dst;
+        nlen = (size_t)r;
+    }
+    if (!norm || (nlen == b - a && !memcmp(norm, text + a, nlen))) {
+        free(norm);
         return split_added(t, s, text, a, b, 1, flags, out, err);
-    return encode_section(t, s, text, a, b, out, err);
+    }
+    unsigned char **bl = realloc(s->bufs, (s->n_bufs + 1) * sizeof *bl);
+    if (!bl) {
+        free(norm);
+        return tl_error_set(err, "text: out of memory");
+    }
+    s->bufs = bl;
+    s->bufs[s->n_bufs++] = norm;
+    size_t first = out->n;
+    if (split_added(t, s, norm, 0, nlen, 1, flags, out, err))
+        return -1;
+    for (size_t i = first; i < out->n; i++)
+        out->start[i] = a + (nlen ? out->start[i] * (b - a) / nlen : 0);
+    return 0;
 }
 
 int tl_tokenizer_encode_offsets(const tl_tokenizer *t, const char *text_, size_t len, int flags, int **ids,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tokenloop needs to build and test, if any is missing.
 set -euo pipefail
-need=(build-essential cmake pkg-config libcjson-dev libpcre2-dev libncurses-dev
+need=(build-essential cmake pkg-config libcjson-dev libpcre2-dev libutf8proc-dev libncurses-dev
       python3-numpy tmux locales)
 missing=()
 for p in "${need[@]}"; do

@@ -211,6 +211,9 @@ static void test_bad_files(void)
     expect_load_error("bad regex", "pre-tokenizer regex");
     make_tokenizer("ab", "\"a b\"", "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"a\"},\"behavior\":\"Sideways\"}", 0);
     expect_load_error("bad behaviour", "Split behavior 'Sideways'");
+    write_file("tokenizer.json", "{\"normalizer\": {\"type\": \"Lowercase\"}, \"model\": {\"type\": \"BPE\", "
+                                 "\"vocab\": {\"a\": 0}, \"merges\": []}}");
+    expect_load_error("Lowercase normalizer", "normalizer 'Lowercase' is not supported");
     make_tokenizer("ab", "\"a b\"", SPLIT_NONE, 0);
     write_file("tokenizer_config.json", "{\"bos_token\": ");
     expect_load_error("malformed tokenizer_config.json", "tokenizer_config.json");

@@ -234,6 +234,8 @@ const variantSpecs = [
   { name: "added-lstrip-rstrip", set: { added_tokens: addedWith({ lstrip: true, rstrip: true }) } },
   { name: "added-single-word", set: { added_tokens: addedWith({ single_word: true }) } },
   { name: "added-nonspecial-normalized", set: { added_tokens: addedWith({ special: false, normalized: true }) } },
+  { name: "normalizer-nfc", set: { normalizer: { type: "NFC" } } },
+  { name: "normalizer-nfkc-sequence", set: { normalizer: { type: "Sequence", normalizers: [{ type: "NFD" }, { type: "NFKC" }] } } },
   { name: "bos-and-eos", set: { post_processor: { type: "TemplateProcessing", single: [bos, { Sequence: { id: "A", type_id: 0 } }, eos],
       pair: [], special_tokens: specialTokens } } },
   { name: "roberta-processing", set: { post_processor: { type: "RobertaProcessing", sep: ["<|end_of_text|>", 128001],
@@ -252,6 +254,7 @@ for (const spec of variantSpecs) {
   const texts = spec.name === "qwen2-pattern" || spec.name.startsWith("digits")
     ? distinct.filter((s, i) => i % 3 === 0 || /\p{N}/u.test(s))
     : spec.name.startsWith("added-") ? distinct.filter((s) => hasSpecial(s) || /[<|>]/u.test(s))
+    : spec.name.startsWith("normalizer-") ? distinct.filter((s) => /[^\x00-\x7f]/u.test(s))
     : distinct.filter((s, i) => i % (spec.name.startsWith("split-") ? 5 : 3) === 0);
   const flags = spec.set.post_processor ? ["add_special"] : [];
   const ventries = [];
@@ -262,7 +265,7 @@ for (const spec of variantSpecs) {
   }
   const { set, merges_as_pairs } = spec;
   // a prefix space is text that was not in the input, and stripped whitespace is gone: no round trip
-  const round_trip = !spec.name.includes("prefix-space") && !spec.name.includes("strip");
+  const round_trip = !spec.name.includes("prefix-space") && !spec.name.includes("strip") && !spec.name.startsWith("normalizer-");
   variants.push({ name: spec.name, set, merges_as_pairs: !!merges_as_pairs, round_trip, entries: ventries });
 }
 
