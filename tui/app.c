@@ -620,9 +620,19 @@ static void draw(tl_app *a)
     doupdate();
 }
 
-static void init_curses(const tl_app_opts *o, tl_ui *ui)
+static SCREEN *g_screen;
+
+/* newterm rather than initscr: an unknown $TERM is an error message, not an exit from inside
+ * ncurses. */
+static int init_curses(const tl_app_opts *o, tl_ui *ui)
 {
-    initscr();
+    const char *term = getenv("TERM");
+    g_screen = newterm(NULL, stdout, stdin);
+    if (!g_screen) {
+        fprintf(stderr, "tokenloop: TERM=%s: unknown terminal type\n", term ? term : "(unset)");
+        return -1;
+    }
+    set_term(g_screen);
     g_curses = 1;
     cbreak();
     noecho();
@@ -632,6 +642,7 @@ static void init_curses(const tl_app_opts *o, tl_ui *ui)
     curs_set(0);
     Theme_init(o->colour);
     ui->mono = Theme_mono();
+    return 0;
 }
 
 static int app_init(tl_app *a, tl_session *s, const tl_app_opts *o)
@@ -674,7 +685,10 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o)
     }
     refresh_view(a);   /* before the screen: the first fill may probe the bandwidth */
     install_signals();
-    init_curses(o, &a->ui);
+    if (init_curses(o, &a->ui)) {
+        app_free(a);
+        return 1;
+    }
     int dirty = 1;
     double last_draw = 0;
     while (!a->quit && !g_signal) {
@@ -724,6 +738,8 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o)
     int sig = g_signal;
     app_free(a);
     restore_terminal();
+    delscreen(g_screen);
+    g_screen = NULL;
     return sig ? 128 + sig : 0;
 }
 

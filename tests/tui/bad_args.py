@@ -6,6 +6,7 @@ and never a hang.
     bad_args.py TOKENLOOP MODEL_DIR
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,20 @@ for args, want, name in cases:
     ok = (r.returncode == want and len(lines) == 1 and name in lines[0]
           and lines[0].startswith("tokenloop: ") and r.stdout == "")
     print("%s %s -> %d %r" % ("ok  " if ok else "FAIL", args, r.returncode, r.stderr.strip()))
+    failures += not ok
+# an unknown $TERM on a real terminal (a pty from script(1)): one line, status 1, no escapes
+if shutil.which("script"):
+    env = dict(os.environ, TERM="tokenloop-no-such-term",
+               LSAN_OPTIONS="print_suppressions=0:suppressions=" +
+               os.path.join(os.path.dirname(os.path.abspath(__file__)), "lsan.supp"))
+    try:
+        r = subprocess.run(["script", "-qec", "%s tui --model %s" % (exe, model), "/dev/null"],
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=env)
+        out = r.stdout.replace("\r", "").strip()
+        ok = (r.returncode == 1 and out == "tokenloop: TERM=tokenloop-no-such-term: unknown terminal type")
+    except subprocess.TimeoutExpired:
+        ok, out = False, "(hung)"
+    print("%s unknown TERM -> %r" % ("ok  " if ok else "FAIL", out))
     failures += not ok
 os.remove(os.path.join(bad_model, "config.json"))
 os.rmdir(bad_model)
