@@ -217,7 +217,8 @@ const llamaSplit = (behavior, invert) => ({ type: "Sequence", pretokenizers: [
   { ...tokJSON.pre_tokenizer.pretokenizers[0], behavior, invert }, byteLevel(false, false)] });
 const addedWith = (props) => tokJSON.added_tokens.map((t) =>
   ["<|eot_id|>", "<|begin_of_text|>", "<|start_header_id|>"].includes(t.content) ? { ...t, ...props } : t);
-const variantSpecs = [
+// VARIANTS=0: only the corpus (for a tokenizer other than Llama 3's, checked by hand)
+const variantSpecs = process.env.VARIANTS === "0" ? [] : [
   { name: "merges-as-pairs", merges_as_pairs: true, set: {} },
   { name: "ignore-merges-off", set: { "model.ignore_merges": false } },
   { name: "gpt2-bytelevel-regex", set: { pre_tokenizer: byteLevel(false, true) } },
