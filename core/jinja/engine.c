@@ -20,7 +20,7 @@
 #include "jinja/jinja.h"
 
 enum {
-    MAX_DEPTH = 160,                 /* nested calls/expressions/blocks */
+    MAX_DEPTH = 500,                 /* nested calls/expressions/blocks */
     MAX_PARSE_DEPTH = 200,
 };
 static const size_t MAX_STRING = 32u << 20;        /* one string or the output */
