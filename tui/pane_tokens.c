@@ -62,8 +62,9 @@ void Pane_tokens(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     if (ui->tok_sel >= 0 && ui->tok_sel < n) {
         const tl_view_token *t = &v->tokens[ui->tok_sel];
         char d[320];
-        snprintf(d, sizeof d, "#%d %s id %d \xC2\xAB%s\xC2\xBB bytes %s", ui->tok_sel,
-                 t->generated ? "generated" : "prompt", t->id, v->sel_text, v->sel_bytes);
+        snprintf(d, sizeof d, "#%d %s id %d \xC2\xAB%s\xC2\xBB %s%sbytes %s", ui->tok_sel,
+                 t->generated ? "generated" : "prompt", t->id, v->sel_text, v->sel_choice,
+                 v->sel_choice[0] ? " \xC2\xB7 " : "", v->sel_bytes);
         Draw_text(w, dy, in.x, in.w, d, Theme_attr(TA_HEADER));
     } else if (n == 0) {
         Draw_text(w, in.y, in.x, in.w, "no tokens yet", Theme_attr(TA_DIM));

@@ -135,6 +135,25 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         if (b)
             Format_visible(b, len, v->sel_text, sizeof v->sel_text);
     }
+    v->sel_choice[0] = 0;
+    if (ui->tok_sel >= np && ui->tok_sel < v->n_tokens) {
+        /* the step that chose this token: its probability and rank then */
+        const tl_step *cs = tl_session_step_at(s, ui->tok_sel - np);
+        if (cs) {
+            int rank = -1;
+            for (int i = 0; i < cs->sample.n; i++)
+                if (cs->sample.cand[i].id == cs->chosen)
+                    rank = i;
+            char p[32];
+            if (rank >= 0) {
+                Format_prob(cs->sample.cand[rank].prob_temp, p, sizeof p);
+                snprintf(v->sel_choice, sizeof v->sel_choice, "%s p(T) %s, rank %d", cs->forced ? "forced;" : "chosen:",
+                         p, rank + 1);
+            } else
+                snprintf(v->sel_choice, sizeof v->sel_choice, "%s below the top %d", cs->forced ? "forced;" : "chosen:",
+                         cs->sample.n);
+        }
+    }
 
     /* logits: the newest step */
     int nsteps = tl_session_n_steps(s);

@@ -58,6 +58,7 @@ typedef struct tl_view {
     int pos;                    /* positions in the KV cache */
     /* bytes of the selected token, for the detail line */
     char sel_bytes[96], sel_text[64];
+    char sel_choice[96];        /* generated: how likely it was when chosen */
 
     /* logits pane: the pass just made (valid when has_logits) */
     int has_logits;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format.h"
 #include "session_view.h"
 #include "tl_test.h"
 #include "tokenloop/tokenizer.h"
@@ -110,6 +111,20 @@ int main(int argc, char **argv)
     for (size_t i = 0, o2 = 0; i < blen && o2 + 4 < sizeof hex; i++)
         o2 += (size_t)snprintf(hex + o2, sizeof hex - o2, "%s%02x", i ? " " : "", (unsigned char)bytes[i]);
     TL_CHECK_STR(v->sel_bytes, hex);
+    /* and how likely it was when step 1 chose it */
+    {
+        const tl_step *s1 = tl_session_step_at(s, 1);
+        int rank = -1;
+        for (int i = 0; i < s1->sample.n; i++)
+            if (s1->sample.cand[i].id == gen[1])
+                rank = i;
+        char p[32], w2[96];
+        if (rank >= 0) {
+            Format_prob(s1->sample.cand[rank].prob_temp, p, sizeof p);
+            snprintf(w2, sizeof w2, "chosen: p(T) %s, rank %d", p, rank + 1);
+            TL_CHECK_STR(v->sel_choice, w2);
+        }
+    }
     const tl_step *st = tl_session_step_at(s, 2);
     TL_CHECK(v->has_logits);
     TL_CHECK_INT(v->logits_step, 3);
