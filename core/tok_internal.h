@@ -37,7 +37,7 @@ struct tl_tokenizer {
     size_t arena_len, arena_cap;
     uint32_t *piece_off, *piece_len, *tokstr_off;  /* per id: raw bytes and HF string in the arena */
     unsigned char *present, *special;              /* special: 1 special added token, 2 other added */
-    uint32_t *bytes_map, *str_map;                 /* raw bytes -> id (BPE vocab); HF string -> id */
+    uint64_t *bytes_map, *str_map;                 /* raw bytes -> id (BPE vocab); HF string -> id */
     size_t bytes_map_size, str_map_size;
     tl_merge *merge_map;
     size_t merge_map_size;

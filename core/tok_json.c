@@ -280,6 +280,12 @@ static tj parse_value(parser *ps, int depth)
 int tj_parse(tj_doc *d, char *text, size_t len, size_t *err_off, const char **why)
 {
     memset(d, 0, sizeof *d);
+    /* every value but the first follows a ',' or opens a container: reserve that many nodes */
+    size_t est = 16;
+    for (size_t i = 0; i < len; i++)
+        est += text[i] == ',' || text[i] == '[' || text[i] == '{';
+    d->nodes = malloc(est * sizeof *d->nodes);
+    d->cap = d->nodes ? est : 0;
     parser ps = {d, text, text + len, NULL, NULL};
     tj root = parse_value(&ps, 0);
     if (root >= 0) {

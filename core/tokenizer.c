@@ -195,15 +195,22 @@ static long arena_add(tl_tokenizer *t, const void *p, size_t n)
 static const char *piece_ptr(const tl_tokenizer *t, int id) { return t->arena + t->piece_off[id]; }
 static const char *tokstr_ptr(const tl_tokenizer *t, int id) { return t->arena + t->tokstr_off[id]; }
 
+/* A slot holds id + 1 in its low half and the key hash's high half as a tag, so a probe that
+ * meets another key rarely reads that key's bytes (a cache miss each). */
+#define SLOT(h, id) (((h) & 0xffffffff00000000ull) | (uint32_t)((id) + 1))
+#define SLOT_ID(s) ((int)(uint32_t)(s) - 1)
+#define SLOT_TAG_OK(s, h) ((((s) ^ (h)) >> 32) == 0)
+
 static int bytes_map_get(const tl_tokenizer *t, const void *key, size_t n)
 {
-    size_t mask = t->bytes_map_size - 1, i = hash_bytes(key, n) & mask;
+    uint64_t h = hash_bytes(key, n);
+    size_t mask = t->bytes_map_size - 1, i = h & mask;
     for (;;) {
-        uint32_t s = t->bytes_map[i];
+        uint64_t s = t->bytes_map[i];
         if (!s)
             return -1;
-        int id = (int)s - 1;
-        if (t->piece_len[id] == n && !memcmp(piece_ptr(t, id), key, n))
+        int id = SLOT_ID(s);
+        if (SLOT_TAG_OK(s, h) && t->piece_len[id] == n && !memcmp(piece_ptr(t, id), key, n))
             return id;
         i = (i + 1) & mask;
     }
@@ -212,16 +219,13 @@ static int bytes_map_get(const tl_tokenizer *t, const void *key, size_t n)
 static void bytes_map_put(tl_tokenizer *t, int id)
 {
     size_t n = t->piece_len[id];
-    size_t mask = t->bytes_map_size - 1, i = hash_bytes(piece_ptr(t, id), n) & mask;
+    uint64_t h = hash_bytes(piece_ptr(t, id), n);
+    size_t mask = t->bytes_map_size - 1, i = h & mask;
     for (;;) {
-        uint32_t s = t->bytes_map[i];
-        if (!s) {
-            t->bytes_map[i] = (uint32_t)id + 1;
-            return;
-        }
-        int other = (int)s - 1;
-        if (t->piece_len[other] == n && !memcmp(piece_ptr(t, other), piece_ptr(t, id), n)) {
-            t->bytes_map[i] = (uint32_t)id + 1;  /* a later entry with the same key wins */
+        uint64_t s = t->bytes_map[i];
+        if (!s || (SLOT_TAG_OK(s, h) && t->piece_len[SLOT_ID(s)] == n &&
+                   !memcmp(piece_ptr(t, SLOT_ID(s)), piece_ptr(t, id), n))) {
+            t->bytes_map[i] = SLOT(h, id);  /* a later entry with the same key wins */
             return;
         }
         i = (i + 1) & mask;
@@ -230,15 +234,14 @@ static void bytes_map_put(tl_tokenizer *t, int id)
 
 static int str_map_get(const tl_tokenizer *t, const char *key)
 {
-    size_t n = strlen(key);
-    size_t mask = t->str_map_size - 1, i = hash_bytes(key, n) & mask;
+    uint64_t h = hash_bytes(key, strlen(key));
+    size_t mask = t->str_map_size - 1, i = h & mask;
     for (;;) {
-        uint32_t s = t->str_map[i];
+        uint64_t s = t->str_map[i];
         if (!s)
             return -1;
-        int id = (int)s - 1;
-        if (!strcmp(tokstr_ptr(t, id), key))
-            return id;
+        if (SLOT_TAG_OK(s, h) && !strcmp(tokstr_ptr(t, SLOT_ID(s)), key))
+            return SLOT_ID(s);
         i = (i + 1) & mask;
     }
 }
@@ -246,11 +249,12 @@ static int str_map_get(const tl_tokenizer *t, const char *key)
 static void str_map_put(tl_tokenizer *t, int id)
 {
     const char *k = tokstr_ptr(t, id);
-    size_t mask = t->str_map_size - 1, i = hash_bytes(k, strlen(k)) & mask;
+    uint64_t h = hash_bytes(k, strlen(k));
+    size_t mask = t->str_map_size - 1, i = h & mask;
     for (;;) {
-        uint32_t s = t->str_map[i];
-        if (!s || !strcmp(tokstr_ptr(t, (int)s - 1), k)) {
-            t->str_map[i] = (uint32_t)id + 1;
+        uint64_t s = t->str_map[i];
+        if (!s || (SLOT_TAG_OK(s, h) && !strcmp(tokstr_ptr(t, SLOT_ID(s)), k))) {
+            t->str_map[i] = SLOT(h, id);
             return;
         }
         i = (i + 1) & mask;
@@ -298,6 +302,18 @@ static char *read_file(const char *path, size_t *len, tl_error *err)
     }
     char *buf = NULL;
     size_t n = 0, cap = 0;
+    /* start at the file's size so a regular file is read in one go, without regrowing */
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        if (size > 0 && (unsigned long)size < (size_t)-1 / 2)
+            cap = (size_t)size + 65536;
+        rewind(f);
+        if (cap && !(buf = malloc(cap + 1))) {
+            fclose(f);
+            tl_error_set(err, "%s: out of memory", path);
+            return NULL;
+        }
+    }
     for (;;) {
         if (cap - n < 65536) {
             cap = cap ? cap * 2 : 1 << 20;
@@ -861,7 +877,7 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
 
     /* merges: "a b" strings or ["a", "b"] pairs; rank = position */
     size_t nm = (size_t)tj_count(d, merges);
-    t->merge_map_size = pow2_at_least(nm * 2 + 16);
+    t->merge_map_size = pow2_at_least(nm + nm / 2 + 16);
     t->merge_map = malloc(t->merge_map_size * sizeof *t->merge_map);
     if (!t->merge_map)
         return tl_error_set(err, "%s: out of memory", what);
