@@ -3849,7 +3849,7 @@ static int exec(J *j, node *n, frame *f, sb *out)
         else {
             sb cap;
             sb_init(&cap, j);
-            exec(j, n->b, f, &cap);
+            exec(j, n->b, frame_new(j, f), &cap); /* the block is a scope of its own */
             v = sb_val(&cap);
             if (n->a) {
                 jstr *saved = j->block_input;
@@ -3888,7 +3888,7 @@ static int exec(J *j, node *n, frame *f, sb *out)
     case S_FILTERBLOCK: {
         sb cap;
         sb_init(&cap, j);
-        exec(j, n->b, f, &cap);
+        exec(j, n->b, frame_new(j, f), &cap); /* the block is a scope of its own */
         jv v = sb_val(&cap);
         jstr *saved = j->block_input;
         j->block_input = v.u.s;

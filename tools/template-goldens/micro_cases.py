@@ -159,4 +159,5 @@ CASES = [
     ("ws_unicode_spaces", "a\n\u00a0\u3000{% if true %}b{% endif %}\u00a0 {%- if true %}c{% endif -%}\u2003\u00a0d", {}),
     ("for_else_break_continue", "{% for x in [1, 2] %}{{ x }}{% break %}{% else %}E1{% endfor %}|{% for x in [1, 2] %}{% continue %}{% else %}E2{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% continue %}{% endif %}{{ x }}{% else %}E3{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{% else %}E4{% endfor %}", {}),
     ("unhashable_errors", "{{ [[1], [1]]|unique|list }}", {}),
+    ("block_scopes", "{% set x %}{% set y = 1 %}in{% endset %}{{ x }}[{{ y }}]{% filter upper %}{% set z = 2 %}a{% endfilter %}[{{ z }}]{% set w = 0 %}{% filter upper %}{{ w }}{% set w = 2 %}{{ w }}{% endfilter %}[{{ w }}]", {}),
 ]
