@@ -446,6 +446,76 @@ static void test_llama3(const char *tokdir)
     tl_tokenizer_free(tok);
 }
 
+/* Seeded random texts: encode never fails on UTF-8 and decodes back to the text; random id
+ * sequences decode to their pieces' bytes less the reported unfinished tail. */
+static void test_random(const char *tokdir)
+{
+    tl_tokenizer *tok;
+    tl_error err = {{0}};
+    if (tl_tokenizer_load(&tok, tokdir, &err)) {
+        TL_CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    static const char *parts[] = {"a", "Z", " ", "  ", "\n", "\r\n", "\t", "'", "'S", "'ll", "7", "123456", ".", "!?",
+                                  "\xc3\xa9", "\xe1\xbb\x87", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\xe2\x80\x8d",
+                                  "\xc2\x85", "\xef\xbb\xbf", "\xe3\x80\x80", "<|eot_id|>", "<|", "|>", "_", "\x01"};
+    unsigned state = 12345;
+    int ok_round = 1, ok_ids = 1;
+    for (int iter = 0; iter < 400; iter++) {
+        char text[1024];
+        size_t len = 0;
+        state = state * 1103515245u + 12345u;
+        int parts_n = 1 + (int)(state >> 16) % 40;
+        for (int k = 0; k < parts_n; k++) {
+            state = state * 1103515245u + 12345u;
+            const char *p = parts[(state >> 16) % (sizeof parts / sizeof *parts)];
+            memcpy(text + len, p, strlen(p));
+            len += strlen(p);
+        }
+        int flags = iter % 3 == 0 ? TL_TOK_NO_PARSE_SPECIAL : 0;
+        int *ids, n;
+        if (tl_tokenizer_encode(tok, text, len, flags, &ids, &n, &err)) {
+            ok_round = 0;
+            continue;
+        }
+        char *back;
+        size_t blen;
+        int tail;
+        if (tl_tokenizer_decode(tok, ids, n, &back, &blen, &tail, &err) || blen != len || memcmp(back, text, len) || tail)
+            ok_round = 0;
+        else
+            free(back);
+        free(ids);
+
+        int rid[12], rn = 1 + iter % 12;
+        char bytes[1024];
+        size_t nb = 0;
+        for (int k = 0; k < rn; k++) {
+            state = state * 1103515245u + 12345u;
+            rid[k] = (int)((state >> 8) % 128256u);
+            size_t pl;
+            const char *p = tl_tokenizer_piece(tok, rid[k], &pl);
+            if (p && nb + pl < sizeof bytes) {
+                memcpy(bytes + nb, p, pl);
+                nb += pl;
+            } else
+                rid[k] = 0, memcpy(bytes + nb, "!", 1), nb++;  /* id 0 is "!" */
+        }
+        if (tl_tokenizer_decode(tok, rid, rn, &back, &blen, &tail, &err) || blen + (size_t)tail != nb ||
+            memcmp(back, bytes, blen) || tail < 0 || tail > 3)
+            ok_ids = 0;
+        else
+            free(back);
+        char disp[256];
+        for (int k = 0; k < rn; k++)
+            if (tl_tokenizer_display(tok, rid[k], disp, sizeof disp) == 0 || strlen(disp) == 0)
+                ok_ids = 0;
+    }
+    TL_CHECK_MSG(ok_round, "random texts: decode(encode(x)) != x");
+    TL_CHECK_MSG(ok_ids, "random ids: decode != pieces less the tail");
+    tl_tokenizer_free(tok);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -461,6 +531,7 @@ int main(int argc, char **argv)
     test_bad_files();
     test_json();
     test_llama3(argv[1]);
+    test_random(argv[1]);
     rmdir(dir);
     return TL_TEST_END("tokenizer");
 }
