@@ -20,8 +20,9 @@ int tl_tokenizer_load(tl_tokenizer **tok, const char *dir, tl_error *err);
 void tl_tokenizer_free(tl_tokenizer *tok);
 
 /* text must be valid UTF-8. *ids is malloc'ed (free it); starts, if not NULL, receives a malloc'ed
- * array with the byte offset in text where each token begins (tokens added by the
- * post-processor get the offset of the text they stand before). */
+ * array with the byte offset in text where each token begins: tokens the post-processor puts
+ * before the text get 0, after it len; approximate only where a normalizer (NFC ...) changed
+ * the text. Thread-safe: encode, decode and the lookups never modify the tokenizer. */
 int tl_tokenizer_encode(const tl_tokenizer *tok, const char *text, size_t len, int flags,
                         int **ids, int *n, tl_error *err);
 int tl_tokenizer_encode_offsets(const tl_tokenizer *tok, const char *text, size_t len, int flags,
