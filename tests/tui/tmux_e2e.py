@@ -157,10 +157,14 @@ def main():
         # resize: smaller then back; the screen is redrawn for each size without leftovers
         for c, r in ((60, 18), (COLS, ROWS)):
             tmux("resize-window", "-t", "t", "-x", str(c), "-y", str(r))
-            time.sleep(0.8)
-            s = capture()
-            screen_sane(s, c, r, "after a resize to %dx%d" % (c, r))
             tabbed = not (c >= 120 and r >= 32)
+
+            def redrawn(s, c=c, r=r, tabbed=tabbed):
+                lines = s.split("\n")
+                return (len(lines) >= r and "quit" in lines[r - 1] and "quit" not in "".join(lines[:r - 1])
+                        and ("1 Prompt  2 Tokens" in s) == tabbed)
+            s, _ = wait_for(redrawn, "the redraw at %dx%d" % (c, r), 20)
+            screen_sane(s, c, r, "after a resize to %dx%d" % (c, r))
             check(("1 Prompt  2 Tokens" in s) == tabbed, "after a resize to %dx%d: %s" % (c, r, "tabs" if tabbed else "all panes"))
 
         # ? shows every key; any key closes it
