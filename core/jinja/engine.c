@@ -114,6 +114,7 @@ typedef struct jlist {
     size_t n, cap;
     jv *it;
     int tuple;
+    int gen; /* a lazy filter's result: Jinja2 has a generator there */
 } jlist;
 
 typedef struct jdict {
@@ -254,6 +255,7 @@ static jlist *list_new(J *j, size_t cap)
     l->cap = cap ? cap : 4;
     l->it = jalloc(j, l->cap * sizeof(jv));
     l->tuple = 0;
+    l->gen = 0;
     return l;
 }
 
@@ -496,7 +498,7 @@ static const char *type_name(jv v)
     case T_INT: return "int";
     case T_FLOAT: return "float";
     case T_STR: return "str";
-    case T_LIST: return v.u.l->tuple ? "tuple" : "list";
+    case T_LIST: return v.u.l->gen ? "generator" : v.u.l->tuple ? "tuple" : "list";
     case T_DICT: return "dict";
     case T_NS: return "Namespace";
     default: return "function";
@@ -557,6 +559,7 @@ static void put_repr(sb *b, jv v)
     case T_STR: put_str_repr(b, v.u.s); break;
     case T_LIST: {
         jlist *l = v.u.l;
+        if (l->gen) { sb_puts(b, "<generator object>"); break; }
         sb_putc(b, l->tuple ? '(' : '[');
         for (size_t i = 0; i < l->n; i++) {
             if (i) sb_puts(b, ", ");
@@ -604,7 +607,7 @@ static int truthy(jv v)
     case T_INT: return v.u.i != 0;
     case T_FLOAT: return v.u.f != 0;
     case T_STR: return v.u.s->len != 0;
-    case T_LIST: return v.u.l->n != 0;
+    case T_LIST: return v.u.l->gen || v.u.l->n != 0;
     case T_DICT: return v.u.d->n != 0;
     default: return 1;
     }
@@ -630,6 +633,7 @@ static int py_eq(jv a, jv b)
     case T_UNDEF: case T_NONE: return 1;
     case T_STR: return a.u.s->len == b.u.s->len && !memcmp(a.u.s->p, b.u.s->p, a.u.s->len);
     case T_LIST:
+        if (a.u.l->gen || b.u.l->gen) return a.u.l == b.u.l;
         if (a.u.l->tuple != b.u.l->tuple || a.u.l->n != b.u.l->n) return 0;
         for (size_t i = 0; i < a.u.l->n; i++)
             if (!py_eq(a.u.l->it[i], b.u.l->it[i])) return 0;
@@ -957,6 +961,7 @@ static void json_dump(sb *b, jv v, const jdump *o, int level)
     case T_STR: json_str_a(b, v.u.s->p, v.u.s->len, o->ensure_ascii); break;
     case T_LIST: {
         jlist *l = v.u.l;
+        if (l->gen) jfail(j, "Object of type generator is not JSON serializable");
         if (!l->n) { sb_puts(b, "[]"); break; }
         sb_putc(b, '[');
         for (size_t i = 0; i < l->n; i++) {
@@ -2157,6 +2162,142 @@ static node *parse_body(P *p, const char *const *ends, const char *what)
     return body;
 }
 
+
+/* ---------------------------------------------------------------- scope analysis */
+
+/* Jinja2 decides at compile time which names a scope owns. A name whose first use in a scope is
+ * an unconditional assignment, and that no enclosing scope uses, starts out undefined in that
+ * scope, even when the context has it: a nested loop or macro that reads it before the
+ * assignment sees undefined. Each scope body records those names (in its names/nnames). */
+typedef struct nset {
+    const char **v;
+    int n, cap;
+} nset;
+
+static int nset_has(const nset *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i], name)) return 1;
+    return 0;
+}
+
+static void nset_add(P *p, nset *s, const char *name)
+{
+    if (nset_has(s, name)) return;
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 8;
+        const char **nv = jalloc(&p->j, (size_t)cap * sizeof *nv);
+        if (s->n) memcpy(nv, s->v, (size_t)s->n * sizeof *nv);
+        s->v = nv;
+        s->cap = cap;
+    }
+    s->v[s->n++] = name;
+}
+
+typedef struct scope {
+    const struct scope *parent;
+    nset refs, seen, undef_start;
+    nvec children; /* scope bodies nested here, with their pre-bound names in pre */
+    nvec pre;      /* per child: a node whose names/nnames are bound on entry (or NULL) */
+} scope;
+
+static void an_expr(P *p, scope *sc, node *e)
+{
+    if (!e) return;
+    if (e->k == E_NAME) {
+        nset_add(p, &sc->refs, e->name);
+        nset_add(p, &sc->seen, e->name);
+        return;
+    }
+    an_expr(p, sc, e->a);
+    an_expr(p, sc, e->b);
+    an_expr(p, sc, e->c);
+    an_expr(p, sc, e->d);
+    for (int i = 0; i < e->nv; i++) an_expr(p, sc, e->v[i]);
+    if (e->k != E_CMP)
+        for (int i = 0; i < e->nv2; i++) an_expr(p, sc, e->v2[i]);
+}
+
+static int anc_has(const scope *sc, const char *name)
+{
+    for (const scope *a = sc->parent; a; a = a->parent)
+        if (nset_has(&a->refs, name)) return 1;
+    return 0;
+}
+
+static void an_store(P *p, scope *sc, const char *name, int conditional)
+{
+    if (!nset_has(&sc->seen, name) && !conditional) nset_add(p, &sc->undef_start, name);
+    nset_add(p, &sc->seen, name);
+    nset_add(p, &sc->refs, name);
+}
+
+static void an_target(P *p, scope *sc, node *t, int conditional)
+{
+    if (t->k == E_NAME) an_store(p, sc, t->name, conditional);
+    else if (t->k == E_ATTR) { nset_add(p, &sc->refs, t->name); nset_add(p, &sc->seen, t->name); }
+    else for (int i = 0; i < t->nv; i++) an_target(p, sc, t->v[i], conditional);
+}
+
+static void an_child(P *p, scope *sc, node *body, node *pre)
+{
+    nv_push(p, &sc->children, body);
+    nv_push(p, &sc->pre, pre);
+}
+
+static void an_body(P *p, scope *sc, node *body, int conditional)
+{
+    for (node *n = body ? body->a : NULL; n; n = n->next) {
+        switch (n->k) {
+        case S_OUT: an_expr(p, sc, n->a); break;
+        case S_IF: an_expr(p, sc, n->a); an_body(p, sc, n->b, 1); if (n->c) { if (n->c->k == S_IF) { node tmp = *n->c; tmp.next = NULL; node wrap = {.k = S_BODY, .a = &tmp}; an_body(p, sc, &wrap, 1); } else an_body(p, sc, n->c, 1); } break;
+        case S_FOR: an_expr(p, sc, n->a); an_child(p, sc, n->c, n); break;
+        case S_SET: an_expr(p, sc, n->a); an_target(p, sc, n->d, conditional); break;
+        case S_SETBLOCK: an_child(p, sc, n->b, NULL); an_expr(p, sc, n->a); an_target(p, sc, n->d, conditional); break;
+        case S_MACRO: an_store(p, sc, n->name, conditional); an_child(p, sc, n->b, n); break;
+        case S_CALLBLOCK: an_expr(p, sc, n->a); an_child(p, sc, n->b, n); break;
+        case S_FILTERBLOCK: an_expr(p, sc, n->a); an_child(p, sc, n->b, NULL); break;
+        case S_WITH: for (int i = 0; i < n->nv2; i++) an_expr(p, sc, n->v2[i]); an_child(p, sc, n->b, n); break;
+        case S_BODY: an_body(p, sc, n, conditional); break;
+        default: break;
+        }
+    }
+}
+
+static void analyze(P *p, node *body, const scope *parent, node *pre)
+{
+    scope sc;
+    memset(&sc, 0, sizeof sc);
+    sc.parent = parent;
+    if (pre) { /* names bound on entry: loop targets and 'loop', parameters, with-names */
+        if (pre->k == S_FOR) {
+            nset tmp = {0};
+            scope dummy;
+            memset(&dummy, 0, sizeof dummy);
+            an_target(p, &dummy, pre->d, 1);
+            tmp = dummy.seen;
+            for (int i = 0; i < tmp.n; i++) { nset_add(p, &sc.seen, tmp.v[i]); nset_add(p, &sc.refs, tmp.v[i]); }
+            nset_add(p, &sc.seen, "loop");
+            nset_add(p, &sc.refs, "loop");
+            an_expr(p, &sc, pre->b);
+        } else if (pre->k == S_WITH) {
+            for (int i = 0; i < pre->nv; i++) { nset_add(p, &sc.seen, pre->v[i]->name); nset_add(p, &sc.refs, pre->v[i]->name); }
+        } else {
+            for (int i = 0; i < pre->nnames; i++) { nset_add(p, &sc.seen, pre->names[i]); nset_add(p, &sc.refs, pre->names[i]); }
+            if (pre->k == S_MACRO) { nset_add(p, &sc.seen, "caller"); nset_add(p, &sc.refs, "caller"); }
+            for (int i = 0; i < pre->nv2; i++) an_expr(p, &sc, pre->v2[i]); /* defaults */
+        }
+    }
+    an_body(p, &sc, body, 0);
+    int k = 0;
+    const char **names = jalloc(&p->j, (size_t)(sc.undef_start.n + 1) * sizeof *names);
+    for (int i = 0; i < sc.undef_start.n; i++)
+        if (!anc_has(&sc, sc.undef_start.v[i])) names[k++] = sc.undef_start.v[i];
+    body->names = names;
+    body->nnames = k;
+    for (int i = 0; i < sc.children.n; i++) analyze(p, sc.children.v[i], &sc, sc.pre.v[i]);
+}
+
 void tl_template_free(tl_template *tpl)
 {
     if (!tpl) return;
@@ -2198,6 +2339,7 @@ int tl_template_compile(const char *src, tl_template **out, tl_error *err)
     lex(p);
     p->i = 0;
     tpl->body = parse_body(p, NULL, NULL);
+    analyze(p, tpl->body, NULL, NULL);
     free(p);
     *out = tpl;
     return 0;
@@ -2331,6 +2473,8 @@ static jv get_item(J *j, jv obj, jv key)
     if (obj.t == T_DICT) {
         long i = dict_find(obj.u.d, key);
         if (i >= 0) return obj.u.d->v[i];
+    } else if (obj.t == T_LIST && obj.u.l->gen) {
+        return v_undef("'generator' object is not subscriptable"); /* getitem's TypeError: undefined */
     } else if ((obj.t == T_LIST || obj.t == T_STR) && (key.t == T_INT || key.t == T_BOOL)) {
         long long idx = num_i(key);
         if (obj.t == T_STR) return str_char(j, obj.u.s, idx);
@@ -2380,6 +2524,7 @@ static jv do_slice(J *j, jv obj, jv st, jv sp, jv se)
             jfail(j, "slice indices must be integers or None");
     if (obj.t == T_UNDEF) jfail(j, "%s", undef_msg(obj));
     long long a, b, s;
+    if (obj.t == T_LIST && obj.u.l->gen) jfail(j, "'generator' object is not subscriptable");
     if (obj.t == T_LIST) {
         jlist *l = obj.u.l, *r = list_new(j, l->n);
         slice_idx((long long)l->n, st, sp, se, &a, &b, &s, j);
@@ -2441,7 +2586,9 @@ static size_t py_len(J *j, jv v)
     switch (v.t) {
     case T_UNDEF: return 0;
     case T_STR: return u8_count(v.u.s->p, v.u.s->len);
-    case T_LIST: return v.u.l->n;
+    case T_LIST:
+        if (v.u.l->gen) jfail(j, "object of type 'generator' has no len()");
+        return v.u.l->n;
     case T_DICT: case T_NS: return v.u.d->n;
     default: jfail(j, "object of type '%s' has no len()", type_name(v));
     }
@@ -2551,9 +2698,11 @@ static jv arith(J *j, int op, jv a, jv b)
             return sb_val(&r);
         }
         if (n > 0 && b.u.l->n && (size_t)n > (1u << 20) / b.u.l->n) jfail(j, "list too long");
+        if (b.u.l->gen) jfail(j, "unsupported operand type(s) for *: 'int' and 'generator'");
         jlist *l = list_new(j, 4);
         for (long long i = 0; i < n; i++)
             for (size_t k = 0; k < b.u.l->n; k++) list_push(j, l, b.u.l->it[k]);
+        l->tuple = b.u.l->tuple;
         return v_list(l);
     }
     if (op == '%' && a.t == T_STR) { /* printf-style formatting */
@@ -2887,7 +3036,7 @@ static int apply_test(J *j, const char *name, jv v, jargs *A)
     if (!strcmp(name, "float")) return v.t == T_FLOAT;
     if (!strcmp(name, "mapping")) return v.t == T_DICT;
     if (!strcmp(name, "iterable")) return v.t == T_STR || v.t == T_LIST || v.t == T_DICT || v.t == T_UNDEF;
-    if (!strcmp(name, "sequence")) return v.t == T_STR || v.t == T_LIST || v.t == T_DICT || v.t == T_UNDEF;
+    if (!strcmp(name, "sequence")) return v.t == T_STR || (v.t == T_LIST && !v.u.l->gen) || v.t == T_DICT || v.t == T_UNDEF;
     if (!strcmp(name, "boolean")) return v.t == T_BOOL;
     if (!strcmp(name, "true")) return v.t == T_BOOL && v.u.b;
     if (!strcmp(name, "false")) return v.t == T_BOOL && !v.u.b;
@@ -2965,10 +3114,18 @@ static jv tojson(J *j, jv v, jargs *A)
 
 static jv lit_undef(J *j, const char *msg) { return v_undef(jstrdup(j, msg, strlen(msg))); }
 
+/* Jinja2's select, map, unique, batch, items and reverse return iterators: true whatever they
+ * hold, without len() or [] */
+static jv v_gen(jlist *l)
+{
+    l->gen = 1;
+    return v_list(l);
+}
+
 static jv filter_select(J *j, jv v, jargs *A, int attr_mode, int reject, frame *f)
 {
     (void)f;
-    if (!truthy(v)) return v_list(list_new(j, 1)); /* Jinja2 iterates only a true value */
+    if (!truthy(v)) return v_gen(list_new(j, 1)); /* Jinja2 iterates only a true value */
     jlist *in = iter_list(j, v), *out = list_new(j, in->n);
     const char *attr = NULL;
     int first = 0;
@@ -2989,7 +3146,7 @@ static jv filter_select(J *j, jv v, jargs *A, int attr_mode, int reject, frame *
         int ok = test ? apply_test(j, test, x, &TA) : truthy(x);
         if (ok != reject) list_push(j, out, in->it[i]);
     }
-    return v_list(out);
+    return v_gen(out);
 }
 
 static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
@@ -3029,6 +3186,7 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "first") || !strcmp(name, "last")) {
         if (v.t == T_STR || v.t == T_LIST || v.t == T_DICT || v.t == T_UNDEF) {
+            if (name[0] == 'l' && v.t == T_LIST && v.u.l->gen) jfail(j, "'generator' object is not reversible");
             jlist *l = iter_list(j, v);
             if (!l->n) return lit_undef(j, name[0] == 'f' ? "No first item, sequence was empty." : "No last item, sequence was empty.");
             return l->it[name[0] == 'f' ? 0 : l->n - 1];
@@ -3041,7 +3199,7 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         return v_list(r);
     }
     if (!strcmp(name, "items")) {
-        if (v.t == T_UNDEF) return v_list(list_new(j, 1));
+        if (v.t == T_UNDEF) return v_gen(list_new(j, 1));
         if (v.t != T_DICT) jfail(j, "Can only get item pairs from a mapping.");
         jlist *r = list_new(j, v.u.d->n);
         for (size_t i = 0; i < v.u.d->n; i++) {
@@ -3051,10 +3209,10 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
             list_push(j, t, v.u.d->v[i]);
             list_push(j, r, v_list(t));
         }
-        return v_list(r);
+        return v_gen(r);
     }
     if (!strcmp(name, "map")) {
-        if (!truthy(v)) return v_list(list_new(j, 1));
+        if (!truthy(v)) return v_gen(list_new(j, 1));
         jlist *l = iter_list(j, v), *r = list_new(j, l->n);
         if (has_arg(A, -1, "attribute")) {
             jv at = to_str(j, arg(A, -1, "attribute", v_none()));
@@ -3064,12 +3222,12 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
                 if (x.t == T_UNDEF && has_arg(A, -1, "default")) x = dflt;
                 list_push(j, r, x);
             }
-            return v_list(r);
+            return v_gen(r);
         }
         if (A->n < 1 || A->a[0].t != T_STR) jfail(j, "map: a filter name or attribute= is needed");
         jargs FA = {A->a + 1, A->n - 1, A->kn, A->kv, A->nk};
         for (size_t i = 0; i < l->n; i++) list_push(j, r, apply_filter(j, A->a[0].u.s->p, l->it[i], &FA, f));
-        return v_list(r);
+        return v_gen(r);
     }
     if (!strcmp(name, "select")) return filter_select(j, v, A, 0, 0, f);
     if (!strcmp(name, "reject")) return filter_select(j, v, A, 0, 1, f);
@@ -3124,13 +3282,14 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
             list_push(j, seen, k);
             list_push(j, r, l->it[i]);
         }
-        return v_list(r);
+        return v_gen(r);
     }
     if (!strcmp(name, "reverse")) {
         if (v.t == T_STR) return do_slice(j, v, v_none(), v_none(), v_int(-1));
         jlist *l = iter_list(j, v), *r = list_new(j, l->n);
         for (size_t i = l->n; i > 0; i--) list_push(j, r, l->it[i - 1]);
-        return v_list(r);
+        if (v.t == T_LIST && v.u.l->gen) return v_list(r); /* reversed() failed: a list */
+        return v_gen(r);
     }
     if (!strcmp(name, "int")) {
         jv d = arg(A, 0, "default", v_int(0));
@@ -3256,7 +3415,7 @@ static jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
             list_push(j, cur, l->it[i]);
         }
         if (cur && fill) while ((long long)cur->n < n) list_push(j, cur, fw);
-        return v_list(r);
+        return v_gen(r);
     }
     if (!strcmp(name, "sum")) {
         jv at = arg(A, 0, "attribute", v_none());
@@ -3381,7 +3540,12 @@ static jv call_method(J *j, jv self, const char *name, jargs *A)
             long i = dict_find(d, k);
             return i >= 0 ? d->v[i] : arg(A, 1, "default", v_none());
         }
-        if (!strcmp(name, "items")) { jargs none = {0}; return apply_filter(j, "items", self, &none, NULL); }
+        if (!strcmp(name, "items")) {
+            jargs none = {0};
+            jv r = apply_filter(j, "items", self, &none, NULL);
+            r.u.l->gen = 0;
+            return r;
+        }
         if (!strcmp(name, "keys") || !strcmp(name, "values")) {
             jlist *l = list_new(j, d->n);
             for (size_t i = 0; i < d->n; i++) list_push(j, l, name[0] == 'k' ? d->k[i] : d->v[i]);
@@ -3558,6 +3722,7 @@ static jv call_method(J *j, jv self, const char *name, jargs *A)
 
 static jv eval(J *j, node *n, frame *f);
 static int exec(J *j, node *n, frame *f, sb *out);
+static void bind_undef_start(J *j, frame *f, const node *body);
 
 static void eval_args(J *j, node *n, frame *f, jargs *A)
 {
@@ -3606,6 +3771,7 @@ static jv call_macro(J *j, jfunc *fn, jargs *A, jv caller)
         dict_set_s(j, &mf->vars, m->names[k], v);
     }
     if (caller.t == T_FUNC) dict_set_s(j, &mf->vars, "caller", caller);
+    bind_undef_start(j, mf, m->b);
     sb out;
     sb_init(&out, j);
     exec(j, m->b, mf, &out);
@@ -3766,6 +3932,13 @@ static jv eval(J *j, node *n, frame *f)
 
 enum { X_NORMAL, X_BREAK, X_CONTINUE };
 
+/* names the scope analysis found to start out undefined in this scope */
+static void bind_undef_start(J *j, frame *f, const node *body)
+{
+    for (int i = 0; body && i < body->nnames; i++)
+        dict_set_s(j, &f->vars, body->names[i], v_undef(jprintf(j, "'%s' is undefined", body->names[i])));
+}
+
 static int exec_for(J *j, node *n, frame *f, sb *out)
 {
     jv seq = eval(j, n->a, f);
@@ -3798,6 +3971,7 @@ static int exec_for(J *j, node *n, frame *f, sb *out)
         lf->vars.n = 0;
         if (n->d->k == E_NAME) dict_set(j, &lf->vars, target_key, items->it[i]);
         else bind(j, lf, n->d, items->it[i]);
+        bind_undef_start(j, lf, n->c);
         jv *v = loop->v;
         v[0] = v_int((long long)i + 1);
         v[1] = v_int((long long)i);
@@ -3849,7 +4023,9 @@ static int exec(J *j, node *n, frame *f, sb *out)
         else {
             sb cap;
             sb_init(&cap, j);
-            exec(j, n->b, frame_new(j, f), &cap); /* the block is a scope of its own */
+            frame *bf = frame_new(j, f); /* the block is a scope of its own */
+            bind_undef_start(j, bf, n->b);
+            exec(j, n->b, bf, &cap);
             v = sb_val(&cap);
             if (n->a) {
                 jstr *saved = j->block_input;
@@ -3888,7 +4064,9 @@ static int exec(J *j, node *n, frame *f, sb *out)
     case S_FILTERBLOCK: {
         sb cap;
         sb_init(&cap, j);
-        exec(j, n->b, frame_new(j, f), &cap); /* the block is a scope of its own */
+        frame *bf = frame_new(j, f); /* the block is a scope of its own */
+        bind_undef_start(j, bf, n->b);
+        exec(j, n->b, bf, &cap);
         jv v = sb_val(&cap);
         jstr *saved = j->block_input;
         j->block_input = v.u.s;
@@ -3899,6 +4077,7 @@ static int exec(J *j, node *n, frame *f, sb *out)
     case S_WITH: {
         frame *wf = frame_new(j, f);
         for (int i = 0; i < n->nv; i++) dict_set_s(j, &wf->vars, n->v[i]->name, eval(j, n->v2[i], f));
+        bind_undef_start(j, wf, n->b);
         r = exec(j, n->b, wf, out);
         break;
     }
@@ -3937,6 +4116,7 @@ int tl_jinja_render_vars(const tl_template *tpl, const tl_jinja_var *vars, size_
         jv v = json_parse(j, vars[i].json ? vars[i].json : "null", vars[i].mark_content);
         dict_set_s(j, &j->root->vars, vars[i].name, v);
     }
+    bind_undef_start(j, j->root, tpl->body);
     sb o;
     sb_init(&o, j);
     exec(j, tpl->body, j->root, &o);

@@ -160,4 +160,19 @@ CASES = [
     ("for_else_break_continue", "{% for x in [1, 2] %}{{ x }}{% break %}{% else %}E1{% endfor %}|{% for x in [1, 2] %}{% continue %}{% else %}E2{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% continue %}{% endif %}{{ x }}{% else %}E3{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{% else %}E4{% endfor %}", {}),
     ("unhashable_errors", "{{ [[1], [1]]|unique|list }}", {}),
     ("block_scopes", "{% set x %}{% set y = 1 %}in{% endset %}{{ x }}[{{ y }}]{% filter upper %}{% set z = 2 %}a{% endfilter %}[{{ z }}]{% set w = 0 %}{% filter upper %}{{ w }}{% set w = 2 %}{{ w }}{% endfilter %}[{{ w }}]", {}),
+    # names a scope assigns before any read start out undefined there (Jinja2's compile-time scoping)
+    ("scope_store_first_root", "{% for i in [1] %}[{{ n }}]{% endfor %}{% set n = 5 %}{{ n }}", {"n": 7}),
+    ("scope_store_first_macro", "{% macro m() %}[{{ n }}]{% endmacro %}{{ m() }}{% set n = 5 %}{{ m() }}", {"n": 7}),
+    ("scope_store_first_loop", "{% for i in [1, 2] %}{% for k in [0] %}({{ n }}){% endfor %}{% set n = i %}{{ n }}{% endfor %}", {"n": 7}),
+    ("scope_alias_outer", "{{ n }}{% for i in [1, 2] %}{% for k in [0] %}({{ n }}){% endfor %}{% set n = i %}{{ n }}{% endfor %}{{ n }}", {"n": 7}),
+    ("scope_conditional_store", "{% for i in [1] %}[{{ n }}]{% endfor %}{% if true %}{% set n = 5 %}{% endif %}{{ n }}", {"n": 7}),
+    ("scope_if_else_both_store", "{% for i in [1] %}[{{ n }}]{% endfor %}{% if n %}{% set m = 1 %}{% else %}{% set m = 2 %}{% endif %}{{ m }}", {"n": 7, "m": 3}),
+    ("scope_macro_param_shadow", "{% macro m(n) %}{% for i in [0] %}{{ n }}{% endfor %}{% set n = 9 %}{{ n }}{% endmacro %}{{ m(1) }}", {"n": 7}),
+    ("scope_set_read_first", "{% set n = n + 1 %}{% for i in [0] %}{{ n }}{% endfor %}", {"n": 7}),
+    # lazy filters return iterators in Jinja2: always true, no len() or []
+    ("lazy_truthiness", "{{ 'yes' if empty|select else 'no' }} {{ 'yes' if l|select('gt', 99) else 'no' }} {{ (l|select('gt', 99))|list|length }} {{ l|map('string')|join('+') }} {{ l|select|first }} {{ l|reject is sequence }} {{ l|unique is iterable }} {{ l|reverse|list }} {{ d|items|list }}", {"empty": [], "l": [3, 1, 2], "d": {"a": 1}}),
+    ("lazy_len_error", "{{ l|select|length }}", {"l": [1]}),
+    ("lazy_subscript_error", "{{ (l|map('string'))[0] }}", {"l": [1]}),
+    ("lazy_last_error", "{{ l|select|last }}", {"l": [1]}),
+    ("lazy_tojson_error", "{{ l|unique|tojson }}", {"l": [1]}),
 ]
