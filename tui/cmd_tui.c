@@ -13,7 +13,7 @@
 #include "tokenloop/paths.h"
 #include "tokenloop/session.h"
 
-static const char *default_user = "What is the capital of France? Answer in one sentence.";
+static const char *default_user = "What is the capital of France?";
 
 static void usage(FILE *f)
 {
