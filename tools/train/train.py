@@ -82,6 +82,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-minutes", type=float, default=0, help="stop early (saves the checkpoint)")
+    ap.add_argument("--stop-at", type=int, default=0, help="stop after this many steps (the schedule still spans --steps)")
+    ap.add_argument("--init", help="continue from this checkpoint (same corpus): a second phase")
     ap.add_argument("--layers", type=int, default=CONFIG["num_hidden_layers"])
     ap.add_argument("--ff", type=int, default=CONFIG["intermediate_size"])
     args = ap.parse_args()
@@ -99,6 +101,15 @@ def main():
     print("documents %d, tokens %d, seen vocabulary %d" % (len(docs), sum(len(d) for d, _ in docs), len(seen)), flush=True)
 
     model = TinyLlama(cfg, len(seen))
+    global PRIOR
+    prior = []
+    if args.init:
+        ck = torch.load(args.init)
+        assert ck["seen"] == seen.tolist(), "--init: checkpoint of another corpus"
+        model.load_state_dict(ck["state"])
+        prior = ck["log"]
+        print("continuing from %s (%d steps)" % (args.init, ck["steps"]), flush=True)
+    PRIOR = prior
     decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n != "embed"]
     other = [p for n, p in model.named_parameters() if not (p.dim() == 2 and n != "embed")]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
@@ -112,6 +123,7 @@ def main():
 
     os.makedirs(args.out, exist_ok=True)
     log, epoch, rows, cursor = [], 0, None, 0
+    base = prior[-1][0] + 1 if prior else 0
     t0 = time.time()
     step = 0
     for step in range(args.steps):
@@ -130,11 +142,13 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         el = time.time() - t0
-        log.append((step, float(loss), el))
+        log.append((base + step, float(loss), el))
         if step % 25 == 0 or step == args.steps - 1:
             print("step %d/%d loss %.4f lr %.2e epoch %d %.0fs" % (step, args.steps, float(loss), lr_at(step), epoch, el), flush=True)
         if step % 500 == 499:
             save(args.out, model, cfg, seen, log, args, el, step + 1)
+        if args.stop_at and step + 1 >= args.stop_at:
+            break
         if args.max_minutes and el > args.max_minutes * 60:
             print("time limit reached at step %d" % step, flush=True)
             break
@@ -142,9 +156,12 @@ def main():
     print("done: %d steps in %.1f min, last loss %.4f" % (step + 1, (time.time() - t0) / 60, log[-1][1]), flush=True)
 
 
+PRIOR = []
+
+
 def save(out, model, cfg, seen, log, args, seconds, steps):
     tmp = os.path.join(out, "ckpt.pt.tmp")
-    torch.save({"state": model.state_dict(), "config": cfg, "seen": seen.tolist(), "log": log,
+    torch.save({"state": model.state_dict(), "config": cfg, "seen": seen.tolist(), "log": PRIOR + log,
                 "args": vars(args), "seconds": seconds, "steps": steps}, tmp)
     os.replace(tmp, os.path.join(out, "ckpt.pt"))
     with open(os.path.join(out, "train_log.json"), "w") as f:
