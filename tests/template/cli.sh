@@ -1,14 +1,14 @@
 #!/bin/sh
 # tokenloop template: renders match the Jinja2 goldens, --json ids parse special tokens,
 # every bad input is one line on stderr with status 1 (bad data) or 2 (bad usage).
-TL=$1; ROOT=$2; W=$3
+TL=$1; ROOT=$2; W=$3; PY=${4:-python3}
 fail=0; pass=0
 rm -rf "$W"; mkdir -p "$W"
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "cli.sh: FAILED: $*" >&2; }
 
 # the goldens' user_only and special_chars message sets, and their Jinja2 renders
-python3 - "$ROOT" "$W" <<'PY'
+"$PY" - "$ROOT" "$W" <<'PY'
 import json, sys
 root, w = sys.argv[1], sys.argv[2]
 cases = {c["name"]: c for c in json.load(open(root + "/tools/template-goldens/cases.json"))}
@@ -19,20 +19,20 @@ for name in ("user_only", "special_chars"):
         if r["template"] == "llama-3.1" and r["case"] == name:
             open(f"{w}/{name}-{int(r['add_generation_prompt'])}.txt", "w", newline="").write(r["text"])
 PY
-[ $? -eq 0 ] || { echo "cli.sh: python3 (json) is needed to read the goldens" >&2; exit 1; }
+[ $? -eq 0 ] || { echo "cli.sh: $PY (json) is needed to read the goldens" >&2; exit 1; }
 
 for c in user_only special_chars; do
   "$TL" template --model "$ROOT/assets/tokenizer" --messages "$W/$c.json" > "$W/out1" && cmp -s "$W/out1" "$W/$c-1.txt" && ok || bad "$c render"
   "$TL" template --model "$ROOT/assets/tokenizer" --messages "$W/$c.json" --no-generation-prompt > "$W/out0" && cmp -s "$W/out0" "$W/$c-0.txt" && ok || bad "$c --no-generation-prompt"
 done
 # --template FILE with --var for the tokens
-python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["chat_template"], end="")' "$ROOT/assets/tokenizer/tokenizer_config.json" > "$W/llama31.jinja"
+"$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["chat_template"], end="")' "$ROOT/assets/tokenizer/tokenizer_config.json" > "$W/llama31.jinja"
 "$TL" template --template "$W/llama31.jinja" --messages "$W/user_only.json" --var 'bos_token="<|begin_of_text|>"' > "$W/out2" && cmp -s "$W/out2" "$W/user_only-1.txt" && ok || bad "--template with --var bos_token"
 "$TL" template --model "$ROOT/assets/tokenizer" --messages "$W/user_only.json" --var 'date_string="01 Jan 2025"' | grep -q "Today Date: 01 Jan 2025" && ok || bad "--var date_string"
 
 # --json: text, ids with special tokens parsed (a user's <|eot_id|> becomes id 128009), content spans
 "$TL" template --model "$ROOT/assets/tokenizer" --messages "$W/special_chars.json" --json > "$W/out.json" || bad "--json"
-python3 - "$W/out.json" "$W/special_chars-1.txt" <<'PY' && ok || bad "--json contents"
+"$PY" - "$W/out.json" "$W/special_chars-1.txt" <<'PY' && ok || bad "--json contents"
 import json, sys
 o = json.load(open(sys.argv[1]))
 want = open(sys.argv[2], newline="").read()
