@@ -105,6 +105,7 @@ def logit_rows(screen):
 
 
 def main():
+    global SOCK
     if not shutil.which("tmux"):
         print("tmux not installed: skipped")
         return 77
@@ -239,7 +240,6 @@ def main():
     # the inner shell writes its pid and becomes tokenloop, in the foreground of the terminal
     cmd = ("sh -c 'echo $$ > %s/pid; exec env NO_COLOR=1 %s tui --model %s'; echo $? > %s; stty -a > %s; sleep 60" %
            (tmp, TOKENLOOP, MODEL, status2, stty2))
-    global SOCK
     SOCK += "b"   # a fresh server: the first one may still be shutting down
     tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-e", "LANG=C.UTF-8",
          "-e", "LC_ALL=C.UTF-8", "sh", "-c", cmd)
@@ -306,6 +306,37 @@ def main():
     finally:
         tmux("kill-server", check=False)
         shutil.rmtree(tmp, ignore_errors=True)
+    # Ctrl-C (SIGINT from the terminal) and a fatal signal (SIGSEGV) also restore the terminal
+    for n, (how, want) in enumerate((("C-c", "130"), (11, "139"))):
+        d = tempfile.mkdtemp(prefix="tltui")
+        st_file, stty_file = os.path.join(d, "status"), os.path.join(d, "stty")
+        # the outer shell ignores SIGINT so that it lives to record the status (tokenloop installs
+        # its own handler, which replaces the inherited "ignore")
+        cmd = ("trap '' INT; sh -c 'echo $$ > %s/pid; exec %s tui --model %s'; echo $? > %s; stty -a > %s; sleep 60" %
+               (d, TOKENLOOP, MODEL, st_file, stty_file))
+        SOCK += "d%d" % n
+        tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-e", "LANG=C.UTF-8",
+             "-e", "LC_ALL=C.UTF-8", "sh", "-c", cmd)
+        try:
+            tmux("set-option", "-t", "t", "status", "off")
+            wait_for(lambda s: re.search(r"next: prefill", s), "the first screen", 60)
+            if how == "C-c":
+                tmux("send-keys", "-t", "t", "C-c")
+            else:
+                os.kill(int(open(os.path.join(d, "pid")).read()), how)
+            t0 = time.time()
+            while not os.path.exists(stty_file) and time.time() - t0 < 20:
+                time.sleep(0.1)
+            time.sleep(0.2)
+            code = open(st_file).read().strip() if os.path.exists(st_file) else "(none)"
+            what = "Ctrl-C" if how == "C-c" else "SIGSEGV"
+            check(code == want, "%s: exit status %s (got %s)" % (what, want, code))
+            st = open(stty_file).read() if os.path.exists(stty_file) else ""
+            check(re.search(r"(^|\s)echo(\s|$)", st) and re.search(r"(^|\s)icanon(\s|$)", st),
+                  "%s: the terminal is restored" % what)
+        finally:
+            tmux("kill-server", check=False)
+            shutil.rmtree(d, ignore_errors=True)
     print("tui_tmux_%dx%d: %d failed" % (COLS, ROWS, len(failures)))
     return 1 if failures else 0
 
