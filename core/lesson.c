@@ -892,6 +892,12 @@ int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_si
         snprintf(why, why_size, "no step %d", i + 1);
         return -1;
     }
+    /* Checks read the prompt, which exists once the request is rendered and tokenized. */
+    tl_error perr;
+    if (tl_session_prepare(s, &perr)) {
+        snprintf(why, why_size, "%s", perr.msg);
+        return -1;
+    }
     const cJSON *exps = cJSON_GetObjectItemCaseSensitive(st, "expect");
     for (const cJSON *e = exps ? exps->child : NULL; e; e = e->next) {
         const cJSON *spec = e->child;
@@ -934,6 +940,7 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
     const cJSON *st = step_at(l, i);
     if (!st)
         return NULL;
+    tl_session_prepare(s, NULL);   /* a failure shows as empty fields */
     const char *src = text_in(cJSON_GetObjectItemCaseSensitive(st, "say"), lang);
     buf_t b = { 0 };
     buf_put(&b, "", 0);
