@@ -11,6 +11,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pool.h"
@@ -25,7 +26,8 @@ struct tl_pool {
     atomic_int stop;
     alignas(64) atomic_uint job;
     atomic_int inside;
-    unsigned last_id;         /* the caller's */
+    unsigned last_id;         /* the caller's, like the two below */
+    int strikes, solo;        /* see tl_pool_for */
     tl_pool_fn fn;            /* written before job is published, read only inside it */
     void *arg;
     int n_items;
@@ -156,6 +158,16 @@ void tl_pool_for(tl_pool *p, int n_items, tl_pool_fn fn, void *arg)
             fn(arg, i, 0);
         return;
     }
+    /* On an oversubscribed machine a worker is often descheduled in the middle of an item,
+     * and the caller then waits a whole scheduler slice for it. When that costs more than the
+     * caller's own share of the work three jobs in a row, the caller runs the next jobs
+     * alone (about two decode steps' worth), then tries the workers again. */
+    if (p->solo > 0) {
+        p->solo--;
+        for (int i = 0; i < n_items; i++)
+            fn(arg, i, 0);
+        return;
+    }
     p->fn = fn;
     p->arg = arg;
     p->n_items = n_items;
@@ -168,7 +180,10 @@ void tl_pool_for(tl_pool *p, int n_items, tl_pool_fn fn, void *arg)
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
 
+    struct timespec t0, t1, t2;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     take_items(p, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     int spins = 0;
     while (atomic_load_explicit(&p->done, memory_order_acquire) < n_items && spins++ < TL_POOL_SPIN)
         cpu_relax();
@@ -177,6 +192,17 @@ void tl_pool_for(tl_pool *p, int n_items, tl_pool_fn fn, void *arg)
         while (atomic_load_explicit(&p->done, memory_order_acquire) < n_items)
             pthread_cond_wait(&p->idle, &p->mu);
         pthread_mutex_unlock(&p->mu);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    double own = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+    double waited = (t2.tv_sec - t1.tv_sec) * 1e9 + (t2.tv_nsec - t1.tv_nsec);
+    if (waited > own && waited > 200e3) {
+        if (++p->strikes >= 3) {
+            p->strikes = 0;
+            p->solo = 256;
+        }
+    } else {
+        p->strikes = 0;
     }
     atomic_store(&p->job, 0);
     /* Workers inside now only find no items left; this is a window of a few instructions
