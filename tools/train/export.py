@@ -200,7 +200,13 @@ def main():
         json.dump({"model": "assets/models/tl-mini-instruct",
                    "how": "tools/train/export.py: float32 forward of the bf16-rounded weights",
                    "prompts": prompts, "nogen": nogen}, f, ensure_ascii=False)
-    ck_info = {"steps": ck["steps"], "seconds": ck["seconds"], "final_loss": ck["log"][-1][1],
+    secs, last = 0.0, 0.0
+    for _, _, el in ck["log"]:           # each training phase restarts its clock
+        if el < last:
+            secs += last
+        last = el
+    secs += last
+    ck_info = {"steps": len(ck["log"]), "seconds": round(secs, 1), "final_loss": ck["log"][-1][1],
                "mean_loss_last_20": float(np.mean([x[1] for x in ck["log"][-20:]])),
                "seen_tokens": len(ck["seen"]),
                "params": int(sum(t.numel() for t in tensors.values())),
