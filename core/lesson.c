@@ -667,6 +667,8 @@ static int remember(tl_lesson *l, tl_session *s, const cJSON *v, tl_error *err)
         snprintf(slot->name, sizeof slot->name, "%s", as);
     }
     field_value fv;
+    if (tl_session_prepare(s, err))   /* prompt fields exist once the request is rendered */
+        return -1;
     if (field_get(l, s, f, &fv))
         return tl_error_set(err, "%s: remember: cannot read %s", l->path, f);
     free(slot->str);
