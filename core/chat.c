@@ -8,6 +8,7 @@
 
 #include "jinja/jinja.h"
 #include "tokenloop/template.h"
+#include "tokenloop/file.h"
 
 static char *json_string(const char *s)
 {
@@ -65,37 +66,6 @@ void tl_chat_result_free(tl_chat_result *r)
     memset(r, 0, sizeof *r);
 }
 
-static char *read_file(const char *path, tl_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tl_error_set(err, "%s: cannot open", path);
-        return NULL;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) break;
-        if (len + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t k = fread(buf + len, 1, cap - len - 1, f);
-        len += k;
-        if (!k) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        tl_error_set(err, "%s: cannot read", path);
-        return NULL;
-    }
-    buf[len] = 0;
-    return buf;
-}
 
 static char *token_text(const cJSON *t)
 {
@@ -112,7 +82,8 @@ int tl_chat_config_load(const char *model_dir, tl_chat_config *out, tl_error *er
     memset(out, 0, sizeof *out);
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer_config.json", model_dir);
-    char *text = read_file(path, err);
+    char *text;
+    tl_file_read(path, 64u << 20, &text, NULL, err);
     if (!text) return -1;
     cJSON *root = cJSON_Parse(text);
     free(text);

@@ -10,37 +10,15 @@
 #include "model_priv.h"
 #include "safetensors.h"
 #include "tokenloop/model.h"
+#include "tokenloop/file.h"
 
 #define MAX_JSON (16u << 20)
 
-/* The whole file as a NUL-terminated string. */
-static char *read_text(const char *path, tl_error *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        tl_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && (unsigned long)n <= MAX_JSON &&
-        fseek(fp, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, fp) == (size_t)n) {
-        buf[n] = 0;
-    } else {
-        if ((unsigned long)n > MAX_JSON)
-            tl_error_set(err, "%s: larger than %u bytes", path, MAX_JSON);
-        else
-            tl_error_set(err, "%s: cannot read", path);
-        free(buf);
-        buf = NULL;
-    }
-    fclose(fp);
-    return buf;
-}
 
 static cJSON *read_json(const char *path, tl_error *err)
 {
-    char *text = read_text(path, err);
+    char *text;
+    tl_file_read(path, MAX_JSON, &text, NULL, err);
     if (!text)
         return NULL;
     const char *end = NULL;

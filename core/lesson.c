@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "tokenloop/engine.h"
+#include "tokenloop/file.h"
 #include "tokenloop/tokenizer.h"
 
 #define MAX_SAVED 16
@@ -364,46 +365,12 @@ static int check_text(const tl_lesson *l, int si, const cJSON *obj, const char *
     return 0;
 }
 
-static char *read_file(const char *path, tl_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tl_error_set(err, "%s: cannot open", path);
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            if (cap > (16u << 20)) {
-                free(buf);
-                fclose(f);
-                tl_error_set(err, "%s: larger than 16 MiB", path);
-                return NULL;
-            }
-            char *nb = realloc(buf, cap);
-            if (!nb) break;
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    if (!buf) {
-        tl_error_set(err, "%s: out of memory", path);
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
-}
 
 int tl_lesson_load(tl_lesson **out, const char *path, tl_error *err)
 {
     *out = NULL;
-    char *text = read_file(path, err);
+    char *text;
+    tl_file_read(path, 16u << 20, &text, NULL, err);
     if (!text)
         return -1;
     tl_lesson *l = calloc(1, sizeof *l);

@@ -5,6 +5,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenloop/tokenizer.h"
 #include "tokenloop/paths.h"
+#include "tokenloop/file.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -293,55 +294,6 @@ static void merge_put(tl_tokenizer *t, int a, int b, int rank, int result)
 
 /* ---- loading ---- */
 
-static char *read_file(const char *path, size_t *len, tl_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tl_error_set(err, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    /* start at the file's size so a regular file is read in one go, without regrowing */
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        if (size > 0 && (unsigned long)size < (size_t)-1 / 2)
-            cap = (size_t)size + 65536;
-        rewind(f);
-        if (cap && !(buf = malloc(cap + 1))) {
-            fclose(f);
-            tl_error_set(err, "%s: out of memory", path);
-            return NULL;
-        }
-    }
-    for (;;) {
-        if (cap - n < 65536) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *b = realloc(buf, cap + 1);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                tl_error_set(err, "%s: out of memory", path);
-                return NULL;
-            }
-            buf = b;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        tl_error_set(err, "%s: read error", path);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
 
 static int set_id_entry(tl_tokenizer *t, int id, const char *tokstr, const void *bytes, size_t nbytes)
 {
@@ -678,7 +630,8 @@ static int load_config(tl_tokenizer *t, const char *dir, tl_error *err)
         return 0;  /* optional */
     fclose(probe);
     size_t len;
-    char *text = read_file(path, &len, err);
+    char *text;
+    tl_file_read(path, 256u << 20, &text, &len, err);
     if (!text)
         return -1;
     tj_doc doc;
@@ -948,7 +901,8 @@ int tl_tokenizer_load(tl_tokenizer **out, const char *dir, tl_error *err)
     if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
         return tl_error_set(err, "%s: path too long", dir);
     size_t len;
-    char *text = read_file(path, &len, err);
+    char *text;
+    tl_file_read(path, 256u << 20, &text, &len, err);
     if (!text)
         return -1;
     tj_doc doc;

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "commands.h"
+#include "tokenloop/file.h"
 #include "tokenloop/engine.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/session.h"
@@ -101,29 +102,6 @@ static int parse_ids(const char *s, int **ids, int *n)
     *ids = a;
     *n = k;
     return 0;
-}
-
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *s = malloc(cap);
-    size_t r;
-    while (s && (r = fread(s + n, 1, cap - n - 1, f)) > 0) {
-        n += r;
-        if (n + 1 == cap) {
-            char *t = realloc(s, cap *= 2);
-            if (!t) {
-                free(s);
-                s = NULL;
-            }
-            s = t;
-        }
-    }
-    fclose(f);
-    if (s) s[n] = 0;
-    return s;
 }
 
 static cJSON *num_or_null(double v) { return v < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(v); }
@@ -343,11 +321,8 @@ int cmd_generate(int argc, char **argv)
     } else if (prompt) {
         if (tl_session_set_user(s, system, prompt, &err)) goto fail;
     } else {
-        msgs = read_file(messages);
-        if (!msgs) {
-            snprintf(err.msg, sizeof err.msg, "%s: cannot read", messages);
+        if (tl_file_read(messages, 16u << 20, &msgs, NULL, &err))
             goto fail;
-        }
         if (tl_session_set_messages(s, msgs, &err)) {
             snprintf(err.msg, sizeof err.msg, "%s: not a JSON array of messages", messages);
             goto fail;

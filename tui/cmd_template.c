@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 
 #include "commands.h"
+#include "tokenloop/file.h"
 #include "tokenloop/template.h"
 #include "tokenloop/tokenizer.h"
 
@@ -19,31 +20,6 @@ static const char usage[] =
     "  --messages FILE  a JSON array of messages\n"
     "  --var NAME=JSON  any template variable: 'bos_token=\"<s>\"', 'tools=[...]', enable_thinking=false\n"
     "  --json           {\"text\": ..., \"ids\": [...], \"content_spans\": [[start, end], ...]}\n";
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t k = fread(buf + n, 1, cap - n - 1, f);
-        n += k;
-        if (!k) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) { free(buf); return NULL; }
-    buf[n] = 0;
-    if (len) *len = n;
-    return buf;
-}
 
 int cmd_template(int argc, char **argv)
 {
@@ -94,12 +70,11 @@ int cmd_template(int argc, char **argv)
     int *ids = NULL, nids = 0;
     if (model) {
         if (tl_chat_config_load(model, &cfg, &err)) { status = cli_fail(1, "%s", err.msg); goto done; }
-    } else if (!(src = slurp(tfile, NULL))) {
-        status = cli_fail(1, "%s: cannot read", tfile);
+    } else if (tl_file_read(tfile, 16u << 20, &src, NULL, &err)) {
+        status = cli_fail(1, "%s", err.msg);
         goto done;
     }
-    messages = slurp(mfile, NULL);
-    if (!messages) { status = cli_fail(1, "%s: cannot read", mfile); goto done; }
+    if (tl_file_read(mfile, 16u << 20, &messages, NULL, &err)) { status = cli_fail(1, "%s", err.msg); goto done; }
     cJSON *m = cJSON_Parse(messages);
     int is_array = cJSON_IsArray(m);
     cJSON_Delete(m);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "tokenloop/file.h"
 #include "tokenloop/tokenizer.h"
 
 static void usage(FILE *f)
@@ -19,37 +20,6 @@ static void usage(FILE *f)
           "  --json              {\"ids\":[...],\"pieces\":[...]}; a piece is the text the token\n"
           "                      stands for, bytes that are not UTF-8 on their own as <0xNN>\n",
           f);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *b = realloc(buf, cap *= 2);
-        if (!b) {
-            free(buf);
-            buf = NULL;
-        } else
-            buf = b;
-    }
-    int bad = ferror(f), saved = errno;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        errno = saved ? saved : EIO;
-        return NULL;
-    }
-    if (!buf)
-        errno = ENOMEM;
-    *len = n;
-    return buf;
 }
 
 /* The piece as JSON text: its bytes when they are UTF-8, <0xNN> for each byte that is not. */
@@ -114,9 +84,9 @@ int cmd_tokenize(int argc, char **argv)
     char *buf = NULL;
     size_t len = 0;
     if (file) {
-        buf = slurp(file, &len);
-        if (!buf)
-            return cli_fail(1, "%s: %s", file, strerror(errno));
+        tl_error ferr;
+        if (tl_file_read(file, 256u << 20, &buf, &len, &ferr))
+            return cli_fail(1, "%s", ferr.msg);
     }
     if (!model)
         model = tl_tokenizer_default_dir();

@@ -96,8 +96,8 @@ try:
     expect_fail(2, ["--model"], "--model: needs a value")
     expect_fail(2, ["--model", tokdir, "--text", "a", "--frobnicate"], "--frobnicate: unknown option")
     # bad data: status 1
-    expect_fail(1, ["--model", os.path.join(tmp, "nowhere"), "--text", "a"], "tokenizer.json: No such file")
-    expect_fail(1, ["--text", "a"], "tokenizer.json: No such file", env={"TOKENLOOP_MODEL": os.path.join(tmp, "nowhere")})
+    expect_fail(1, ["--model", os.path.join(tmp, "nowhere"), "--text", "a"], "tokenizer.json: cannot open: No such file")
+    expect_fail(1, ["--text", "a"], "tokenizer.json: cannot open: No such file", env={"TOKENLOOP_MODEL": os.path.join(tmp, "nowhere")})
     broken = os.path.join(tmp, "broken")
     os.mkdir(broken)
     with open(os.path.join(broken, "tokenizer.json"), "w") as fh:
@@ -106,7 +106,7 @@ try:
     with open(os.path.join(broken, "tokenizer.json"), "w") as fh:
         fh.write('{"model": {"type": "WordPiece", "vocab": {"a": 0}}}')
     expect_fail(1, ["--model", broken, "--text", "a"], "model type 'WordPiece' is not supported")
-    expect_fail(1, ["--model", tokdir, "--file", os.path.join(tmp, "missing.txt")], "missing.txt: No such file")
+    expect_fail(1, ["--model", tokdir, "--file", os.path.join(tmp, "missing.txt")], "missing.txt: cannot open: No such file")
     bad = os.path.join(tmp, "latin1.txt")
     with open(bad, "wb") as fh:
         fh.write("café\n".encode("latin-1"))

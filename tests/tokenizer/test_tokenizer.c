@@ -186,7 +186,7 @@ static void expect_load_error(const char *what, const char *needle)
 static void test_bad_files(void)
 {
     remove_file("tokenizer.json");
-    expect_load_error("missing file", "tokenizer.json: No such file");
+    expect_load_error("missing file", "tokenizer.json: cannot open: No such file");
     write_file("tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0,");
     expect_load_error("truncated JSON", "malformed JSON");
     write_file("tokenizer.json", "[1, 2, 3]");
