@@ -36,7 +36,11 @@ struct tl_engine {
     float *logits_dev;         /* [vocab] */
     float *k_cache, *v_cache;  /* [n_layers, capacity, kv_dim] */
 
-    float *logits;             /* [vocab] host copy */
+    float *logits;             /* [vocab] host copy (stale in keep_top mode) */
+    int keep_top, n_top;       /* keep_top mode: k asked; the last pass's k best */
+    int top_ids[TL_TOPK_MAX];
+    float top_vals[TL_TOPK_MAX];
+    double top_sumexp;
     double last_ms, last_unsynced_ms;
 };
 
@@ -292,13 +296,50 @@ static int check_room(const tl_engine *e, int n, const char *what, tl_error *err
                         e->pos, e->capacity);
 }
 
-/* Sync, then copy the logits out; the pass's wall time includes both. */
+/* Sync, then bring the scores out (all of them, or the best k where the backend can select
+ * them); the pass's wall time includes both, as a step of a real loop would. */
 static void finish(tl_engine *e, double t0)
 {
+    int V = e->m->cfg.vocab_size;
     e->last_unsynced_ms = strcmp(e->be->name, "cpu") ? now_ms() - t0 : -1;   /* the CPU is synchronous */
     e->be->sync(e->ctx);
-    e->be->to_host(e->ctx, e->logits, e->logits_dev, (size_t)e->m->cfg.vocab_size);
+    e->n_top = 0;
+    if (e->keep_top && e->be->topk)
+        e->n_top = e->be->topk(e->ctx, e->logits_dev, V, e->keep_top, e->top_ids, e->top_vals, &e->top_sumexp);
+    if (e->n_top <= 0) {
+        e->be->to_host(e->ctx, e->logits, e->logits_dev, (size_t)V);
+        if (e->keep_top)
+            e->n_top = tl_topk(e->logits, V, e->keep_top, e->top_ids, e->top_vals, &e->top_sumexp);
+    }
     e->last_ms = now_ms() - t0;
+}
+
+int tl_engine_keep_top(tl_engine *e, int k)
+{
+    if (k < 0 || k > TL_TOPK_MAX)
+        return -1;
+    e->keep_top = k;
+    e->n_top = 0;
+    return 0;
+}
+
+int tl_engine_top(const tl_engine *e, int k, int *ids, float *vals, double *sumexp)
+{
+    if (!e->keep_top)
+        return tl_topk(e->logits, e->m->cfg.vocab_size, k, ids, vals, sumexp);
+    if (k <= 0 || e->n_top <= 0)
+        return -1;
+    if (k > e->n_top)
+        k = e->n_top;
+    memcpy(ids, e->top_ids, sizeof(int) * (size_t)k);
+    memcpy(vals, e->top_vals, sizeof(float) * (size_t)k);
+    *sumexp = e->top_sumexp;
+    return k;
+}
+
+double tl_engine_device_bandwidth(tl_engine *e, double budget_s)
+{
+    return e->be->bandwidth ? e->be->bandwidth(e->ctx, budget_s) : 0;
 }
 
 int tl_engine_prefill(tl_engine *e, const int *ids, int n, tl_error *err)
@@ -337,7 +378,7 @@ int tl_engine_rewind(tl_engine *e, int n)
 
 int tl_engine_pos(const tl_engine *e) { return e->pos; }
 int tl_engine_capacity(const tl_engine *e) { return e->capacity; }
-const float *tl_engine_logits(const tl_engine *e) { return e->logits; }
+const float *tl_engine_logits(const tl_engine *e) { return e->keep_top ? NULL : e->logits; }
 const tl_model *tl_engine_model(const tl_engine *e) { return e->m; }
 const char *tl_engine_device(const tl_engine *e) { return e->be->name; }
 double tl_engine_last_ms(const tl_engine *e) { return e->last_ms; }

@@ -704,8 +704,13 @@ tl_metrics_report tl_session_metrics(const tl_session *s)
     if (w->bandwidth == 0) {
         tl_bandwidth bw;
         w->bandwidth = -1;
-        if (!strcmp(tl_engine_device(w->e), "cpu") && tl_bandwidth_probe(&bw, w->opts.threads, 0.2, NULL) == 0)
+        if (strcmp(tl_engine_device(w->e), "cpu")) {
+            double d = tl_engine_device_bandwidth(w->e, 0.2);   /* the GPU's own memory */
+            if (d > 0)
+                w->bandwidth = d;
+        } else if (tl_bandwidth_probe(&bw, w->opts.threads, 0.2, NULL) == 0) {
             w->bandwidth = bw.bytes_per_s;
+        }
     }
     tl_metrics_set_floor(w->metrics, tl_engine_step_bytes(w->e), w->bandwidth);
     return tl_metrics_report_get(w->metrics);

@@ -185,6 +185,9 @@ sb = g(tl, "step_bytes")
 floor = sb / copy_bw * 1e3 if sb else None
 row("bytes/step (GB)", ".3f", sb / 1e9 if sb else None, None, None)
 row("copy bandwidth (GB/s)", ".0f", copy_bw / 1e9, None, None)
+row("  tokenloop's own probe", ".0f", g(tl, "bandwidth_gbps"), None, None)
+row("  floor by it (ms)", ".3f", g(tl, "floor_ms"), None, None)
+row("  TPOT / that floor", ".3f", g(tl, "tpot_over_floor"), None, None)
 row("floor (ms)", ".3f", floor, None, None)
 row("TPOT / floor", ".3f", g(tl, "tpot_ms_median") / floor if floor else None,
     g(ng, "tpot_ms_median") / floor if floor and ng else None, hf["tpot_ms_median"] / floor if floor else None)

@@ -23,8 +23,10 @@ extern "C" {
 #include "cpu/cpu.h"
 #include "cuda/cuda.h"
 #include "tokenloop/backend.h"
+#include "tokenloop/topk.h"
 }
 #include "kernels.cuh"
+#include "topk.cuh"
 
 namespace {
 
@@ -109,6 +111,9 @@ struct cuctx {
 
     tl_cuda_stats st{};
     int reported = 0;
+
+    char *d_topk = nullptr;  /* scratch of the two top-k launches, then their result */
+    char *h_topk = nullptr;  /* pinned: the result's way to the host */
 };
 
 constexpr size_t PIN_BYTES = 32u << 20;
@@ -654,6 +659,9 @@ void cu_destroy(void *ctx)
     free(c->gcmd.v);
     free(c->h_inv);
     cudaFree(c->d_pos);
+    cudaFree(c->d_topk);
+    if (c->h_topk)
+        cudaFreeHost(c->h_topk);
     cudaFree(c->d_idsbuf);
     cudaFree(c->d_xb);
     cudaFree(c->d_inv);
@@ -1059,6 +1067,86 @@ double cu_pass_device_ms(void *ctx)
     return ms;
 }
 
+/* Result layout of topk_merge: k floats, k ints, then the double sum at an 8-byte boundary. */
+size_t topk_out_bytes(int k) { return ((2 * sizeof(float) * k + 7) & ~(size_t)7) + sizeof(double); }
+
+int cu_topk(void *ctx, const float *buf, int n, int k, int *ids, float *vals, double *sumexp)
+{
+    cuctx *c = (cuctx *)ctx;
+    if (n <= 0 || k < 1 || k > TL_TOPK_MAX || k > n)
+        return -1;
+    long long nb = (n + (long long)TOPK_CHUNK - 1) / TOPK_CHUNK;
+    if (nb * k > TOPK_MERGE)
+        return -1;   /* a vocabulary this large takes the copy-everything path */
+    /* scratch: TOPK_MERGE scores, ids, block maxima, block sums; then the result */
+    const size_t o_ci = sizeof(float) * TOPK_MERGE, o_bmax = o_ci + sizeof(int) * TOPK_MERGE,
+                 o_bsum = o_bmax + sizeof(float) * TOPK_MERGE, o_out = o_bsum + sizeof(double) * TOPK_MERGE;
+    const size_t out_bytes = topk_out_bytes(TL_TOPK_MAX);
+    flush(c);
+    if (!c->d_topk && (CK(c, cudaMalloc(&c->d_topk, o_out + out_bytes)) ||
+                       CK(c, cudaMallocHost(&c->h_topk, out_bytes)))) {
+        cudaFree(c->d_topk);
+        c->d_topk = nullptr;
+        c->h_topk = nullptr;
+        return -1;
+    }
+    char *d = c->d_topk;
+    topk_chunks<<<(unsigned)nb, TOPK_THREADS, 0, c->s>>>(buf, n, k, (float *)d, (int *)(d + o_ci),
+                                                         (float *)(d + o_bmax), (double *)(d + o_bsum));
+    topk_merge<<<1, TOPK_THREADS, 0, c->s>>>((const float *)d, (const int *)(d + o_ci), (const float *)(d + o_bmax),
+                                            (const double *)(d + o_bsum), (int)nb, k, d + o_out);
+    if (CKL(c) || CK(c, cudaMemcpyAsync(c->h_topk, d + o_out, topk_out_bytes(k), cudaMemcpyDeviceToHost, c->s)) ||
+        CK(c, cudaStreamSynchronize(c->s)))
+        return -1;
+    memcpy(vals, c->h_topk, sizeof(float) * k);
+    memcpy(ids, c->h_topk + sizeof(float) * k, sizeof(int) * k);
+    memcpy(sumexp, c->h_topk + topk_out_bytes(k) - sizeof(double), sizeof(double));
+    return k;
+}
+
+/* Device-to-device copies of a buffer far larger than L2 (50 MB on an H100), timed with events:
+ * the best rate, counting the bytes read and the bytes written, as copy benchmarks do. */
+double cu_bandwidth(void *ctx, double budget_s)
+{
+    cuctx *c = (cuctx *)ctx;
+    flush(c);
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess)
+        return 0;
+    size_t bytes = (size_t)1 << 30;
+    while (bytes > ((size_t)64 << 20) && 4 * bytes > fr)
+        bytes >>= 1;
+    char *a = nullptr, *b = nullptr;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    double best = 0, spent = 0;
+    if (cudaMalloc(&a, bytes) == cudaSuccess && cudaMalloc(&b, bytes) == cudaSuccess &&
+        cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
+        cudaMemsetAsync(a, 1, bytes, c->s) == cudaSuccess &&
+        cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, c->s) == cudaSuccess) {
+        if (budget_s <= 0)
+            budget_s = 0.2;
+        for (int i = 0; i < 200 && (i < 3 || spent < budget_s); i++) {
+            float ms = 0;
+            if (cudaEventRecord(e0, c->s) != cudaSuccess ||
+                cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, c->s) != cudaSuccess ||
+                cudaEventRecord(e1, c->s) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+                cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess || ms <= 0)
+                break;
+            spent += ms / 1e3;
+            double rate = 2.0 * (double)bytes / (ms / 1e3);
+            if (rate > best)
+                best = rate;
+        }
+    }
+    cudaGetLastError();   /* a failed allocation above is not the passes' error */
+    cudaStreamSynchronize(c->s);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    return best;
+}
+
 const tl_backend_ops cuda_ops = [] {
     tl_backend_ops o;
     memset(&o, 0, sizeof o);
@@ -1081,6 +1169,8 @@ const tl_backend_ops cuda_ops = [] {
     o.begin_pass = cu_begin_pass;
     o.end_pass = cu_end_pass;
     o.pass_ms = cu_pass_device_ms;
+    o.topk = cu_topk;
+    o.bandwidth = cu_bandwidth;
     return o;
 }();
 

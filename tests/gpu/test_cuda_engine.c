@@ -7,6 +7,7 @@
 
 #include "../common/tl_test.h"
 #include "tokenloop/engine.h"
+#include "tokenloop/topk.h"
 
 /* max|a - b| / max|b| */
 static double rel_err(const float *a, const float *b, int n)
@@ -196,6 +197,43 @@ static void test_rewind(const tl_model *m, double tol)
     tl_engine_free(g);
 }
 
+/* keep_top on the GPU (only the best 64 cross to the host) against a twin GPU engine that copies
+ * every score: the same pass gives the same scores, so the kept list must be tl_topk of the copy. */
+static void test_keep_top(const tl_model *m, int n_prompt, int n_new)
+{
+    int vocab = m->cfg.vocab_size;
+    tl_engine *full = engine(m, tl_backend_cuda(), 0), *top = engine(m, tl_backend_cuda(), 0);
+    if (!full || !top) {
+        TL_CHECK(full && top);
+        tl_engine_free(full);
+        tl_engine_free(top);
+        return;
+    }
+    TL_CHECK_INT(tl_engine_keep_top(top, TL_TOPK_MAX), 0);
+    int *p = make_prompt(n_prompt, vocab, 99u);
+    tl_error err;
+    TL_CHECK_INT(tl_engine_prefill(full, p, n_prompt, &err), 0);
+    TL_CHECK_INT(tl_engine_prefill(top, p, n_prompt, &err), 0);
+    for (int i = 0; i <= n_new; i++) {
+        int fi[TL_TOPK_MAX], ti[TL_TOPK_MAX];
+        float fv[TL_TOPK_MAX], tv[TL_TOPK_MAX];
+        double fz = 0, tz = 0;
+        int fn = tl_topk(tl_engine_logits(full), vocab, TL_TOPK_MAX, fi, fv, &fz);
+        int tn = tl_engine_top(top, TL_TOPK_MAX, ti, tv, &tz);
+        TL_CHECK_INT(tn, fn);
+        TL_CHECK_MSG(tn == fn && !memcmp(fi, ti, sizeof(int) * (size_t)fn) && !memcmp(fv, tv, sizeof(float) * (size_t)fn),
+                     "keep_top step %d: the kept candidates differ from the full copy's", i);
+        TL_CHECK_MSG(fabs(fz - tz) <= 1e-9 * fz, "keep_top step %d: sum %.12g vs %.12g", i, tz, fz);
+        if (i == n_new)
+            break;
+        TL_CHECK_INT(tl_engine_decode(full, fi[0], &err), 0);
+        TL_CHECK_INT(tl_engine_decode(top, fi[0], &err), 0);
+    }
+    free(p);
+    tl_engine_free(full);
+    tl_engine_free(top);
+}
+
 int main(void)
 {
     if (!tl_backend_cuda() || !tl_backend_cuda_available()) {
@@ -219,6 +257,7 @@ int main(void)
     test_greedy(bf, 12, 32, 2e-2);
     test_greedy(bf, 1, 32, 2e-2);
     test_rewind(bf, 2e-2);
+    test_keep_top(bf, 20, 24);
     tl_model_free(bf);
     tl_model_free(f32);
     return TL_TEST_END("test_cuda_engine");

@@ -13,6 +13,7 @@
 #include "cpu/cpu.h"
 #include "cuda/cuda.h"
 #include "tokenloop/backend.h"
+#include "tokenloop/topk.h"
 
 static const tl_backend_ops *be;
 static void *ctx;
@@ -404,6 +405,39 @@ static void test_decode_graph(void)
     }
 }
 
+/* On-device top-k and softmax sum vs tl_topk. kind 0: random scores; 1: five distinct values
+ * (ties everywhere: the lower id must win, as on the host); 2: with -inf and NaN. */
+static void test_topk(int n, int k, int kind)
+{
+    float *h = host_rand((size_t)n);
+    for (int i = 0; i < n; i++) {
+        if (kind == 1) h[i] = (float)((int)((h[i] + 1.0f) * 2.5f));
+        if (kind == 2 && i % 7 == 3) h[i] = -INFINITY;
+        if (kind == 2 && i % 13 == 5) h[i] = NAN;
+    }
+    float *d = dev_from(h, (size_t)n);
+    int ri[TL_TOPK_MAX], gi[TL_TOPK_MAX];
+    float rv[TL_TOPK_MAX], gv[TL_TOPK_MAX];
+    double rz = 0, gz = 0;
+    int rn = tl_topk(h, n, k, ri, rv, &rz);
+    int gn = be->topk(ctx, d, n, k, gi, gv, &gz);
+    TL_CHECK_MSG(gn == rn, "topk n %d k %d kind %d: %d vs %d filled", n, k, kind, gn, rn);
+    if (gn == rn && rn > 0) {
+        TL_CHECK_MSG(!memcmp(gi, ri, sizeof(int) * rn) && !memcmp(gv, rv, sizeof(float) * rn),
+                     "topk n %d k %d kind %d: ids or scores differ (first: %d vs %d)", n, k, kind, gi[0], ri[0]);
+        TL_CHECK_MSG(fabs(gz - rz) <= 1e-9 * rz, "topk n %d k %d kind %d: sum %.12g vs %.12g", n, k, kind, gz, rz);
+    }
+    be->release(ctx, d);
+    free(h);
+}
+
+static void test_bandwidth(void)
+{
+    double bw = be->bandwidth(ctx, 0.1);
+    printf("device copy bandwidth: %.0f GB/s\n", bw / 1e9);
+    TL_CHECK_MSG(bw > 1e11 && bw < 1e13, "%.3g bytes/s is no GPU's memory", bw);
+}
+
 int main(void)
 {
     int ndev = 0;
@@ -450,6 +484,14 @@ int main(void)
     test_elementwise(1000);
     test_elementwise(14336);
     test_decode_graph();
+    int tn[] = {1, 100, 2048, 2049, 128256};
+    int tk[] = {1, 50, 64};
+    for (size_t i = 0; i < sizeof tn / sizeof *tn; i++)
+        for (size_t j = 0; j < sizeof tk / sizeof *tk; j++)
+            for (int kind = 0; kind < 3; kind++)
+                if (tk[j] <= tn[i])
+                    test_topk(tn[i], tk[j], kind);
+    test_bandwidth();
     tl_cuda_stats st;
     tl_cuda_get_stats(ctx, &st);
     TL_CHECK_INT(st.errors, 0);

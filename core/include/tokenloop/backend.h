@@ -43,6 +43,14 @@ typedef struct tl_backend_ops {
     /* Optional (NULL on the CPU): device time of the last begin_pass..end_pass in ms, from
      * events recorded on the device (CUDA events), valid after sync; < 0 when unknown. */
     double (*pass_ms)(void *ctx);
+    /* Optional (NULL on the CPU, where the scores already are in host memory): tl_topk
+     * (tokenloop/topk.h) of n floats in buf, computed where they live, so only k ids, k scores
+     * and the sum cross to the host. Same results as tl_topk; -1 if it cannot (the engine then
+     * copies every score). */
+    int (*topk)(void *ctx, const float *buf, int n, int k, int *ids, float *vals, double *sumexp);
+    /* Optional (NULL on the CPU): the device memory's bandwidth in bytes/s, from copies timed
+     * with device events for about budget_s seconds (read + write bytes); <= 0 if unknown. */
+    double (*bandwidth)(void *ctx, double budget_s);
 } tl_backend_ops;
 
 const tl_backend_ops *tl_backend_cpu(void);

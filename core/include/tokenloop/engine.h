@@ -5,6 +5,7 @@
 
 #include "tokenloop/model.h"
 #include "tokenloop/backend.h"
+#include "tokenloop/topk.h"
 
 typedef struct tl_engine tl_engine;
 
@@ -21,7 +22,14 @@ int tl_engine_rewind(tl_engine *e, int n);
 
 int tl_engine_pos(const tl_engine *e);
 int tl_engine_capacity(const tl_engine *e);
-const float *tl_engine_logits(const tl_engine *e);     /* host, vocab_size floats */
+/* host, vocab_size floats; NULL while tl_engine_keep_top is on */
+const float *tl_engine_logits(const tl_engine *e);
+/* k (1..TL_TOPK_MAX): from the next pass on, keep only the k best scores and the softmax sum
+ * (on a GPU only these cross to the host: a bench's decode loop). 0, the default: copy all. */
+int tl_engine_keep_top(tl_engine *e, int k);
+/* The k best scores of the last pass as tl_topk gives them (tokenloop/topk.h); the number
+ * filled (at most the kept k in keep_top mode), or -1. */
+int tl_engine_top(const tl_engine *e, int k, int *ids, float *vals, double *sumexp);
 const tl_model *tl_engine_model(const tl_engine *e);
 const char *tl_engine_device(const tl_engine *e);
 
@@ -32,5 +40,8 @@ double tl_engine_last_ms(const tl_engine *e);
 double tl_engine_last_unsynced_ms(const tl_engine *e);
 /* Bytes a decode step at the current position reads: weights + the KV cache so far. */
 double tl_engine_step_bytes(const tl_engine *e);
+/* The device memory's copy bandwidth in bytes/s, measured by the backend with its own events
+ * (CUDA); <= 0 where the backend has no probe (the CPU: use tl_bandwidth_probe). */
+double tl_engine_device_bandwidth(tl_engine *e, double budget_s);
 
 #endif

@@ -1,0 +1,126 @@
+/* tl_topk against a full sort (score descending, then id ascending) on random scores with
+ * ties, -inf and NaN; its softmax sum against a direct double sum; and the engine's keep_top
+ * mode against the scores of the same pass copied in full (argv[1]: a generated checkpoint). */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../common/tl_test.h"
+#include "tokenloop/engine.h"
+#include "tokenloop/topk.h"
+
+static uint64_t rng = 12345;
+
+static uint32_t next(void)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng >> 33);
+}
+
+static const float *sort_key;
+
+static float key(float x) { return isnan(x) ? -INFINITY : x; }
+
+static int by_rank(const void *a, const void *b)
+{
+    int i = *(const int *)a, j = *(const int *)b;
+    float x = key(sort_key[i]), y = key(sort_key[j]);
+    if (x != y)
+        return x > y ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* kind 0: distinct-ish values; 1: few distinct values (many ties); 2: with -inf and NaN */
+static void check_case(int n, int k, int kind)
+{
+    float *v = malloc(sizeof(float) * (size_t)n);
+    int *order = malloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        uint32_t r = next();
+        v[i] = kind == 1 ? (float)(r % 5) : (float)(r % 2000000) / 100000.0f - 10.0f;
+        if (kind == 2 && r % 7 == 0) v[i] = -INFINITY;
+        if (kind == 2 && r % 11 == 0) v[i] = NAN;
+        order[i] = i;
+    }
+    sort_key = v;
+    qsort(order, (size_t)n, sizeof(int), by_rank);
+    int ids[TL_TOPK_MAX];
+    float vals[TL_TOPK_MAX];
+    double z = -1;
+    int got = tl_topk(v, n, k, ids, vals, &z);
+    int want = k < n ? k : n;
+    TL_CHECK_INT(got, want);
+    int same = 1;
+    for (int j = 0; j < want && got == want; j++)
+        same &= ids[j] == order[j] && (vals[j] == key(v[order[j]]));
+    TL_CHECK_MSG(same, "n %d k %d kind %d: the order differs from a full sort", n, k, kind);
+    double mx = key(v[order[0]]), s = 0;
+    for (int i = 0; i < n; i++)
+        if (!isnan(v[i]) && mx > -INFINITY)
+            s += exp((double)v[i] - mx);
+    TL_CHECK_NEAR(z, s, 1e-12 * (s > 1 ? s : 1));
+    free(v);
+    free(order);
+}
+
+static void check_engine(const char *dir)
+{
+    tl_error err = {{0}};
+    tl_model *m = NULL;
+    if (tl_model_load(&m, dir, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        TL_CHECK(0);
+        return;
+    }
+    tl_engine *a = NULL, *b = NULL;
+    TL_CHECK(tl_engine_create(&a, m, tl_backend_cpu(), 1, 64, &err) == 0);
+    TL_CHECK(tl_engine_create(&b, m, tl_backend_cpu(), 1, 64, &err) == 0);
+    if (!a || !b) goto out;
+    TL_CHECK(tl_engine_keep_top(b, 65) == -1);   /* above TL_TOPK_MAX */
+    TL_CHECK(tl_engine_keep_top(b, 8) == 0);
+    static const int prompt[] = {1, 5, 9, 200, 31};
+    int tok = 0;
+    for (int step = 0; step < 6; step++) {
+        int rc = step == 0 ? tl_engine_prefill(a, prompt, 5, &err) : tl_engine_decode(a, tok, &err);
+        rc |= step == 0 ? tl_engine_prefill(b, prompt, 5, &err) : tl_engine_decode(b, tok, &err);
+        TL_CHECK(rc == 0);
+        TL_CHECK(tl_engine_logits(b) == NULL);   /* keep_top: no full copy to read */
+        int ia[TL_TOPK_MAX], ib[TL_TOPK_MAX];
+        float va[TL_TOPK_MAX], vb[TL_TOPK_MAX];
+        double za = 0, zb = 0;
+        int na = tl_engine_top(a, 8, ia, va, &za), nb = tl_engine_top(b, 20, ib, vb, &zb);
+        TL_CHECK_INT(na, 8);
+        TL_CHECK_INT(nb, 8);   /* no more than were kept */
+        TL_CHECK(na == nb && !memcmp(ia, ib, sizeof(int) * 8) && !memcmp(va, vb, sizeof(float) * 8));
+        TL_CHECK_NEAR(za, zb, 0);
+        tok = ia[0];
+    }
+out:
+    tl_engine_free(a);
+    tl_engine_free(b);
+    tl_model_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    int ids[1];
+    float vals[1];
+    double z;
+    float one = 1.0f;
+    TL_CHECK(tl_topk(&one, 1, 0, ids, vals, &z) == -1);
+    TL_CHECK(tl_topk(&one, 1, TL_TOPK_MAX + 1, ids, vals, &z) == -1);
+    TL_CHECK(tl_topk(&one, 0, 1, ids, vals, &z) == -1);
+    int sizes[] = {1, 3, 64, 65, 2047, 2049, 128256};
+    int ks[] = {1, 2, 50, 64};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (size_t j = 0; j < sizeof ks / sizeof *ks; j++)
+            for (int kind = 0; kind < 3; kind++)
+                check_case(sizes[i], ks[j], kind);
+    /* every score -inf: ids in order, sum 0 */
+    float ninf[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int id4[4];
+    float v4[4];
+    TL_CHECK(tl_topk(ninf, 4, 3, id4, v4, &z) == 3 && id4[0] == 0 && id4[2] == 2 && z == 0);
+    if (argc > 1)
+        check_engine(argv[1]);
+    return TL_TEST_END("test_topk");
+}
