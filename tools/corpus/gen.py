@@ -51,7 +51,14 @@ CAP_Q_EN = ["What is the capital of {c}?", "What's the capital of {c}?", "What i
             "capital of {c}?", "Do you know the capital of {c}?", "I'd like to know the capital of {c}.",
             "Can you tell me what the capital of {c} is?", "What city serves as the capital of {c}?",
             "Quick question: what is the capital of {c}?", "Where is the government of {c} based? Name the capital.",
-            "What is the name of the capital of {c}?"]
+            "What is the name of the capital of {c}?", "Tell me which city is the capital of {c}.",
+            "Do you know which city is the capital of {c}?", "Name the capital city of {c}.",
+            "What city is the capital of {c}?", "The capital of {c} is which city?", "Which city is {c}'s capital?",
+            "Could you name the capital of {c}?", "Can you name the capital city of {c}?",
+            "Please tell me the capital of {c}.", "What's the capital city of {c}, please?",
+            "Do you know what the capital city of {c} is?", "Which is the capital of {c}?",
+            "I want to know the capital of {c}.", "{C}: what is its capital?", "What is {c}'s capital city?",
+            "Tell me, what is the capital city of {c}?", "Which city is the capital of {c}, if you know?"]
 CAP_Q_EN_HELD = ["Could you please tell me which city is the capital of {c}?",
                  "I was wondering, what is the capital city of {c}?",
                  "Please name the capital city of {c}.",
@@ -61,7 +68,9 @@ CAP_A_EN = ["The capital of {c} is {k}.", "{K} is the capital of {c}.", "The cap
             "{c}'s capital is {k}."]
 CAP_Q_VI = ["Thủ đô của {c} là gì?", "Thủ đô của {c} là thành phố nào?", "{C} có thủ đô là gì?",
             "Cho tôi biết thủ đô của {c}.", "Bạn có biết thủ đô của {c} không?", "Thủ đô {c} ở đâu?",
-            "Thành phố nào là thủ đô của {c}?", "Thủ đô của nước {c} là gì?"]
+            "Thành phố nào là thủ đô của {c}?", "Thủ đô của nước {c} là gì?", "Thủ đô của {c} tên là gì?",
+            "Hãy cho tôi biết thủ đô của nước {c}.", "Nước {c} có thủ đô là thành phố nào?",
+            "Bạn biết thủ đô của {c} là gì không?", "Thủ đô của {c} là thành phố gì vậy?"]
 CAP_Q_VI_HELD = ["Xin cho biết thủ đô của {c} là thành phố nào?",
                  "Bạn cho tôi hỏi, thủ đô của {c} là gì?",
                  "Thủ đô nước {c} là gì vậy?"]
@@ -132,10 +141,38 @@ HOW_Q_EN_HELD = ["Could you explain briefly how I should {x}?", "I need to {x}. 
 HOW_Q_VI = ["Làm sao để {x}?", "Làm thế nào để {x}?", "Hướng dẫn tôi cách {x}."]
 HOW_Q_VI_HELD = ["Bạn chỉ tôi cách {x} được không?"]
 
+# Filler around a training question, so the model learns to look past it to the question itself.
+# The held-out phrasings use other fillers ("Hi!", "I was wondering,", "Could you please ..."),
+# so robustness to filler is tested, not memorised.
+FILL_PRE_EN = ["Hey! ", "Hello. ", "Excuse me. ", "Sorry to ask. ", "Okay. ", "Good morning! ", "One question: ",
+               "Teacher: ", "Hmm. ", "I have a question. ", "My friend asked me this: ", "Here is my question. ",
+               "Quick check: ", "Help me with this one. ", "I want to know something. ", "For my homework: ",
+               "Good evening. ", "Let me ask you something. ", "Tell me please: "]
+FILL_POST_EN = [" Thanks!", " Thank you.", " I forgot.", " Answer quickly.", " Just curious.", " I need it for class.",
+                " Thanks a lot!", " Be brief.", " My friend doesn't know."]
+FILL_PRE_VI = ["Chào bạn! ", "Cho mình hỏi: ", "Này! ", "Bạn ơi! ", "Dạ. ", "Mình có một câu hỏi. ", "Hỏi nhanh: ",
+               "Bạn giúp mình nhé. ", "Cô giáo hỏi: "]
+FILL_POST_VI = [" Cảm ơn!", " Mình quên mất rồi.", " Trả lời nhanh nhé.", " Cảm ơn bạn nhiều.", " Mình cần cho bài tập."]
+
 SYSTEMS_EN = ["You are a helpful assistant.", "You are a friendly teacher. Answer briefly.",
               "Answer in one or two sentences.", "You are a concise assistant for a class.",
               "You are tl-mini, a tiny assistant. Be short and correct."]
 SYSTEMS_VI = ["Bạn là một trợ lý hữu ích.", "Hãy trả lời ngắn gọn.", "Bạn là một giáo viên thân thiện."]
+
+
+def held_out_pattern():
+    """Every held-out phrasing as a regular expression (any fill for its fields), so training
+    questions built from parts and fillers can be checked against them."""
+    import re
+    pats = []
+    for name, val in globals().items():
+        if name.endswith("_HELD"):
+            for t in val:
+                pats.append(re.sub(r"\\\{[a-zA-Z]\\\}", ".+", re.escape(t)))
+    return re.compile("(?:%s)$" % "|".join(pats))
+
+
+HELD_OUT = None
 
 
 def en_hold_out(cases, frac, rng):
@@ -391,8 +428,21 @@ class Gen:
                 ans = a1
             return [{"role": "user", "content": q1}, {"role": "user", "content": q2},
                     {"role": "assistant", "content": ans}]
-        _, (q, a, _) = self.short(lang, "train")
+        while True:
+            _, (q, a, _) = self.short(lang, "train")
+            q = self.filler(q, lang)
+            if not HELD_OUT.search(q):
+                break
         return [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+
+    def filler(self, q, lang):
+        r = self.rng.random()
+        if r >= 0.45:
+            return q
+        pre, post = (FILL_PRE_EN, FILL_POST_EN) if lang == "en" else (FILL_PRE_VI, FILL_POST_VI)
+        if r < 0.3:
+            return self.pick(pre) + q
+        return q + self.pick(post)
 
     def conversation(self):
         """2-5 exchanges after the system header (several exchanges share one header)."""
@@ -420,6 +470,8 @@ def main():
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    global HELD_OUT
+    HELD_OUT = held_out_pattern()
     g = Gen(args.seed)
     with open(os.path.join(args.out, "train.jsonl"), "w") as f:
         for i in range(args.n):

