@@ -8,7 +8,9 @@ learned, asked in phrasings it never saw; unseen number pairs for arithmetic).
 Reports: % correct greedy and sampled (generation_config's defaults: temperature 0.6, top_p 0.9,
 transformers' top_k 50; one seed per question), % stopping with "eos" within 64 new tokens,
 the stop reason of long-answer requests under the default budget, the prompt token count of a
-~30-word question, and what the model does without the generation prompt."""
+~30-word question, and what the model does without the generation prompt. The accuracy is also
+split by whether a question holds a token that never occurred in training (its embedding row is
+all zeros, so the model cannot read it): a phrasing can be new, but its words must be known."""
 import argparse
 import json
 import os
@@ -27,6 +29,23 @@ def generate(args, *extra):
     if p.returncode != 0:
         raise RuntimeError("%s: %s" % (" ".join(cmd), p.stderr.strip()))
     return json.loads(p.stdout)
+
+
+def untrained_ids(model_dir):
+    """Token ids whose (tied) embedding row is all zeros: the tokens that never occurred in the
+    training corpus (tools/train gives only seen tokens a row). The model cannot read them."""
+    import struct
+    import numpy as np
+    path = os.path.join(model_dir, "model.safetensors")
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        hdr = json.loads(f.read(n))
+    t = hdr["model.embed_tokens.weight"]
+    assert t["dtype"] == "BF16", "%s: expected a bf16 embedding" % path
+    rows, cols = t["shape"]
+    a, b = t["data_offsets"]
+    emb = np.memmap(path, dtype="<u2", mode="r", offset=8 + n + a, shape=(rows, cols))
+    return set(np.flatnonzero(~(emb & 0x7fff).any(axis=1)).tolist())
 
 
 def correct(text, accept):
@@ -65,12 +84,24 @@ def main():
     with ThreadPoolExecutor(args.jobs) as ex:
         rows = list(ex.map(run_one, enumerate(held)))
 
+    # Which questions contain a word the model never saw in training (an all-zero embedding)?
+    dead = untrained_ids(args.model)
+    for r in rows:
+        tk = subprocess.run([args.tokenloop, "tokenize", "--model", args.model, "--text", r["question"], "--json"],
+                            capture_output=True, text=True, check=True)
+        r["untrained_tokens"] = [p for i, p in zip(*(json.loads(tk.stdout)[k] for k in ("ids", "pieces"))) if i in dead]
+
     n = len(rows)
     res = {"questions": n,
            "greedy_correct_pct": 100.0 * sum(r["greedy_ok"] for r in rows) / n,
            "sampled_correct_pct": 100.0 * sum(r["sampled_ok"] for r in rows) / n,
            "greedy_eos_within_64_pct": 100.0 * sum(r["greedy_stop"] == "eos" for r in rows) / n,
            "sampled_eos_within_64_pct": 100.0 * sum(r["sampled_stop"] == "eos" for r in rows) / n}
+    for name, sel in (("trained_words", [r for r in rows if not r["untrained_tokens"]]),
+                      ("untrained_words", [r for r in rows if r["untrained_tokens"]])):
+        res[name] = {"n": len(sel),
+                     "greedy_pct": round(100.0 * sum(r["greedy_ok"] for r in sel) / max(1, len(sel)), 1),
+                     "sampled_pct": round(100.0 * sum(r["sampled_ok"] for r in sel) / max(1, len(sel)), 1)}
     by = {}
     for r in rows:
         k = "%s/%s" % (r["domain"], r["lang"])
