@@ -88,28 +88,36 @@ SUB_Q_VI = ["{a} trừ {b} bằng mấy?", "{a} - {b} bằng bao nhiêu?", "Tín
 SUB_A_VI = ["{a} trừ {b} bằng {s}.", "{a} - {b} = {s}.", "Kết quả là {s}."]
 
 COL_Q_EN = ["What colour is {t}?", "What color is {t}?", "Which colour is {t}?", "Tell me the colour of {t}.",
-            "What is the colour of {t}?", "What color is {t} usually?"]
+            "What is the colour of {t}?", "What color is {t} usually?",
+            "Usually, {t} is which colour?", "Which colour is {t} usually?", "When you see {t}, what colour is it?"]
 COL_Q_EN_HELD = ["Can you tell me what color {t} usually is?", "Usually, what colour is {t}?"]
 COL_A_EN = ["{T} is {k}.", "{T} is usually {k}.", "The colour of {t} is {k}."]
 COL_Q_VI = ["{T} màu gì?", "{T} có màu gì?", "Màu của {t} là gì?"]
 COL_Q_VI_HELD = ["Bạn có biết {t} thường có màu gì không?"]
 COL_A_VI = ["{T} có màu {k}.", "{T} thường có màu {k}.", "Màu của {t} là màu {k}."]
 MIX_Q_EN = ["What colour do you get when you mix {a} and {b}?", "If I mix {a} and {b}, what colour do I get?",
-            "What do {a} and {b} make when mixed?"]
+            "What do {a} and {b} make when mixed?",
+            "If I mix {a} paint and {b} paint, what colour do I get?",
+            "When you mix {a} and {b}, what colour do you get?", "What colour is made by mixing {a} and {b}?",
+            "Which colour do {a} paint and {b} paint make?"]
 MIX_Q_EN_HELD = ["Mixing {a} paint with {b} paint gives which colour?"]
 MIX_A_EN = ["Mixing {a} and {b} gives {k}.", "You get {k}.", "{a} and {b} make {k}."]
 
 SND_Q_EN = ["What sound does a {a} make?", "What noise does a {a} make?", "How does a {a} sound?",
-            "What does a {a} say?"]
+            "What does a {a} say?",
+            "When a {a} is happy, what sound does it make?"]
 SND_Q_EN_HELD = ["Which sound is made by a {a}?", "When a {a} makes a noise, what does it sound like?"]
 SND_A_EN = ["A {a} says \"{k}\".", "A {a} makes a \"{k}\" sound.", "It goes \"{k}\"."]
-LEG_Q_EN = ["How many legs does a {a} have?", "How many legs has a {a} got?", "Count the legs of a {a}."]
+LEG_Q_EN = ["How many legs does a {a} have?", "How many legs has a {a} got?", "Count the legs of a {a}.",
+            "Tell me the number of legs a {a} has.", "How many legs are on a {a}?"]
 LEG_Q_EN_HELD = ["What is the number of legs on a {a}?"]
 LEG_A_EN = ["A {a} has {k} legs.", "It has {k} legs.", "A {a} walks on {k} legs."]
-LEG_Q_VI = ["Con {a} có mấy chân?", "Con {a} có bao nhiêu chân?"]
+LEG_Q_VI = ["Con {a} có mấy chân?", "Con {a} có bao nhiêu chân?",
+            "Con {a} có tất cả bao nhiêu chân?", "Bạn có biết con {a} có bao nhiêu chân không?"]
 LEG_Q_VI_HELD = ["Bạn có biết con {a} có tất cả mấy chân không?"]
 LEG_A_VI = ["Con {a} có {k} chân.", "Nó có {k} chân."]
-BABY_Q_EN = ["What is a baby {a} called?", "What do you call a baby {a}?", "What is the name of a baby {a}?"]
+BABY_Q_EN = ["What is a baby {a} called?", "What do you call a baby {a}?", "What is the name of a baby {a}?",
+             "What do you call a young {a}?", "A young {a} is called what?"]
 BABY_Q_EN_HELD = ["What's the word for a young {a}?"]
 BABY_A_EN = ["A baby {a} is called a {k}.", "We call a baby {a} a {k}.", "It is called a {k}."]
 
@@ -121,38 +129,55 @@ OPP_Q_VI = ["Từ trái nghĩa với \"{w}\" là gì?", "Trái nghĩa của {w} 
 OPP_Q_VI_HELD = ["Bạn biết từ nào trái nghĩa với \"{w}\" không?"]
 OPP_A_VI = ["Từ trái nghĩa với \"{w}\" là \"{k}\".", "Trái nghĩa của {w} là {k}."]
 
-SPELL_Q_EN = ["How do you spell \"{w}\"?", "Spell the word \"{w}\".", "Can you spell {w}?", "Spell {w} letter by letter."]
+SPELL_Q_EN = ["How do you spell \"{w}\"?", "Spell the word \"{w}\".", "Can you spell {w}?", "Spell {w} letter by letter.",
+              "Which letters spell \"{w}\"?", "Give me the letters of \"{w}\" one by one.", "Spell out {w}."]
 SPELL_Q_EN_HELD = ["Please spell out the word \"{w}\" for me.", "What are the letters of \"{w}\"?"]
 SPELL_A_EN = ["\"{w}\" is spelled {k}.", "The word \"{w}\" is spelled {k}.", "It is spelled {k}."]
 LEN_Q_EN = ["How many letters are in \"{w}\"?", "How many letters does the word \"{w}\" have?",
-            "Count the letters in {w}."]
+            "Count the letters in {w}.",
+            "Tell me the number of letters in {w}."]
 LEN_Q_EN_HELD = ["What is the number of letters in the word \"{w}\"?"]
 LEN_A_EN = ["The word \"{w}\" has {k} letters.", "\"{w}\" has {k} letters: {s}.", "There are {k} letters in \"{w}\"."]
-NEXT_Q_EN = ["What number comes after {n}?", "What is the next number after {n}?", "Which number is one more than {n}?"]
+NEXT_Q_EN = ["What number comes after {n}?", "What is the next number after {n}?", "Which number is one more than {n}?",
+             "What number follows {n} when you count?", "When you count, which number comes after {n}?",
+             "Tell me the number that follows {n}."]
 NEXT_Q_EN_HELD = ["Which number follows {n}?"]
 NEXT_A_EN = ["{k} comes after {n}.", "The number after {n} is {k}.", "It is {k}."]
-NEXT_Q_VI = ["Số nào đứng sau số {n}?", "Sau số {n} là số mấy?"]
+NEXT_Q_VI = ["Số nào đứng sau số {n}?", "Sau số {n} là số mấy?",
+             "Số nào liền sau số {n}?", "Khi đếm, số nào liền sau {n}?"]
 NEXT_Q_VI_HELD = ["Số liền sau của {n} là số nào?"]
 NEXT_A_VI = ["Số đứng sau {n} là {k}.", "Sau {n} là {k}."]
 
 HOW_Q_EN = ["How do I {x}?", "How can I {x}?", "What is the best way to {x}?", "Tell me how to {x}.",
-            "Explain how to {x}.", "how to {x}?"]
+            "Explain how to {x}.", "how to {x}?",
+            "How should I {x}?", "What should I do to {x}?", "Can you explain how to {x}?", "Briefly, how do I {x}?"]
 HOW_Q_EN_HELD = ["Could you explain briefly how I should {x}?", "I need to {x}. How?"]
-HOW_Q_VI = ["Làm sao để {x}?", "Làm thế nào để {x}?", "Hướng dẫn tôi cách {x}."]
+HOW_Q_VI = ["Làm sao để {x}?", "Làm thế nào để {x}?", "Hướng dẫn tôi cách {x}.",
+            "Bạn hãy chỉ cho tôi cách {x}.", "Chỉ cho tôi cách {x} với."]
 HOW_Q_VI_HELD = ["Bạn chỉ tôi cách {x} được không?"]
 
 # Filler around a training question, so the model learns to look past it to the question itself.
 # The held-out phrasings use other fillers ("Hi!", "I was wondering,", "Could you please ..."),
-# so robustness to filler is tested, not memorised.
+# so robustness to filler is tested, not memorised. Every word of a held-out phrasing still occurs
+# somewhere in training (here, in the greetings, or in another question): a model trained from
+# scratch has no meaning at all for a token it never saw (its embedding row stays zero), and the
+# evaluation is about new phrasings, not new words. The held-out phrasing as a whole never occurs.
 FILL_PRE_EN = ["Hey! ", "Hello. ", "Excuse me. ", "Sorry to ask. ", "Okay. ", "Good morning! ", "One question: ",
                "Teacher: ", "Hmm. ", "I have a question. ", "My friend asked me this: ", "Here is my question. ",
                "Quick check: ", "Help me with this one. ", "I want to know something. ", "For my homework: ",
-               "Good evening. ", "Let me ask you something. ", "Tell me please: "]
+               "Good evening. ", "Let me ask you something. ", "Tell me please: ",
+               "Hi. ", "Hi there! ", "I am wondering about something. ", "When you have a moment: "]
 FILL_POST_EN = [" Thanks!", " Thank you.", " I forgot.", " Answer quickly.", " Just curious.", " I need it for class.",
-                " Thanks a lot!", " Be brief.", " My friend doesn't know."]
+                " Thanks a lot!", " Be brief.", " My friend doesn't know.",
+                " Just wondering.", " My teacher made me ask.", " You should know this."]
 FILL_PRE_VI = ["Chào bạn! ", "Cho mình hỏi: ", "Này! ", "Bạn ơi! ", "Dạ. ", "Mình có một câu hỏi. ", "Hỏi nhanh: ",
                "Bạn giúp mình nhé. ", "Cô giáo hỏi: "]
 FILL_POST_VI = [" Cảm ơn!", " Mình quên mất rồi.", " Trả lời nhanh nhé.", " Cảm ơn bạn nhiều.", " Mình cần cho bài tập."]
+
+GREET_Q_EN = ["Hi!", "Hi", "Hi there.", "Hello!", "Hi, how are you?", "Good morning!"]
+GREET_A_EN = ["Hi! How can I help you today?", "Hello! What would you like to know?", "Hi! Ask me a question."]
+GREET_Q_VI = ["Chào bạn!", "Xin chào!", "Chào bạn, bạn khỏe không?"]
+GREET_A_VI = ["Chào bạn! Mình có thể giúp gì cho bạn?", "Xin chào! Bạn muốn hỏi gì?"]
 
 SYSTEMS_EN = ["You are a helpful assistant.", "You are a friendly teacher. Answer briefly.",
               "Answer in one or two sentences.", "You are a concise assistant for a class.",
@@ -175,9 +200,8 @@ def held_out_pattern():
 HELD_OUT = None
 
 
-def en_hold_out(cases, frac, rng):
-    """Split a list of facts into (train, held) so held facts are still learnable (unused only
-    for arithmetic)."""
+def hold_out(cases, frac, rng):
+    """Split a list of cases into (train, held); held cases never occur in training."""
     idx = list(range(len(cases)))
     rng.shuffle(idx)
     n = max(1, int(len(cases) * frac))
@@ -185,14 +209,30 @@ def en_hold_out(cases, frac, rng):
     return [c for i, c in enumerate(cases) if i not in held], [cases[i] for i in held]
 
 
+def hold_out_sums(pairs, frac, rng):
+    """Hold out sums a + b (a != b) whose reverse b + a stays in training: the model has seen the
+    fact, in the other order, but never these two numbers in this order."""
+    idx = list(range(len(pairs)))
+    rng.shuffle(idx)
+    n = max(1, int(len(pairs) * frac))
+    held = set()
+    for i in idx:
+        a, b = pairs[i]
+        if len(held) < n and a != b and (b, a) not in held:
+            held.add((a, b))
+    return [p for p in pairs if p not in held], sorted(held)
+
+
 class Gen:
-    def __init__(self, seed):
+    def __init__(self, seed, split_seed=None):
+        """seed drives the text; split_seed (default: seed) picks the held-out number pairs, so the
+        evaluation generator can draw other questions over the training run's held-out pairs."""
         self.rng = random.Random(seed)
-        r = random.Random(seed + 1)
+        r = random.Random((seed if split_seed is None else split_seed) + 1)
         adds = [(a, b) for a in range(0, 11) for b in range(0, 11)]
         subs = [(a, b) for a in range(0, 13) for b in range(0, a + 1)]
-        self.add_train, self.add_held = en_hold_out(adds, 0.1, r)
-        self.sub_train, self.sub_held = en_hold_out(subs, 0.1, r)
+        self.add_train, self.add_held = hold_out_sums(adds, 0.1, r)
+        self.sub_train, self.sub_held = hold_out(subs, 0.1, r)
 
     def pick(self, xs):
         return self.rng.choice(xs)
@@ -411,6 +451,12 @@ class Gen:
 
     def turn(self, lang):
         """One exchange: [user, assistant] or, for a follow-up, [user, user, assistant]."""
+        if self.rng.random() < 0.02:       # a greeting, as a class's first message often is
+            if lang == "en":
+                return [{"role": "user", "content": self.pick(GREET_Q_EN)},
+                        {"role": "assistant", "content": self.pick(GREET_A_EN)}]
+            return [{"role": "user", "content": self.pick(GREET_Q_VI)},
+                    {"role": "assistant", "content": self.pick(GREET_A_VI)}]
         r = self.rng.random()
         if r < 0.07:                       # a long answer
             q, a = self.long(lang)
@@ -479,7 +525,7 @@ def main():
             f.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
 
     # Held-out questions: every country in both languages, then the other domains.
-    e = Gen(args.seed + 7)
+    e = Gen(args.seed + 7, split_seed=args.seed)
     ev = []
     for i in range(len(COUNTRIES)):
         for lang in ("en", "vi") if i % 3 == 0 else ("en",):
