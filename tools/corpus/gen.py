@@ -458,7 +458,7 @@ class Gen:
             return [{"role": "user", "content": self.pick(GREET_Q_VI)},
                     {"role": "assistant", "content": self.pick(GREET_A_VI)}]
         r = self.rng.random()
-        if r < 0.07:                       # a long answer
+        if r < 0.09:                       # a long answer
             q, a = self.long(lang)
             return [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
         if r < 0.22:                       # the user sends a follow-up before the answer
