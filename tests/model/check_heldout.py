@@ -4,7 +4,7 @@
   check_heldout.py TOKENLOOP MODEL_DIR
 
 Regenerates the training corpus with the seed and size tools/train/train.sh uses, then checks:
-1. no training user message is a held-out question, or matches a held-out phrasing (any fill);
+1. no training user message matches a held-out phrasing (any fill);
 2. no held-out sum or difference occurs as a training question (arithmetic is held out by pairs);
 3. every token of every held-out question has a non-zero embedding row in MODEL_DIR, i.e. the
    model saw that word in training: a new phrasing is the test, an unreadable word is not."""
@@ -44,7 +44,6 @@ def main():
         subprocess.run([sys.executable, os.path.join(ROOT, "tools/corpus/gen.py"), "--seed", seed, "--n", n,
                         "--out", d], check=True)
         held = [json.loads(line) for line in open(os.path.join(d, "eval.jsonl"))]
-        questions = {x["question"] for x in held}
         pattern = gen.held_out_pattern()
         # arithmetic: the split's pairs are the training generator's held pairs, and no training
         # question, in any phrasing, asks one of them
@@ -61,7 +60,7 @@ def main():
             for u in user.finditer(json.loads(line)["text"]):
                 users += 1
                 q = u.group(1)
-                if q in questions or pattern.search(q):
+                if pattern.search(q):
                     fails.append("training question is held out: %r" % q)
                 for k in (0, 1):
                     for r in asked[k]:

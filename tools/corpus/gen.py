@@ -200,27 +200,24 @@ def held_out_pattern():
 HELD_OUT = None
 
 
-def hold_out(cases, frac, rng):
-    """Split a list of cases into (train, held); held cases never occur in training."""
+def hold_out(cases, frac, rng, allowed=None):
+    """Split a list of cases into (train, held); held cases never occur in training.
+    allowed(case, held so far) can refuse a case; the next one in the shuffled order is tried."""
     idx = list(range(len(cases)))
     rng.shuffle(idx)
     n = max(1, int(len(cases) * frac))
-    held = sorted(idx[:n])
-    return [c for i, c in enumerate(cases) if i not in held], [cases[i] for i in held]
-
-
-def hold_out_sums(pairs, frac, rng):
-    """Hold out sums a + b (a != b) whose reverse b + a stays in training: the model has seen the
-    fact, in the other order, but never these two numbers in this order."""
-    idx = list(range(len(pairs)))
-    rng.shuffle(idx)
-    n = max(1, int(len(pairs) * frac))
-    held = set()
+    held = []
     for i in idx:
-        a, b = pairs[i]
-        if len(held) < n and a != b and (b, a) not in held:
-            held.add((a, b))
-    return [p for p in pairs if p not in held], sorted(held)
+        if len(held) < n and (allowed is None or allowed(cases[i], held)):
+            held.append(cases[i])
+    return [c for c in cases if c not in held], sorted(held)
+
+
+def reverse_trained(pair, held):
+    """For sums: hold out a + b (a != b) only while b + a stays in training, so the model has
+    seen the fact in the other order, but never these two numbers in this order."""
+    a, b = pair
+    return a != b and (b, a) not in held
 
 
 class Gen:
@@ -231,7 +228,7 @@ class Gen:
         r = random.Random((seed if split_seed is None else split_seed) + 1)
         adds = [(a, b) for a in range(0, 11) for b in range(0, 11)]
         subs = [(a, b) for a in range(0, 13) for b in range(0, a + 1)]
-        self.add_train, self.add_held = hold_out_sums(adds, 0.1, r)
+        self.add_train, self.add_held = hold_out(adds, 0.1, r, reverse_trained)
         self.sub_train, self.sub_held = hold_out(subs, 0.1, r)
 
     def pick(self, xs):
