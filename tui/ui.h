@@ -24,6 +24,10 @@ typedef struct tl_ui {
     int lesson_open;
     const char *lesson_text;  /* the lesson panel's text (NULL: "no lessons") */
     int mono;                 /* no colours */
+    int lesson_highlight;     /* pane the lesson points at (-1 none): never covered by the panel */
+    int lesson_scroll;        /* first line of the lesson text shown in the strip */
+    int hf_call;              /* overlay: the equivalent transformers call (v->hf_call) */
+    char lang[8];             /* "en" or "vi": every string a student reads */
 } tl_ui;
 
 /* Attributes of the theme; colours when available and wanted, else bold/reverse/underline. */

@@ -73,6 +73,8 @@ typedef struct tl_view {
     const char *held;           /* the held-back buffer */
     char held_reason[96];
     int stream_server;          /* 0: hf TextStreamer, 1: server mode */
+    int skip_prompt, skip_special;   /* the streamer's options, as the session runs it */
+    char hf_call[512];          /* the transformers call equivalent to the current settings */
 
     /* stop pane */
     int eos_ids[TL_VIEW_MAX_EOS];
