@@ -21,6 +21,8 @@ struct tl_metrics {
     double template_ms, tokenize_ms;
     int prompt_tokens;
     double *t, *pass_ms, *unsynced;  /* per generated token; t relative to t0 */
+    double *work;                    /* the host time the step itself took (no pause) */
+    unsigned char *joined;           /* 1: made right after the previous token, no pause */
     int n, cap;
     double step_bytes, bw;
 };
@@ -41,6 +43,8 @@ void tl_metrics_free(tl_metrics *m)
     free(m->t);
     free(m->pass_ms);
     free(m->unsynced);
+    free(m->work);
+    free(m->joined);
     free(m);
 }
 
@@ -69,9 +73,10 @@ void tl_metrics_tokenized(tl_metrics *m, int prompt_tokens)
     m->prompt_tokens = prompt_tokens;
 }
 
-void tl_metrics_token(tl_metrics *m, double pass_ms, double unsynced_ms)
+double tl_metrics_token_gap(tl_metrics *m, double pass_ms, double unsynced_ms, double t_begin, int joined)
 {
     double now = tl_metrics_now(m);
+    double work_ms = t_begin >= 0 ? now - t_begin : pass_ms;
     if (m->n == m->cap) {
         int cap = m->cap ? m->cap * 2 : 64;
         double *a = realloc(m->t, sizeof(double) * (size_t)cap);
@@ -80,13 +85,25 @@ void tl_metrics_token(tl_metrics *m, double pass_ms, double unsynced_ms)
         if (b) m->pass_ms = b;
         double *c = realloc(m->unsynced, sizeof(double) * (size_t)cap);
         if (c) m->unsynced = c;
-        if (!a || !b || !c) return;
+        double *d = realloc(m->work, sizeof(double) * (size_t)cap);
+        if (d) m->work = d;
+        unsigned char *e = realloc(m->joined, (size_t)cap);
+        if (e) m->joined = e;
+        if (!a || !b || !c || !d || !e) return work_ms;
         m->cap = cap;
     }
     m->t[m->n] = now - m->t0;
     m->pass_ms[m->n] = pass_ms;
     m->unsynced[m->n] = unsynced_ms;
+    m->work[m->n] = work_ms;
+    m->joined[m->n] = joined != 0;
     m->n++;
+    return work_ms;
+}
+
+void tl_metrics_token(tl_metrics *m, double pass_ms, double unsynced_ms)
+{
+    tl_metrics_token_gap(m, pass_ms, unsynced_ms, -1, 1);
 }
 
 void tl_metrics_drop(tl_metrics *m, int n)
@@ -119,6 +136,7 @@ tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
     r.prompt_as_output_tokens_per_s = -1;
     r.unsynced_tpot_ms = -1;
     r.bandwidth_gbs = r.floor_ms = r.tpot_over_floor = -1;
+    r.pace_ms = r.work_ms = r.pass_mean_ms = r.lesson_tokens_per_s = -1;
     r.ref_floor_ms = TL_REF_FLOOR_BYTES / TL_REF_FLOOR_BW * 1e3;
     if (m->n >= 1) {
         r.ttft_ms = m->t[0];
@@ -139,6 +157,21 @@ tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
         }
         r.unsynced_applicable = applicable;
         if (applicable) r.unsynced_tpot_ms = sum / (m->n - 1);
+        /* The pace without pauses: a gap made in one run is the wall clock; a gap that
+         * waited for a key press counts only the step's own work. */
+        double pace = 0, pass = 0;
+        for (int i = 1; i < m->n; i++) {
+            if (m->joined[i]) pace += m->t[i] - m->t[i - 1];
+            else {
+                pace += m->work[i];
+                r.paused_gaps++;
+            }
+            pass += m->pass_ms[i];
+        }
+        r.work_ms = pace / (m->n - 1);
+        r.pass_mean_ms = pass / (m->n - 1);
+        r.pace_ms = r.paused_gaps ? r.pass_mean_ms : r.tpot_ms;
+        if (span > 0) r.lesson_tokens_per_s = m->n / (span / 1e3);
     } else if (m->n == 1) {
         r.unsynced_applicable = m->unsynced[0] >= 0;
     }
@@ -146,7 +179,7 @@ tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
     if (m->bw > 0 && m->step_bytes > 0) {
         r.bandwidth_gbs = m->bw / 1e9;
         r.floor_ms = m->step_bytes / m->bw * 1e3;
-        if (r.tpot_ms > 0) r.tpot_over_floor = r.tpot_ms / r.floor_ms;
+        if (r.pace_ms > 0) r.tpot_over_floor = r.pace_ms / r.floor_ms;
     }
     return r;
 }

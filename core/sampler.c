@@ -94,6 +94,13 @@ void tl_sampler_set(tl_sampler *s, tl_sampling p)
     seed_rng(s);
 }
 
+void tl_sampler_tune(tl_sampler *s, tl_sampling p)
+{
+    int reseed = p.seed != s->p.seed;
+    s->p = p;
+    if (reseed) seed_rng(s);
+}
+
 tl_sampling tl_sampler_get(const tl_sampler *s) { return s->p; }
 
 /* Sorting by value with ties broken by index keeps every order deterministic. */

@@ -14,6 +14,7 @@
 #include "tokenloop/backend.h"
 #include "tokenloop/bandwidth.h"
 #include "tokenloop/engine.h"
+#include "tokenloop/paths.h"
 #include "tokenloop/tokenizer.h"
 
 #ifndef TL_SOURCE_DIR
@@ -35,6 +36,7 @@ struct tl_session {
 
     /* the request */
     char *messages;
+    char *msg_system, *msg_user;  /* the last system / user content of messages */
     int add_gen_prompt;
     tl_template_var *vars;
     size_t n_vars;
@@ -51,6 +53,7 @@ struct tl_session {
     int clock_fresh;             /* the request clock started at prepare and no run used it yet */
     tl_chat_result render;
     int have_render;
+    long genprompt_at;
     int *prompt;
     int n_prompt;
     tl_stop_config stop;
@@ -67,7 +70,12 @@ struct tl_session {
     tl_stop_result result;
     int logits_valid;
     char *text;                  /* tl_session_text cache */
+    int in_run, run_steps;       /* tl_generate is stepping; steps it made so far */
 };
+
+static int budget_update(tl_session *s);
+static int recheck_stop(tl_session *s);
+static int restream(tl_session *s);
 
 /* --- small helpers --- */
 
@@ -87,6 +95,27 @@ static const char *piece_bytes(void *ctx, int id, size_t *len, int *special)
 }
 
 static tl_piece_source source(tl_session *s) { return (tl_piece_source){s, piece_bytes}; }
+
+/* The last system and user contents, for front ends that show and edit them. */
+static void cache_messages(tl_session *s)
+{
+    free(s->msg_system);
+    free(s->msg_user);
+    s->msg_system = s->msg_user = NULL;
+    cJSON *arr = s->messages ? cJSON_Parse(s->messages) : NULL;
+    for (cJSON *m = arr ? arr->child : NULL; m; m = m->next) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (!cJSON_IsString(r) || !cJSON_IsString(c)) continue;
+        char **slot = !strcmp(r->valuestring, "system") ? &s->msg_system
+                      : !strcmp(r->valuestring, "user") ? &s->msg_user : NULL;
+        if (slot) {
+            free(*slot);
+            *slot = strdup(c->valuestring);
+        }
+    }
+    cJSON_Delete(arr);
+}
 
 static int file_exists(const char *dir, const char *name)
 {
@@ -147,6 +176,7 @@ static void unprepare(tl_session *s)
     clear_generation(s);
     if (s->have_render) tl_chat_result_free(&s->render);
     s->have_render = 0;
+    s->genprompt_at = -1;
     free(s->prompt);
     s->prompt = NULL;
     s->n_prompt = 0;
@@ -171,8 +201,9 @@ static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
     const char *tdir = s->opts.tokenizer_dir;
     if (!tdir && s->m->dir[0] && file_exists(s->m->dir, "tokenizer.json")) tdir = s->m->dir;
     if (!tdir && s->opts.model_dir && file_exists(s->opts.model_dir, "tokenizer.json")) tdir = s->opts.model_dir;
-    if (!tdir) tdir = TL_SOURCE_DIR "/assets/tokenizer";
-    if (file_exists(tdir, "tokenizer.json")) {
+    char bundled[4096];
+    if (!tdir && tl_paths_default_tokenizer(bundled, sizeof bundled, NULL) == 0) tdir = bundled;
+    if (tdir && file_exists(tdir, "tokenizer.json")) {
         if (tl_tokenizer_load(&s->tok, tdir, err)) return -1;
         if (tl_chat_config_load(tdir, &s->chat, NULL) == 0) {
             s->have_chat = 1;
@@ -236,6 +267,8 @@ void tl_session_free(tl_session *s)
     free(s->gen_start);
     free(s->gen_bytes);
     free(s->messages);
+    free(s->msg_system);
+    free(s->msg_user);
     for (size_t i = 0; i < s->n_vars; i++) {
         free((char *)s->vars[i].name);
         free((char *)s->vars[i].json);
@@ -267,7 +300,44 @@ int tl_session_set_messages(tl_session *s, const char *messages_json, tl_error *
     free(s->messages);
     s->messages = copy;
     s->have_raw = 0;
+    cache_messages(s);
     return 0;
+}
+
+int tl_session_set_message(tl_session *s, const char *role, const char *content, tl_error *err)
+{
+    if (!role || !*role) return tl_error_set(err, "messages: no role given");
+    cJSON *arr = s->messages ? cJSON_Parse(s->messages) : cJSON_CreateArray();
+    if (!cJSON_IsArray(arr)) {
+        cJSON_Delete(arr);
+        arr = cJSON_CreateArray();
+    }
+    cJSON *last = NULL;
+    int last_i = -1, i = 0;
+    for (cJSON *m = arr ? arr->child : NULL; m; m = m->next, i++) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (cJSON_IsString(r) && !strcmp(r->valuestring, role)) {
+            last = m;
+            last_i = i;
+        }
+    }
+    if (!content) {
+        if (last) cJSON_DeleteItemFromArray(arr, last_i);
+    } else if (last) {
+        cJSON_ReplaceItemInObjectCaseSensitive(last, "content", cJSON_CreateString(content));
+    } else {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", role);
+        cJSON_AddStringToObject(m, "content", content);
+        if (!strcmp(role, "system")) cJSON_InsertItemInArray(arr, 0, m);
+        else cJSON_AddItemToArray(arr, m);
+    }
+    char *js = arr ? cJSON_PrintUnformatted(arr) : NULL;
+    cJSON_Delete(arr);
+    if (!js) return tl_error_set(err, "messages: out of memory");
+    int rc = tl_session_set_messages(s, js, err);
+    free(js);
+    return rc;
 }
 
 int tl_session_set_user(tl_session *s, const char *system, const char *text, tl_error *err)
@@ -335,16 +405,16 @@ int tl_session_set_prompt_ids(tl_session *s, const int *ids, int n, tl_error *er
 
 void tl_session_set_sampling(tl_session *s, tl_sampling p)
 {
-    unprepare(s);
-    tl_sampler_set(s->sampler, p);
+    if (s->n_gen == 0) tl_sampler_set(s->sampler, p);
+    else tl_sampler_tune(s->sampler, p);   /* from the next token on */
 }
 
 tl_sampling tl_session_sampling(const tl_session *s) { return tl_sampler_get(s->sampler); }
 
 void tl_session_set_max_new_tokens(tl_session *s, int n)
 {
-    unprepare(s);
     s->request_max_new = n > 0 ? n : 0;
+    if (s->prepared && (budget_update(s) || recheck_stop(s))) unprepare(s);
 }
 
 int tl_session_set_stop_strings(tl_session *s, const char *const *stop, int n, tl_error *err)
@@ -352,25 +422,37 @@ int tl_session_set_stop_strings(tl_session *s, const char *const *stop, int n, t
     if (n < 0 || n > TL_MAX_STOP) return tl_error_set(err, "--stop: at most %d stop strings", TL_MAX_STOP);
     for (int i = 0; i < n; i++)
         if (!stop[i] || !stop[i][0]) return tl_error_set(err, "--stop: empty stop string");
-    unprepare(s);
     for (int i = 0; i < s->n_stop; i++) free(s->stop_str[i]);
     for (int i = 0; i < n; i++) s->stop_str[i] = strdup(stop[i]);
     s->n_stop = n;
+    for (int i = 0; i < n; i++)
+        if (!s->stop_str[i]) {
+            unprepare(s);
+            return tl_error_set(err, "--stop: out of memory");
+        }
+    if (s->prepared) {
+        s->stop.n_stop = s->n_stop;
+        for (int i = 0; i < s->n_stop; i++) s->stop.stop[i] = s->stop_str[i];
+        /* the streamer holds back what could become a stop string: it needs the new list */
+        if (recheck_stop(s) || restream(s)) unprepare(s);
+    }
     return 0;
 }
 
 void tl_session_set_stream_mode(tl_session *s, tl_stream_mode mode)
 {
-    unprepare(s);
     s->sopts.mode = mode;
+    if (s->prepared && restream(s)) unprepare(s);
 }
 
 void tl_session_set_streamer_opts(tl_session *s, int skip_prompt, int skip_special, int clean_up)
 {
-    unprepare(s);
     s->sopts.skip_prompt = skip_prompt != 0;
     s->sopts.skip_special_tokens = skip_special != 0;
     s->sopts.clean_up_spaces = clean_up != 0;
+    free(s->text);
+    s->text = NULL;
+    if (s->prepared && restream(s)) unprepare(s);
 }
 
 void tl_session_set_top_n(tl_session *s, int n)
@@ -380,10 +462,37 @@ void tl_session_set_top_n(tl_session *s, int n)
     s->top_n = n;
 }
 
+static tl_streamer *make_streamer(tl_session *s)
+{
+    tl_streamer_opts so = s->sopts;
+    so.stop = (const char *const *)s->stop_str;
+    so.n_stop = s->n_stop;
+    return tl_streamer_create(source(s), &so);
+}
+
+/* The render without the generation prompt, before the request clock starts: where the
+ * generation prompt begins when that render is a prefix of the real one. */
+static size_t render_without_genprompt(tl_session *s, char **text)
+{
+    *text = NULL;
+    if (!s->add_gen_prompt || s->have_raw || !s->messages || !s->tpl) return 0;
+    tl_chat_result off;
+    if (tl_chat_render(s->tpl, s->messages, s->vars, s->n_vars, 0, s->chat.bos_token,
+                       s->chat.eos_token, &off, NULL))
+        return 0;
+    size_t n = off.len;
+    *text = malloc(n + 1);
+    if (*text) memcpy(*text, off.text, n);
+    tl_chat_result_free(&off);
+    return *text ? n : 0;
+}
+
 int tl_session_prepare(tl_session *s, tl_error *err)
 {
     if (s->prepared) return 0;
     unprepare(s);
+    char *off = NULL;
+    size_t off_len = render_without_genprompt(s, &off);
     tl_metrics_start(s->metrics);
     if (s->have_raw) {
         s->prompt = malloc(sizeof(int) * (size_t)s->n_raw);
@@ -392,18 +501,30 @@ int tl_session_prepare(tl_session *s, tl_error *err)
         s->n_prompt = s->n_raw;
         tl_metrics_tokenized(s->metrics, s->n_prompt);
     } else {
-        if (!s->messages) return tl_error_set(err, "prompt: no messages and no prompt ids");
-        if (!s->tok) return tl_error_set(err, "prompt: no tokenizer (tokenizer.json) for this model");
+        if (!s->messages) {
+            free(off);
+            return tl_error_set(err, "prompt: no messages and no prompt ids");
+        }
+        if (!s->tok) {
+            free(off);
+            return tl_error_set(err, "prompt: no tokenizer (tokenizer.json) for this model");
+        }
         if (!s->tpl) {
             if (!s->have_chat || !s->chat.template_src)
                 return tl_error_set(err, "prompt: the tokenizer has no chat template");
             if (tl_template_compile(s->chat.template_src, &s->tpl, err)) return -1;
         }
         if (tl_chat_render(s->tpl, s->messages, s->vars, s->n_vars, s->add_gen_prompt,
-                           s->chat.bos_token, s->chat.eos_token, &s->render, err))
+                           s->chat.bos_token, s->chat.eos_token, &s->render, err)) {
+            free(off);
             return -1;
+        }
         s->have_render = 1;
         tl_metrics_templated(s->metrics);
+        if (off && off_len < s->render.len && !memcmp(off, s->render.text, off_len))
+            s->genprompt_at = (long)off_len;
+        free(off);
+        off = NULL;
         /* apply_chat_template(tokenize=True): specials parsed, no BOS added (the template has it) */
         if (tl_tokenizer_encode(s->tok, s->render.text, s->render.len, 0, &s->prompt, &s->n_prompt, err))
             return -1;
@@ -414,29 +535,15 @@ int tl_session_prepare(tl_session *s, tl_error *err)
                 return tl_error_set(err, "prompt: token id %d is outside the model's vocabulary (%d)",
                                     s->prompt[i], s->m->cfg.vocab_size);
     }
+    free(off);
     int cap = tl_engine_capacity(s->e);
     if (s->n_prompt >= cap)
         return tl_error_set(err, "prompt: %d tokens do not fit the context (%d positions)", s->n_prompt, cap);
-    s->stop.max_new_tokens = tl_stop_budget(&s->m->gen, s->request_max_new, s->n_prompt, cap,
-                                            &s->stop.budget_source);
     s->stop.n_stop = s->n_stop;
     for (int i = 0; i < s->n_stop; i++) s->stop.stop[i] = s->stop_str[i];
-    tl_streamer_opts so = s->sopts;
-    so.stop = (const char *const *)s->stop_str;
-    so.n_stop = s->n_stop;
-    s->streamer = tl_streamer_create(source(s), &so);
+    s->streamer = make_streamer(s);
     if (!s->streamer) return tl_error_set(err, "streamer: out of memory");
-    int cap_gen = s->stop.max_new_tokens + 1;
-    if (cap_gen > s->cap_gen) {
-        int *g = realloc(s->gen, sizeof(int) * (size_t)cap_gen);
-        if (g) s->gen = g;
-        size_t *st = realloc(s->gen_start, sizeof(size_t) * (size_t)cap_gen);
-        if (st) s->gen_start = st;
-        tl_step *sp = realloc(s->steps, sizeof(tl_step) * (size_t)cap_gen);
-        if (sp) s->steps = sp;
-        if (!g || !st || !sp) return tl_error_set(err, "session: out of memory");
-        s->cap_gen = cap_gen;
-    }
+    if (budget_update(s)) return tl_error_set(err, "session: out of memory");
     s->prepared = 1;
     s->clock_fresh = 1;
     return 0;
@@ -455,6 +562,9 @@ static char *dupn(const char *p, size_t n)
 }
 
 /* Appends id as generated token k (== n_gen): bytes, streamer, stop check, the step's texts. */
+static tl_stop_result check_newest(tl_session *s);
+static int record_stream(tl_session *s, tl_step *st, int end);
+
 static int append_token(tl_session *s, int id, tl_step *st, tl_error *err)
 {
     size_t len = 0;
@@ -477,38 +587,111 @@ static int append_token(tl_session *s, int id, tl_step *st, tl_error *err)
     s->text = NULL;
 
     if (tl_streamer_put(s->streamer, &id, 1)) return tl_error_set(err, "streamer: failed");
+    st->stop = check_newest(s);
+    if (st->stop.reason != TL_STOP_NONE) {
+        s->done = 1;
+        s->result = st->stop;
+    }
+    st->chosen = id;
+    if (s->tok) tl_tokenizer_display(s->tok, id, st->piece, sizeof st->piece);
+    else snprintf(st->piece, sizeof st->piece, "<%d>", id);
+    if (record_stream(s, st, s->done)) return tl_error_set(err, "session: out of memory");
+    return 0;
+}
+
+/* The stop criteria on the newest generated token. */
+static tl_stop_result check_newest(tl_session *s)
+{
+    int id = s->gen[s->n_gen - 1];
+    tl_stop_result r = tl_stop_check(&s->stop, id, s->n_gen, s->gen_bytes, s->n_bytes, s->gen_start[s->n_gen - 1]);
+    if (r.reason == TL_STOP_EOS && s->tok && tl_tokenizer_token(s->tok, id))
+        snprintf(r.detail, sizeof r.detail, "eos id %d %s (from %s)", id, tl_tokenizer_token(s->tok, id),
+                 s->stop.eos_source ? s->stop.eos_source : "?");
+    else if (r.reason == TL_STOP_MAX_NEW_TOKENS && s->n_gen > s->stop.max_new_tokens)
+        snprintf(r.detail, sizeof r.detail, "budget lowered to %d after %d new tokens (from %s)",
+                 s->stop.max_new_tokens, s->n_gen, tl_budget_source_name(s->stop.budget_source));
+    return r;
+}
+
+/* What the streamer printed for the token just put (and, when generation ends there, what its
+ * end flushed), and what it holds back now, into the step. */
+static int record_stream(tl_session *s, tl_step *st, int end)
+{
     size_t pl;
     const char *printed = tl_streamer_printed(s->streamer, &pl);
     char *pr = dupn(printed, pl);
-    st->stop = tl_stop_check(&s->stop, id, s->n_gen, s->gen_bytes, s->n_bytes, s->gen_start[s->n_gen - 1]);
-    if (st->stop.reason == TL_STOP_EOS && s->tok && tl_tokenizer_token(s->tok, id))
-        snprintf(st->stop.detail, sizeof st->stop.detail, "eos id %d %s (from %s)", id,
-                 tl_tokenizer_token(s->tok, id), s->stop.eos_source ? s->stop.eos_source : "?");
-    if (st->stop.reason != TL_STOP_NONE) {
+    if (end) {
         tl_streamer_end(s->streamer);
         size_t el;
         const char *e = tl_streamer_printed(s->streamer, &el);
-        char *both = malloc(pl + el + 1);
-        if (both && pr) {
+        char *both = pr ? malloc(pl + el + 1) : NULL;
+        if (both) {
             memcpy(both, pr, pl);
             memcpy(both + pl, e, el);
             both[pl + el] = 0;
         }
         free(pr);
         pr = both;
-        s->done = 1;
-        s->result = st->stop;
     }
     size_t hl;
     const char *held = tl_streamer_held(s->streamer, &hl);
+    free(st->printed);
+    free(st->held);
     st->printed = pr;
     st->held = dupn(held, hl);
     st->hold_reason = tl_streamer_hold_reason(s->streamer);
-    st->chosen = id;
-    if (s->tok) tl_tokenizer_display(s->tok, id, st->piece, sizeof st->piece);
-    else snprintf(st->piece, sizeof st->piece, "<%d>", id);
-    if (!st->printed || !st->held) return tl_error_set(err, "session: out of memory");
+    return st->printed && st->held ? 0 : -1;
+}
+
+/* A new streamer with the current options, fed the prompt and every generated token again:
+ * each step's printed and held text become what this streamer would have shown. */
+static int restream(tl_session *s)
+{
+    tl_streamer *n = make_streamer(s);
+    if (!n) return -1;
+    tl_streamer_free(s->streamer);
+    s->streamer = n;
+    free(s->text);
+    s->text = NULL;
+    if (tl_streamer_put(s->streamer, s->prompt, s->n_prompt)) return -1;
+    for (int i = 0; i < s->n_gen; i++) {
+        if (tl_streamer_put(s->streamer, &s->gen[i], 1)) return -1;
+        if (record_stream(s, &s->steps[i], s->done && i == s->n_gen - 1)) return -1;
+    }
     return 0;
+}
+
+/* The budget for this prompt, and room for that many steps. */
+static int budget_update(tl_session *s)
+{
+    s->stop.max_new_tokens = tl_stop_budget(&s->m->gen, s->request_max_new, s->n_prompt,
+                                            tl_engine_capacity(s->e), &s->stop.budget_source);
+    int cap_gen = s->stop.max_new_tokens + 1;
+    if (cap_gen <= s->cap_gen) return 0;
+    int *g = realloc(s->gen, sizeof(int) * (size_t)cap_gen);
+    if (g) s->gen = g;
+    size_t *st = realloc(s->gen_start, sizeof(size_t) * (size_t)cap_gen);
+    if (st) s->gen_start = st;
+    tl_step *sp = realloc(s->steps, sizeof(tl_step) * (size_t)cap_gen);
+    if (sp) s->steps = sp;
+    if (!g || !st || !sp) return -1;
+    s->cap_gen = cap_gen;
+    return 0;
+}
+
+/* The stop settings changed: judge the newest token again. An EOS is the model's choice and
+ * stays; a budget or stop-string stop follows the new settings. */
+static int recheck_stop(tl_session *s)
+{
+    if (s->n_gen == 0 || (s->done && s->result.reason == TL_STOP_EOS)) return 0;
+    tl_step *st = &s->steps[s->n_gen - 1];
+    tl_stop_result r = check_newest(s);
+    int was = s->done;
+    st->stop = r;
+    s->done = r.reason != TL_STOP_NONE;
+    if (s->done) s->result = r;
+    else memset(&s->result, 0, sizeof s->result);
+    return was != s->done ? restream(s) : 0;
 }
 
 int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
@@ -516,10 +699,15 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
     if (out) *out = NULL;
     if (!s->prepared && tl_session_prepare(s, err)) return -1;
     if (s->done) return TL_SESSION_DONE;
+    if (s->n_gen >= s->cap_gen) return tl_error_set(err, "session: no room for step %d", s->n_gen);
+    double t_begin = tl_metrics_now(s->metrics);
     int k = s->n_gen;
     tl_step *st = &s->steps[k];
     memset(st, 0, sizeof *st);
     st->index = k;
+    st->joined = s->in_run && s->run_steps > 0 && k > 0;
+    if (s->in_run) s->run_steps++;
+    st->sampling = tl_sampler_get(s->sampler);
     if (k == 0) {
         if (!s->clock_fresh) {   /* a rerun after reset/rewind: the request starts now */
             tl_metrics_start(s->metrics);
@@ -541,7 +729,8 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
     }
     const float *logits = tl_engine_logits(s->e);
     int id = tl_sampler_sample(s->sampler, logits, s->top_n, &st->sample);
-    tl_metrics_token(s->metrics, tl_engine_last_ms(s->e), tl_engine_last_unsynced_ms(s->e));
+    st->work_ms = tl_metrics_token_gap(s->metrics, tl_engine_last_ms(s->e), tl_engine_last_unsynced_ms(s->e),
+                                       t_begin, st->joined);
     st->ms = tl_engine_last_ms(s->e);
     st->t_ms = tl_metrics_token_time(s->metrics, k);
     st->pos = tl_engine_pos(s->e);
@@ -602,6 +791,9 @@ int tl_session_force(tl_session *s, int id, tl_error *err)
     st->pos = keep.pos;
     st->ms = keep.ms;
     st->t_ms = keep.t_ms;
+    st->work_ms = keep.work_ms;
+    st->joined = keep.joined;
+    st->sampling = keep.sampling;
     st->forced = 1;
     tl_sampler_explain(s->sampler, tl_engine_logits(s->e), s->top_n, id, &st->sample);
     return append_token(s, id, st, err);
@@ -630,7 +822,7 @@ int tl_session_rewind(tl_session *s, int n, tl_error *err)
 
 void tl_session_reset(tl_session *s) { clear_generation(s); }
 
-int tl_generate(tl_session *s, tl_step_hook hook, void *ctx, tl_error *err)
+static int generate_loop(tl_session *s, tl_step_hook hook, void *ctx, tl_error *err)
 {
     for (;;) {
         const tl_step *st;
@@ -641,6 +833,48 @@ int tl_generate(tl_session *s, tl_step_hook hook, void *ctx, tl_error *err)
         if (s->done) return TL_SESSION_DONE;
     }
 }
+
+int tl_generate(tl_session *s, tl_step_hook hook, void *ctx, tl_error *err)
+{
+    s->in_run = 1;   /* the steps of one run follow each other with no pause: their gaps count */
+    s->run_steps = 0;
+    int rc = generate_loop(s, hook, ctx, err);
+    s->in_run = 0;
+    return rc;
+}
+
+/* --- the settings --- */
+
+const char *tl_session_messages(const tl_session *s) { return s->have_raw ? NULL : s->messages; }
+
+const char *tl_session_message(const tl_session *s, const char *role)
+{
+    if (s->have_raw || !role) return NULL;
+    if (!strcmp(role, "system")) return s->msg_system;
+    if (!strcmp(role, "user")) return s->msg_user;
+    return NULL;
+}
+
+int tl_session_add_generation_prompt(const tl_session *s) { return s->add_gen_prompt; }
+int tl_session_max_new_tokens(const tl_session *s) { return s->request_max_new; }
+
+const char *const *tl_session_stop_strings(const tl_session *s, int *n)
+{
+    if (n) *n = s->n_stop;
+    return (const char *const *)s->stop_str;
+}
+
+tl_stream_mode tl_session_stream_mode(const tl_session *s) { return s->sopts.mode; }
+
+void tl_session_streamer_flags(const tl_session *s, int *skip_prompt, int *skip_special, int *clean_up)
+{
+    if (skip_prompt) *skip_prompt = s->sopts.skip_prompt;
+    if (skip_special) *skip_special = s->sopts.skip_special_tokens;
+    if (clean_up) *clean_up = s->sopts.clean_up_spaces;
+}
+
+int tl_session_raw_prompt(const tl_session *s) { return s->have_raw; }
+long tl_session_genprompt_at(const tl_session *s) { return s->have_render ? s->genprompt_at : -1; }
 
 /* --- accessors --- */
 

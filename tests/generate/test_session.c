@@ -91,8 +91,15 @@ static void steps_and_budgets(void)
     TL_CHECK_STR(cat, streamed);
     free(cat);
 
-    /* a request override */
+    /* a budget lowered below what was generated stops at once, keeping the tokens */
+    int before = tl_session_n_steps(s);
     tl_session_set_max_new_tokens(s, 5);
+    TL_CHECK_INT(tl_session_n_steps(s), before);
+    TL_CHECK_INT(tl_session_done(s), 1);
+    TL_CHECK_INT(tl_session_stop(s)->reason, TL_STOP_MAX_NEW_TOKENS);
+    TL_CHECK(strstr(tl_session_stop(s)->detail, "lowered to 5") != NULL);
+    /* a request override, from the start */
+    tl_session_reset(s);
     run(s);
     TL_CHECK_INT(tl_session_n_steps(s), 5);
     TL_CHECK_INT(tl_session_stop_config(s)->budget_source, TL_BUDGET_REQUEST);
@@ -187,8 +194,21 @@ static void eos_and_stop_string(void)
     TL_CHECK_INT(tl_session_done(s), 0);
     TL_CHECK_STR(tl_session_text(s, NULL), "Hello,!");
 
-    /* server mode: nothing held for words; the stop string and what follows are cut */
+    /* switching the streamer replays it over the same tokens */
+    int nbefore = tl_session_n_steps(s);
     tl_session_set_stream_mode(s, TL_STREAM_SERVER);
+    TL_CHECK_INT(tl_session_n_steps(s), nbefore);
+    TL_CHECK_STR(tl_session_step_at(s, 0)->printed, "Hello");
+    TL_CHECK_STR(tl_session_step_at(s, 1)->printed, "");
+    TL_CHECK_STR(tl_session_step_at(s, 2)->printed, ",!");
+    TL_CHECK_STR(tl_session_streamed(s, NULL), "Hello,!");
+    tl_session_set_stream_mode(s, TL_STREAM_HF);
+    TL_CHECK_STR(tl_session_step_at(s, 2)->printed, "");   /* no space yet: all held */
+    TL_CHECK_STR(tl_session_step_at(s, 2)->held, "Hello,!");
+    tl_session_set_stream_mode(s, TL_STREAM_SERVER);
+
+    /* server mode: nothing held for words; the stop string and what follows are cut */
+    tl_session_reset(s);
     for (int i = 0; i < 3; i++) {
         tl_session_step(s, &st, &err);
         tl_session_force(s, ids[i], &err);
@@ -270,6 +290,7 @@ static void rewind_and_branch(void)
     /* sampling: same seed, same tokens; another seed, (almost surely) others */
     tl_sampling sp = {.greedy = 0, .temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .seed = 42};
     tl_session_set_sampling(s, sp);
+    tl_session_reset(s);
     run(s);
     int a[12];
     memcpy(a, tl_session_generated_ids(s, &n), sizeof a);
@@ -278,6 +299,7 @@ static void rewind_and_branch(void)
     TL_CHECK(!memcmp(tl_session_generated_ids(s, &n), a, sizeof a));
     sp.seed = 43;
     tl_session_set_sampling(s, sp);
+    tl_session_reset(s);
     run(s);
     TL_CHECK(memcmp(tl_session_generated_ids(s, &n), a, sizeof a) != 0);
     tl_session_free(s);
@@ -315,16 +337,139 @@ static void messages_and_clock(void)
     TL_CHECK_INT(eot, 3);   /* system, the user's literal (parsed as the control token), user end */
     run(s);
     tl_metrics_report r = tl_session_metrics(s);
-    /* each clock reading is +1 ms: start, templated, tokenized, then one per token */
+    /* each clock reading is +1 ms: start, templated, tokenized, then two per token (the step
+     * begins, the id is on the host) */
     TL_CHECK_NEAR(r.template_ms, 1, 1e-9);
     TL_CHECK_NEAR(r.tokenize_ms, 1, 1e-9);
-    TL_CHECK_NEAR(r.ttft_ms, 3, 1e-9);
-    TL_CHECK_NEAR(r.tpot_ms, 1, 1e-9);
+    TL_CHECK_NEAR(r.ttft_ms, 4, 1e-9);
+    TL_CHECK_NEAR(r.tpot_ms, 2, 1e-9);
+    TL_CHECK_NEAR(r.pace_ms, 2, 1e-9);   /* one run: no pause, the pace is the wall clock */
+    TL_CHECK_INT(r.paused_gaps, 0);
     TL_CHECK_INT(r.generated, 4);
     TL_CHECK_INT(r.unsynced_applicable, 0);
     TL_CHECK_NEAR(r.bandwidth_gbs, 10, 1e-9);
     TL_CHECK_NEAR(r.floor_ms, r.step_bytes / 10e9 * 1e3, 1e-12);
     TL_CHECK(r.step_bytes > 128256.0 * 32 * 2);
+    tl_session_free(s);
+}
+
+/* A clock that runs with the real one plus the pauses a test injects between key presses. */
+static double pause_offset;
+static double paused_clock(void *ctx)
+{
+    (void)ctx;
+    return tl_clock_monotonic_ms(NULL) + pause_offset;
+}
+
+static void settings_mid_answer(void)
+{
+    tl_error err = {{0}};
+    tl_session *s = open_variant("llama31", NULL, NULL);
+    if (!s) return;
+    TL_CHECK_INT(tl_session_set_prompt_ids(s, prompt, 5, &err), 0);
+    tl_session_set_sampling(s, greedy());
+    tl_session_set_max_new_tokens(s, 12);
+    for (int i = 0; i < 4; i++) TL_CHECK_INT(tl_session_step(s, NULL, &err), TL_SESSION_STEPPED);
+    int n, kept[4];
+    memcpy(kept, tl_session_generated_ids(s, &n), sizeof kept);
+
+    /* "from here on, sample hotter": the four tokens stay, the next ones are sampled */
+    tl_sampling hot = {.greedy = 0, .temperature = 1.7f, .top_k = 0, .top_p = 1.0f, .seed = 7};
+    tl_session_set_sampling(s, hot);
+    TL_CHECK_INT(tl_session_n_steps(s), 4);
+    TL_CHECK(!memcmp(tl_session_generated_ids(s, &n), kept, sizeof kept));
+    TL_CHECK_INT(tl_session_step(s, NULL, &err), TL_SESSION_STEPPED);
+    TL_CHECK_INT(tl_session_n_steps(s), 5);
+    TL_CHECK(!memcmp(tl_session_generated_ids(s, &n), kept, sizeof kept));
+    /* the step record says which settings chose each token */
+    TL_CHECK_INT(tl_session_step_at(s, 3)->sampling.greedy, 1);
+    TL_CHECK_INT(tl_session_step_at(s, 4)->sampling.greedy, 0);
+    TL_CHECK_NEAR(tl_session_step_at(s, 4)->sampling.temperature, 1.7, 1e-6);
+
+    /* the budget: lowered to what is there, the answer stops now; raised again, it goes on */
+    tl_session_set_max_new_tokens(s, 5);
+    TL_CHECK_INT(tl_session_done(s), 1);
+    TL_CHECK_INT(tl_session_stop(s)->reason, TL_STOP_MAX_NEW_TOKENS);
+    TL_CHECK_INT(tl_session_step_at(s, 4)->stop.reason, TL_STOP_MAX_NEW_TOKENS);
+    size_t l1;
+    tl_session_streamed(s, &l1);
+    TL_CHECK(l1 > 0);   /* the end flushed what was held */
+    tl_session_set_max_new_tokens(s, 8);
+    TL_CHECK_INT(tl_session_done(s), 0);
+    TL_CHECK_INT(tl_session_step_at(s, 4)->stop.reason, TL_STOP_NONE);
+    TL_CHECK_INT(tl_session_n_steps(s), 5);
+    TL_CHECK_INT(run(s), TL_SESSION_DONE);
+    TL_CHECK_INT(tl_session_n_steps(s), 8);
+    TL_CHECK(!memcmp(tl_session_generated_ids(s, &n), kept, sizeof kept));
+
+    /* a stop string that the newest token completes fires at once; removing it undoes it */
+    const int *g = tl_session_generated_ids(s, &n);
+    size_t len;
+    const char *piece = tl_tokenizer_piece(tl_session_tokenizer(s), g[n - 1], &len);
+    tl_session_set_max_new_tokens(s, 12);
+    TL_CHECK_INT(tl_session_done(s), 0);
+    if (piece && len > 0 && len < 32) {
+        char stop[33];
+        memcpy(stop, piece, len);
+        stop[len] = 0;
+        const char *list[] = {stop};
+        if (strlen(stop) == len) {
+            TL_CHECK_INT(tl_session_set_stop_strings(s, list, 1, &err), 0);
+            TL_CHECK_INT(tl_session_done(s), 1);
+            TL_CHECK_INT(tl_session_stop(s)->reason, TL_STOP_STRING);
+            TL_CHECK_INT(tl_session_set_stop_strings(s, NULL, 0, &err), 0);
+            TL_CHECK_INT(tl_session_done(s), 0);
+        }
+    }
+    TL_CHECK_INT(tl_session_n_steps(s), 8);
+
+    /* changing the prompt starts over */
+    tl_session_set_add_generation_prompt(s, 0);
+    TL_CHECK_INT(tl_session_n_steps(s), 0);
+    tl_session_free(s);
+}
+
+static void hand_stepping_clock(void)
+{
+    tl_error err = {{0}};
+    tl_session *s = open_variant("llama31", paused_clock, NULL);
+    if (!s) return;
+    TL_CHECK_INT(tl_session_set_prompt_ids(s, prompt, 5, &err), 0);
+    tl_session_set_sampling(s, greedy());
+    tl_session_set_max_new_tokens(s, 12);
+    /* a teacher presses Space every 2 s */
+    for (int i = 0; i < 6; i++) {
+        TL_CHECK_INT(tl_session_step(s, NULL, &err), TL_SESSION_STEPPED);
+        pause_offset += 2000;
+    }
+    tl_metrics_report r = tl_session_metrics(s);
+    TL_CHECK_INT(r.paused_gaps, 5);
+    TL_CHECK(r.tpot_ms >= 2000);                      /* the wall clock holds the pauses */
+    TL_CHECK_NEAR(r.pace_ms, r.pass_mean_ms, 1e-9);   /* the headline does not */
+    TL_CHECK(r.pace_ms > 0 && r.pace_ms < 2 * r.pass_mean_ms);
+    TL_CHECK(r.work_ms >= r.pass_mean_ms && r.work_ms < 1000);
+    for (int i = 1; i < 6; i++) TL_CHECK_INT(tl_session_step_at(s, i)->joined, 0);
+
+    /* one more step after a pause, then back: the figures are the ones from before */
+    TL_CHECK_INT(tl_session_step(s, NULL, &err), TL_SESSION_STEPPED);
+    pause_offset += 5000;
+    TL_CHECK_INT(tl_session_rewind(s, 1, &err), 0);
+    tl_metrics_report b = tl_session_metrics(s);
+    TL_CHECK_NEAR(b.tpot_ms, r.tpot_ms, 1e-9);
+    TL_CHECK_NEAR(b.pace_ms, r.pace_ms, 1e-9);
+    TL_CHECK_INT(b.generated, r.generated);
+
+    /* the same request in one run: no pauses, the pace is the wall clock */
+    tl_session_reset(s);
+    run(s);
+    tl_metrics_report u = tl_session_metrics(s);
+    TL_CHECK_INT(u.paused_gaps, 0);
+    TL_CHECK_NEAR(u.pace_ms, u.tpot_ms, 1e-9);
+    TL_CHECK(u.tpot_ms < 1000);
+    TL_CHECK(u.tpot_ms >= u.pass_mean_ms);
+    /* the lesson's n / (last - first) reads n/(n-1) faster than tokenloop's (n-1) gaps */
+    TL_CHECK_NEAR(u.lesson_tokens_per_s / u.decode_tokens_per_s, 12.0 / 11.0, 1e-9);
+    for (int i = 1; i < 12; i++) TL_CHECK_INT(tl_session_step_at(s, i)->joined, 1);
     tl_session_free(s);
 }
 
@@ -361,6 +506,8 @@ int main(int argc, char **argv)
     eos_and_stop_string();
     rewind_and_branch();
     messages_and_clock();
+    settings_mid_answer();
+    hand_stepping_clock();
     bad_input();
     return TL_TEST_END("generate_session");
 }

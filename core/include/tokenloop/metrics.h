@@ -25,6 +25,11 @@ void tl_metrics_tokenized(tl_metrics *m, int prompt_tokens);
 /* A generated id is on the host now. pass_ms: the synchronized time of the pass that made it;
  * unsynced_ms: the same pass timed without synchronizing (< 0: not applicable). */
 void tl_metrics_token(tl_metrics *m, double pass_ms, double unsynced_ms);
+/* The same, saying how the token was made: t_begin is the clock reading when the step began
+ * (its work is now - t_begin: the pass and the sampling; < 0: the work is pass_ms); joined is 0
+ * when the step waited for someone (a key press) after the previous token, so its wall-clock
+ * gap holds a pause. Returns the step's work in ms. */
+double tl_metrics_token_gap(tl_metrics *m, double pass_ms, double unsynced_ms, double t_begin, int joined);
 /* Forget the last n tokens (rewind). */
 void tl_metrics_drop(tl_metrics *m, int n);
 /* Bytes a decode step reads, and the bandwidth (bytes/s) to divide them by (<= 0: unknown). */
@@ -44,7 +49,19 @@ typedef struct tl_metrics_report {
     int unsynced_applicable;
     double unsynced_tpot_ms;
     double step_bytes, bandwidth_gbs, floor_ms;    /* -1 when the bandwidth is unknown */
-    double tpot_over_floor;                        /* -1 when either is unknown */
+    double tpot_over_floor;                        /* pace / floor; -1 when either is unknown */
+    /* The headline pace: tpot_ms when the tokens came in one run; when any gap waited for a
+     * key press (paused_gaps > 0), tpot_ms holds those pauses and the pace is the mean
+     * synchronized decode pass (pass_mean_ms) instead. */
+    double pace_ms;
+    int paused_gaps;
+    double pass_mean_ms;               /* mean synchronized decode pass, tokens 1.. */
+    /* TPOT with the pauses taken out: a gap made in one run is the wall clock, a gap that
+     * waited counts only the step's own work (pass + sampling). */
+    double work_ms;
+    /* The lesson's own definition: generated / (t_last - t_first). It counts n tokens over
+     * n - 1 gaps (the first token came from the prefill), so it reads n/(n-1) too fast. */
+    double lesson_tokens_per_s;
     double ref_floor_ms;                           /* 16 GB / 3.35 TB/s */
 } tl_metrics_report;
 

@@ -42,6 +42,8 @@ tl_sampler *tl_sampler_create(int vocab_size, tl_sampling s);
 void tl_sampler_free(tl_sampler *s);
 void tl_sampler_set(tl_sampler *s, tl_sampling p);
 tl_sampling tl_sampler_get(const tl_sampler *s);
+/* New settings for the next token: the random stream goes on unless the seed changed. */
+void tl_sampler_tune(tl_sampler *s, tl_sampling p);
 /* Chooses a token; fills rep (if not NULL) with the top n candidates. */
 int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_report *rep);
 /* The report for a token chosen by someone else (the TUI's "force this token"). */

@@ -42,11 +42,20 @@ int tl_session_open_model(tl_session **out, tl_model *m, int own, const tl_sessi
                           tl_error *err);
 void tl_session_free(tl_session *s);
 
-/* --- the request. Each setter clears the generation (as tl_session_reset). --- */
+/* --- the request ---
+ * The session holds every setting; front ends read them back with the getters below and never
+ * keep copies. Setters that change the prompt (messages, system, generation prompt, template
+ * variables, prompt ids) clear the generation. The others apply from the next token and keep
+ * what was generated: sampling chooses the next token; budget and stop strings are checked again
+ * on the newest token (a stop they caused is undone, one they now cause fires, an EOS stays);
+ * streamer settings replay the streamer over the same tokens. */
 /* A JSON array of {"role","content"} messages. */
 int tl_session_set_messages(tl_session *s, const char *messages_json, tl_error *err);
 /* Convenience: [{"role":"system",system}] (when system != NULL) + [{"role":"user",text}]. */
 int tl_session_set_user(tl_session *s, const char *system, const char *text, tl_error *err);
+/* Replaces the content of the last message with this role, or adds one (a system message
+ * first, others last); content NULL removes the system message. */
+int tl_session_set_message(tl_session *s, const char *role, const char *content, tl_error *err);
 void tl_session_set_add_generation_prompt(tl_session *s, int on);   /* default on */
 /* Extra template variables (date_string, tools, ...); copied. */
 int tl_session_set_template_vars(tl_session *s, const tl_template_var *vars, size_t n, tl_error *err);
@@ -62,6 +71,20 @@ void tl_session_set_stream_mode(tl_session *s, tl_stream_mode mode);
 void tl_session_set_streamer_opts(tl_session *s, int skip_prompt, int skip_special, int clean_up);
 void tl_session_set_top_n(tl_session *s, int n);    /* candidates per step, 1..TL_MAX_TOP; 10 */
 
+/* The settings as they are now. */
+const char *tl_session_messages(const tl_session *s);        /* the JSON array; NULL: none/raw ids */
+const char *tl_session_message(const tl_session *s, const char *role);  /* last of role; NULL */
+int tl_session_add_generation_prompt(const tl_session *s);
+int tl_session_max_new_tokens(const tl_session *s);          /* as requested; 0: the config's */
+const char *const *tl_session_stop_strings(const tl_session *s, int *n);
+tl_stream_mode tl_session_stream_mode(const tl_session *s);
+void tl_session_streamer_flags(const tl_session *s, int *skip_prompt, int *skip_special, int *clean_up);
+int tl_session_raw_prompt(const tl_session *s);               /* 1: prompt given as ids */
+/* First byte of the generation prompt in the render; -1 when off, raw or not a suffix. */
+long tl_session_genprompt_at(const tl_session *s);
+/* The transformers code that would run this request with these settings (malloc'd). */
+char *tl_session_hf_call(const tl_session *s);
+
 /* Render and tokenize now (otherwise the first step does it). The request's clock starts here. */
 int tl_session_prepare(tl_session *s, tl_error *err);
 
@@ -75,6 +98,9 @@ typedef struct tl_step {
     int pos;                    /* KV positions after the pass */
     double ms;                  /* wall time of the pass (synchronized) */
     double t_ms;                /* when the chosen id was on the host, ms since the request start */
+    double work_ms;             /* host time of this step alone: pass, sampling, streamer */
+    int joined;                 /* made in one run right after the previous step (no pause) */
+    tl_sampling sampling;       /* the settings that chose this token */
     int chosen;
     int forced;                 /* chosen by tl_session_force, not the sampler */
     char piece[64];             /* display form of the chosen token (tl_tokenizer_display) */

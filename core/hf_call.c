@@ -1,0 +1,107 @@
+/* tl_session_hf_call: the transformers code that runs the session's request, so a class can
+ * check tokenloop against a notebook. Built from the public getters only. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "tokenloop/session.h"
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (need < 0 || b->oom) return;
+    if (b->n + (size_t)need + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + (size_t)need + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)need;
+}
+
+/* A Python string literal: JSON's escapes are Python's too. */
+static void put_str(sbuf *b, const char *s)
+{
+    cJSON *j = cJSON_CreateString(s ? s : "");
+    char *q = j ? cJSON_PrintUnformatted(j) : NULL;
+    put(b, "%s", q ? q : "\"\"");
+    free(q);
+    cJSON_Delete(j);
+}
+
+static const char *py_bool(int v) { return v ? "True" : "False"; }
+
+char *tl_session_hf_call(const tl_session *s)
+{
+    sbuf b = {0};
+    const char *msgs = tl_session_messages(s);
+    if (msgs) {
+        put(&b, "messages = %s\n", msgs);
+        put(&b, "inputs = tok.apply_chat_template(messages, add_generation_prompt=%s, return_tensors=\"pt\", return_dict=True)\n",
+            py_bool(tl_session_add_generation_prompt(s)));
+    } else {
+        int n = 0;
+        const int *ids = tl_session_prompt_ids(s, &n);
+        put(&b, "inputs = {\"input_ids\": torch.tensor([[");
+        for (int i = 0; ids && i < n && i < 16; i++) put(&b, "%s%d", i ? ", " : "", ids[i]);
+        put(&b, "%s]])}  # %d prompt ids, no chat template\n", n > 16 ? ", ..." : "", n);
+    }
+    tl_sampling sp = tl_session_sampling(s);
+    if (!sp.greedy)
+        put(&b, "torch.manual_seed(%llu)  # tokenloop draws from its own generator: same seed, other tokens\n",
+            (unsigned long long)sp.seed);
+    put(&b, "out = model.generate(**inputs");
+    if (sp.greedy)
+        put(&b, ", do_sample=False");
+    else
+        put(&b, ", do_sample=True, temperature=%.2f, top_k=%d, top_p=%.2f", sp.temperature, sp.top_k, sp.top_p);
+    const tl_stop_config *sc = tl_session_stop_config(s);
+    int req = tl_session_max_new_tokens(s);
+    if (req > 0) put(&b, ", max_new_tokens=%d", req);
+    int n_stop = 0;
+    const char *const *stop = tl_session_stop_strings(s, &n_stop);
+    if (n_stop) {
+        put(&b, ", stop_strings=[");
+        for (int i = 0; i < n_stop; i++) {
+            if (i) put(&b, ", ");
+            put_str(&b, stop[i]);
+        }
+        put(&b, "], tokenizer=tok");
+    }
+    int skip_prompt, skip_special;
+    tl_session_streamer_flags(s, &skip_prompt, &skip_special, NULL);
+    put(&b, ",\n                     streamer=TextStreamer(tok, skip_prompt=%s, skip_special_tokens=%s))\n",
+        py_bool(skip_prompt), py_bool(skip_special));
+    if (req <= 0 && sc && sc->max_new_tokens > 0)
+        put(&b, "# no max_new_tokens: generate() takes %d from %s\n", sc->max_new_tokens,
+            tl_budget_source_name(sc->budget_source));
+    if (tl_session_stream_mode(s) == TL_STREAM_SERVER)
+        put(&b, "# server mode is not a transformers streamer: it prints every byte at once except an\n"
+                "# unfinished UTF-8 character and a tail that could become a stop string\n");
+    put(&b, "answer = tok.decode(out[0][inputs[\"input_ids\"].shape[1]:])  # generate() returns prompt + answer\n");
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
