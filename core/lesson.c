@@ -24,6 +24,7 @@ typedef struct saved_value {
     char name[32];
     int is_num;
     double num;
+    int is_prob;        /* kept from a *_prob field: narrated as the Logits pane shows it */
     char *str;
 } saved_value;
 
@@ -39,6 +40,9 @@ struct tl_lesson {
     /* what the last run_iter read from the iterator streamer's queue */
     char *iter_text;
     int iter_chunks;
+    /* the last tokenize action's string as the tokenizer splits it */
+    int tokenized_count;
+    char *tokenized_pieces;
 };
 
 typedef struct buf_t {
@@ -79,12 +83,15 @@ static const char *const num_fields[] = {
     "ref_floor_ms", "unsynced_applicable", "step_mb", "weight_mb", "params_m", "max_new_tokens",
     "vocab", "first_prob", "last_prob", "temperature", "top_p", "top_k", "prefill_ms",
     "first_decode_ms", "median_decode_ms", "kept", "n_eos", "template_ms", "tokenize_ms",
-    "ref_tokens_per_s", "floor_tokens_per_s", "iter_chunks", NULL,
+    "ref_tokens_per_s", "floor_tokens_per_s", "iter_chunks", "first_prob_temp", "first_prob_final",
+    "last_prob_temp", "last_prob_final", "user_tokens", "user_words", "tokens_per_word",
+    "stop_string_tokens", "tokenized_count", NULL,
 };
 static const char *const str_fields[] = {
     "stop_reason", "stop_detail", "budget_source", "text", "streamed", "held_back", "printed",
     "hold_reason", "prompt_text", "first_piece", "last_piece", "eos_ids", "eos_names",
-    "last_kind", "generated_ids", "device", "raw_text", "iter_text", NULL,
+    "last_kind", "generated_ids", "device", "raw_text", "iter_text", "stop_string_pieces",
+    "tokenized_pieces", NULL,
 };
 
 static int in_list(const char *const *list, const char *name)
@@ -100,12 +107,63 @@ static char *dupstr(const char *s)
     return strdup(s ? s : "");
 }
 
-static double chosen_prob(const tl_step *st)
+typedef enum { P_MODEL, P_TEMP, P_FINAL } prob_kind;
+
+/* The chosen token's probability at one stage. P_MODEL, the softmax of the raw logits, is what
+ * the model said; P_FINAL is after the cuts and is 1 under greedy whatever the model thought,
+ * so narration about "how sure the model was" must not use it. */
+static double chosen_prob(const tl_step *st, prob_kind k)
 {
     for (int i = 0; i < st->sample.n; i++)
-        if (st->sample.cand[i].id == st->chosen)
-            return st->sample.cand[i].prob_final;
+        if (st->sample.cand[i].id == st->chosen) {
+            const tl_candidate *c = &st->sample.cand[i];
+            return k == P_MODEL ? c->prob : k == P_TEMP ? c->prob_temp : c->prob_final;
+        }
     return NAN;
+}
+
+/* How the tokenizer splits text (no BOS, special-token literals parsed as the template's are):
+ * the count, and the pieces in the Tokens pane's visible form, `,` `␣` `5`. */
+static int split_tokens(const tl_tokenizer *tok, const char *text, char **pieces)
+{
+    int *ids = NULL, n = 0;
+    if (pieces)
+        *pieces = NULL;
+    if (!tok || !text || tl_tokenizer_encode(tok, text, strlen(text), 0, &ids, &n, NULL))
+        return -1;
+    if (pieces) {
+        buf_t b = { 0 };
+        buf_put(&b, "", 0);
+        for (int i = 0; i < n; i++) {
+            char vis[256];
+            size_t w = tl_tokenizer_display(tok, ids[i], vis, sizeof vis);
+            buf_put(&b, i ? " `" : "`", i ? 2 : 1);
+            buf_put(&b, vis, w < sizeof vis ? w : sizeof vis - 1);
+            buf_put(&b, "`", 1);
+        }
+        *pieces = b.p;
+    }
+    free(ids);
+    return n;
+}
+
+/* Words as a reader counts them: runs of non-space characters. */
+static int count_words(const char *s)
+{
+    int n = 0, in = 0;
+    for (; s && *s; s++) {
+        int sp = *s == ' ' || *s == '\n' || *s == '\t' || *s == '\r';
+        n += !sp && !in;
+        in = !sp;
+    }
+    return n;
+}
+
+static const char *first_stop_string(const tl_session *s)
+{
+    int n = 0;
+    const char *const *v = tl_session_stop_strings(s, &n);
+    return n > 0 ? v[0] : NULL;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -214,8 +272,12 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
         else if (!strcmp(name, "params_m")) v = (double)m->n_params / 1e6;
         else if (!strcmp(name, "max_new_tokens")) v = sc->max_new_tokens;
         else if (!strcmp(name, "vocab")) v = m->cfg.vocab_size;
-        else if (!strcmp(name, "first_prob")) v = first ? chosen_prob(first) : NAN;
-        else if (!strcmp(name, "last_prob")) v = last ? chosen_prob(last) : NAN;
+        else if (!strcmp(name, "first_prob")) v = first ? chosen_prob(first, P_MODEL) : NAN;
+        else if (!strcmp(name, "last_prob")) v = last ? chosen_prob(last, P_MODEL) : NAN;
+        else if (!strcmp(name, "first_prob_temp")) v = first ? chosen_prob(first, P_TEMP) : NAN;
+        else if (!strcmp(name, "last_prob_temp")) v = last ? chosen_prob(last, P_TEMP) : NAN;
+        else if (!strcmp(name, "first_prob_final")) v = first ? chosen_prob(first, P_FINAL) : NAN;
+        else if (!strcmp(name, "last_prob_final")) v = last ? chosen_prob(last, P_FINAL) : NAN;
         else if (!strcmp(name, "temperature")) v = sp.temperature;
         else if (!strcmp(name, "top_p")) v = sp.top_p;
         else if (!strcmp(name, "top_k")) v = sp.top_k;
@@ -227,6 +289,18 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
         else if (!strcmp(name, "template_ms")) v = known(r.template_ms);
         else if (!strcmp(name, "tokenize_ms")) v = known(r.tokenize_ms);
         else if (!strcmp(name, "iter_chunks")) v = l->iter_chunks;
+        else if (!strcmp(name, "tokenized_count")) v = l->tokenized_pieces ? l->tokenized_count : NAN;
+        else if (!strcmp(name, "stop_string_tokens")) {
+            int n = split_tokens(tl_session_tokenizer(s), first_stop_string(s), NULL);
+            v = n < 0 ? NAN : n;
+        } else if (!strcmp(name, "user_tokens") || !strcmp(name, "user_words")
+                   || !strcmp(name, "tokens_per_word")) {
+            /* the last user message by itself, without the template around it */
+            const char *u = tl_session_message(s, "user");
+            int nt = split_tokens(tl_session_tokenizer(s), u, NULL), nw = count_words(u);
+            v = !u || nt < 0 ? NAN : !strcmp(name, "user_tokens") ? nt : !strcmp(name, "user_words") ? nw
+                : nw ? (double)nt / nw : NAN;
+        }
         out->num = v;
         return 0;
     }
@@ -252,6 +326,12 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
     else if (!strcmp(name, "device")) out->str = dupstr(tl_engine_device(tl_session_engine(s)));
     else if (!strcmp(name, "iter_text")) out->str = dupstr(l->iter_text);
     else if (!strcmp(name, "raw_text")) out->str = raw_text(s);
+    else if (!strcmp(name, "tokenized_pieces")) out->str = dupstr(l->tokenized_pieces);
+    else if (!strcmp(name, "stop_string_pieces")) {
+        char *p = NULL;
+        split_tokens(tl_session_tokenizer(s), first_stop_string(s), &p);
+        out->str = p ? p : dupstr("");
+    }
     return out->str ? 0 : -1;
 }
 
@@ -261,7 +341,7 @@ static const char *const action_names[] = {
     "reset", "system", "user", "messages", "raw_prompt", "generation_prompt", "greedy",
     "sampling", "defaults", "max_new_tokens", "stop_strings", "stream_mode", "step", "run",
     "rewind", "force", "force_rank", "highlight", "wrong_readings", "remember", "top_n",
-    "run_iter", NULL,
+    "run_iter", "tokenize", NULL,
 };
 static const char *const panes[] = { "prompt", "tokens", "logits", "stream", "stop", "timing", "", NULL };
 
@@ -282,7 +362,7 @@ static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *er
     if (!in_list(action_names, k))
         return fail(err, l, si, "action", k, "unknown action");
     int ok = 1;
-    if (!strcmp(k, "system") || !strcmp(k, "user") || !strcmp(k, "raw_prompt"))
+    if (!strcmp(k, "system") || !strcmp(k, "user") || !strcmp(k, "raw_prompt") || !strcmp(k, "tokenize"))
         ok = cJSON_IsString(v) || (!strcmp(k, "system") && cJSON_IsNull(v));
     else if (!strcmp(k, "messages") || !strcmp(k, "stop_strings")) {
         ok = cJSON_IsArray(v);
@@ -442,6 +522,7 @@ void tl_lesson_free(tl_lesson *l)
     for (int i = 0; i < l->n_saved; i++)
         free(l->saved[i].str);
     free(l->iter_text);
+    free(l->tokenized_pieces);
     cJSON_Delete(l->root);
     free(l->path);
     free(l->system);
@@ -603,6 +684,7 @@ static int force_rank(tl_session *s, int rank, tl_error *err)
 static int run_iter(tl_lesson *l, tl_session *s, tl_error *err)
 {
     tl_iter *it = NULL;
+    slot->is_prob = strstr(f, "_prob") != NULL;
     if (tl_iter_start(&it, s, err))
         return -1;
     buf_t text = { 0 };
@@ -691,6 +773,14 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
         }
         tl_session_set_sampling(s, p);
     } else if (!strcmp(k, "max_new_tokens")) {
+    } else if (!strcmp(k, "tokenize")) {
+        char *pieces = NULL;
+        int n = split_tokens(tl_session_tokenizer(s), v->valuestring, &pieces);
+        if (n < 0)
+            return tl_error_set(err, "tokenize: no tokenizer loaded, or the text does not encode");
+        free(l->tokenized_pieces);
+        l->tokenized_pieces = pieces;
+        l->tokenized_count = n;
         tl_session_set_max_new_tokens(s, (int)v->valuedouble);
     } else if (!strcmp(k, "stop_strings")) {
         const char *list[TL_MAX_STOP];
@@ -865,6 +955,30 @@ int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_si
     tl_error perr;
     if (tl_session_prepare(s, &perr)) {
         snprintf(why, why_size, "%s", perr.msg);
+/* A probability as the Logits pane prints it (tui/format.c's Format_prob), so the figure in the
+ * narration is the one the student finds on screen. */
+static void format_prob(char *out, size_t n, double p)
+{
+    double pc = p * 100;
+    if (!(p >= 0)) snprintf(out, n, "n/a");
+    else if (p == 0) snprintf(out, n, "0%%");
+    else if (pc < 0.01) snprintf(out, n, "<0.01%%");
+    else if (pc >= 99.95 && p < 1) snprintf(out, n, ">99.9%%");
+    else if (p >= 1) snprintf(out, n, "100%%");
+    else if (pc < 1) snprintf(out, n, "%.2f%%", pc);
+    else snprintf(out, n, "%.1f%%", pc);
+}
+
+/* Text in a sentence: a newline would break the narration's paragraph, so it is shown as the
+ * Prompt pane shows it, ↵. */
+static void put_inline(buf_t *b, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') buf_put(b, "\xE2\x86\xB5", 3);
+        else if (*p != '\r') buf_put(b, p, 1);
+    }
+}
+
         return -1;
     }
     const cJSON *exps = cJSON_GetObjectItemCaseSensitive(st, "expect");
@@ -924,20 +1038,26 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
             char num[64];
             if (sv) {
                 if (sv->is_num) {
-                    format_num(num, sizeof num, sv->num);
+                    if (sv->is_prob)
+                        format_prob(num, sizeof num, sv->num);
+                    else
+                        format_num(num, sizeof num, sv->num);
                     buf_put(&b, num, strlen(num));
                 } else {
-                    buf_put(&b, sv->str, strlen(sv->str));
+                    put_inline(&b, sv->str);
                 }
                 p = close + 1;
                 continue;
             }
             if (field_get(l, s, name, &fv) == 0) {
                 if (fv.kind == F_NUM) {
-                    format_num(num, sizeof num, fv.num);
+                    if (strstr(name, "_prob"))
+                        format_prob(num, sizeof num, fv.num);
+                    else
+                        format_num(num, sizeof num, fv.num);
                     buf_put(&b, num, strlen(num));
                 } else {
-                    buf_put(&b, fv.str, strlen(fv.str));
+                    put_inline(&b, fv.str);
                 }
                 free(fv.str);
                 p = close + 1;
