@@ -1,0 +1,23 @@
+/* Every string a student reads in the TUI, in English and Vietnamese. The English text is the
+ * key: a caller writes I18n_tr(ui->lang, "run to the stop") and gets the Vietnamese when lang
+ * is "vi", the English otherwise or when the table has no entry (so a missing translation
+ * shows English rather than nothing; tests/tui/vi_screen.py finds those on screen).
+ * printf formats work: each Vietnamese entry keeps the English conversions in the same order
+ * (test_i18n checks it), so snprintf(buf, n, I18n_tr(lang, "prompt %d"), n) is safe.
+ * Technical identifiers (token names, add_generation_prompt, TextStreamer, TTFT/TPOT, JSON
+ * field names) stay as they are inside the translations. Pure: no ncurses, no core. */
+#ifndef TL_TUI_I18N_H
+#define TL_TUI_I18N_H
+
+/* 1 when lang asks for Vietnamese ("vi", "vi_VN.UTF-8", ...). */
+int I18n_isVi(const char *lang);
+
+/* The text to show for the English string en in lang. Never NULL (NULL en gives ""). */
+const char *I18n_tr(const char *lang, const char *en);
+
+/* The table itself, for tests: entry i's English and Vietnamese, i in [0, I18n_count()). */
+int I18n_count(void);
+const char *I18n_en(int i);
+const char *I18n_vi(int i);
+
+#endif
