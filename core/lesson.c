@@ -16,6 +16,7 @@
 
 #include "tokenloop/engine.h"
 #include "tokenloop/file.h"
+#include "tokenloop/paths.h"
 #include "tokenloop/tokenizer.h"
 
 #define MAX_SAVED 16
@@ -550,41 +551,10 @@ int tl_lesson_n_steps(const tl_lesson *l) { return l->n_steps; }
 
 /* ---------- finding lessons ---------- */
 
-static int is_dir(const char *p)
-{
-    DIR *d = opendir(p);
-    if (d)
-        closedir(d);
-    return d != NULL;
-}
-
+/* The lookup (env, next to the binary, source tree, data dir) is shared with the model's. */
 int tl_lesson_dir(char *buf, size_t size)
 {
-    const char *env = getenv("TOKENLOOP_LESSONS");
-    if (env && *env) {
-        snprintf(buf, size, "%s", env);
-        return is_dir(buf) ? 0 : -1;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        for (char *slash = strrchr(exe, '/'); slash; slash = strrchr(exe, '/')) {
-            *slash = '\0';
-            if (snprintf(buf, size, "%s/lessons", exe) < (int)size && is_dir(buf)) {
-                char probe[PATH_MAX + 16];
-                snprintf(probe, sizeof probe, "%s/README.md", buf);
-                if (access(probe, R_OK) == 0)
-                    return 0;
-            }
-        }
-    }
-#ifdef TL_SOURCE_DIR
-    snprintf(buf, size, "%s/lessons", TL_SOURCE_DIR);
-    if (is_dir(buf))
-        return 0;
-#endif
-    return -1;
+    return tl_paths_default_lessons(buf, size, NULL);
 }
 
 static int cmp_str(const void *a, const void *b)

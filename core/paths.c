@@ -1,5 +1,4 @@
-/* Locating the bundled model: $TOKENLOOP_MODEL, the checkout the binary was built in, the
- * installed data directory. */
+/* Locating the bundled data; the order is in tokenloop/paths.h. */
 #include "tokenloop/paths.h"
 
 #include <limits.h>
@@ -9,16 +8,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* CMake defines all three; these keep a hand build of this file meaningful. */
 #ifndef TL_DATA_DIR
 #define TL_DATA_DIR "/usr/local/share/tokenloop"
 #endif
+#ifndef TL_DATA_REL
+#define TL_DATA_REL "../share/tokenloop"
+#endif
 
-#define MODEL_REL "assets/models/" TL_DEFAULT_MODEL_NAME
+typedef struct item {
+    const char *what;      /* for the error: "bundled model" */
+    const char *src_rel;   /* under a checkout */
+    const char *data_rel;  /* under the data directory */
+    const char *marker;    /* a file that must be there, so an unrelated folder of that name is passed over */
+} item;
+
+static const item model_item = {"bundled model", "assets/models/" TL_DEFAULT_MODEL_NAME,
+                                "models/" TL_DEFAULT_MODEL_NAME, "config.json"};
+static const item tokenizer_item = {"bundled tokenizer", "assets/tokenizer", "tokenizer", "tokenizer.json"};
+static const item lessons_item = {"lessons", "lessons", "lessons", "README.md"};
 
 static int is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static int copy_out(char *out, size_t cap, const char *path, tl_error *err)
@@ -29,50 +48,100 @@ static int copy_out(char *out, size_t cap, const char *path, tl_error *err)
     return 0;
 }
 
-/* Walks up from the directory of /proc/self/exe looking for ROOT/rel/probe; writes ROOT/rel. */
-static int find_above_exe(const char *rel, const char *probe, char *out, size_t cap)
+/* Writes base/rel to out when base/rel/marker is a file. */
+static int probe(const char *base, const char *rel, const char *marker, char *out, size_t cap)
 {
-    char dir[PATH_MAX], cand[PATH_MAX + 256];
-    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-    if (n <= 0) return -1;
-    dir[n] = 0;
-    for (;;) {
-        char *slash = strrchr(dir, '/');
-        if (!slash) return -1;
-        *slash = 0;                                   /* the parent of what we looked at */
-        int k = snprintf(cand, sizeof cand, "%s/%s/%s", dir, rel, probe);
-        if (k > 0 && (size_t)k < sizeof cand && is_file(cand)) {
-            k = snprintf(cand, sizeof cand, "%s/%s", dir, rel);
-            if ((size_t)k + 1 > cap) return -1;
-            memcpy(out, cand, (size_t)k + 1);
-            return 0;
-        }
-        if (dir[0] == 0) return -1;                   /* just looked in "/" */
+    char cand[PATH_MAX + 512];
+    int k = snprintf(cand, sizeof cand, "%s/%s/%s", base, rel, marker);
+    if (k < 0 || (size_t)k >= sizeof cand || !is_file(cand)) return -1;
+    k = snprintf(cand, sizeof cand, "%s/%s", base, rel);
+    if ((size_t)k + 1 > cap) return -1;
+    memcpy(out, cand, (size_t)k + 1);
+    return 0;
+}
+
+/* The directory of the running binary, symlinks resolved; "" when /proc is not there. */
+static void exe_dir(char *dir, size_t cap)
+{
+    ssize_t n = readlink("/proc/self/exe", dir, cap - 1);
+    dir[n > 0 ? n : 0] = 0;
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else dir[0] = 0;
+}
+
+/* exe/TL_DATA_REL with each leading "../" taken off exe, so paths print as /p/share/tokenloop
+ * rather than /p/bin/../share/tokenloop. */
+static void installed_dir(const char *exe, char *out, size_t cap)
+{
+    char base[PATH_MAX];
+    snprintf(base, sizeof base, "%s", exe);
+    const char *rel = TL_DATA_REL;
+    if (rel[0] == '/') {   /* an absolute data directory configured for the install */
+        snprintf(out, cap, "%s", rel);
+        return;
     }
+    while (!strncmp(rel, "../", 3)) {
+        char *slash = strrchr(base, '/');
+        if (!slash) break;
+        *slash = 0;
+        rel += 3;
+    }
+    snprintf(out, cap, "%s/%s", base, rel);
+}
+
+static int find_item(const item *it, char *out, size_t cap, tl_error *err)
+{
+    char exe[PATH_MAX], inst[PATH_MAX + 64], dir[PATH_MAX];
+    exe_dir(exe, sizeof exe);
+    if (exe[0]) {
+        installed_dir(exe, inst, sizeof inst);
+        if (probe(inst, it->data_rel, it->marker, out, cap) == 0) return 0;
+        snprintf(dir, sizeof dir, "%s", exe);
+        for (;;) {   /* exe itself, then each parent up to "/" (which is dir "") */
+            if (probe(dir, it->src_rel, it->marker, out, cap) == 0) return 0;
+            char *slash = strrchr(dir, '/');
+            if (!slash) break;
+            *slash = 0;
+        }
+    }
+#ifdef TL_SOURCE_DIR
+    if (probe(TL_SOURCE_DIR, it->src_rel, it->marker, out, cap) == 0) return 0;
+    const char *src = TL_SOURCE_DIR;
+#else
+    const char *src = "(none recorded)";
+#endif
+    if (probe(TL_DATA_DIR, it->data_rel, it->marker, out, cap) == 0) return 0;
+    return tl_error_set(err, "%s: no %s found (looked in %s, in each folder from %s up, in the source tree %s "
+                        "and in %s)", it->src_rel, it->what, exe[0] ? inst : "(binary not found)",
+                        exe[0] ? exe : "(binary not found)", src, TL_DATA_DIR);
 }
 
 int tl_paths_default_model(char *out, size_t cap, tl_error *err)
 {
     const char *env = getenv("TOKENLOOP_MODEL");
     if (env && *env) return copy_out(out, cap, env, err);
-    if (find_above_exe(MODEL_REL, "config.json", out, cap) == 0) return 0;
-    const char *installed = TL_DATA_DIR "/models/" TL_DEFAULT_MODEL_NAME;
-    if (is_file(TL_DATA_DIR "/models/" TL_DEFAULT_MODEL_NAME "/config.json"))
-        return copy_out(out, cap, installed, err);
-    return tl_error_set(err, "%s: no bundled model found (looked above the binary and in %s; "
-                        "set TOKENLOOP_MODEL or pass --model)", MODEL_REL, TL_DATA_DIR);
+    if (find_item(&model_item, out, cap, err) == 0) return 0;
+    size_t n = strlen(err ? err->msg : "");
+    if (err && n + 40 < sizeof err->msg)   /* the two ways out, on the same line */
+        snprintf(err->msg + n, sizeof err->msg - n, "; set TOKENLOOP_MODEL or pass --model");
+    return -1;
 }
 
 int tl_paths_default_tokenizer(char *out, size_t cap, tl_error *err)
 {
-    char model[PATH_MAX + 64], probe[PATH_MAX + 96];
-    tl_error e2;
-    if (tl_paths_default_model(model, sizeof model, &e2) == 0) {
-        snprintf(probe, sizeof probe, "%s/tokenizer.json", model);
-        if (is_file(probe)) return copy_out(out, cap, model, err);
+    char model[PATH_MAX + 64];
+    if (tl_paths_default_model(model, sizeof model, NULL) == 0 && probe(model, ".", "tokenizer.json", out, cap) == 0)
+        return copy_out(out, cap, model, err);   /* without probe's trailing "/." */
+    return find_item(&tokenizer_item, out, cap, err);
+}
+
+int tl_paths_default_lessons(char *out, size_t cap, tl_error *err)
+{
+    const char *env = getenv("TOKENLOOP_LESSONS");
+    if (env && *env) {
+        if (!is_dir(env)) return tl_error_set(err, "%s: $TOKENLOOP_LESSONS is not a folder", env);
+        return copy_out(out, cap, env, err);
     }
-    if (find_above_exe("assets/tokenizer", "tokenizer.json", out, cap) == 0) return 0;
-    if (is_file(TL_DATA_DIR "/tokenizer/tokenizer.json"))
-        return copy_out(out, cap, TL_DATA_DIR "/tokenizer", err);
-    return tl_error_set(err, "assets/tokenizer: no tokenizer found (set TOKENLOOP_MODEL or pass --model)");
+    return find_item(&lessons_item, out, cap, err);
 }

@@ -20,6 +20,7 @@
 #include "lesson_ctl.h"
 #include "session_view.h"
 #include "tokenloop/engine.h"
+#include "tokenloop/lesson.h"
 #include "tokenloop/template.h"
 #include "ui.h"
 
@@ -76,16 +77,13 @@ static double now_ms(void)
 
 /* ---- the application ---- */
 
+/* Every setting of the request lives in the session; the app keeps only what is on screen
+ * (selection, overlays) and a pending confirmation. */
 typedef struct tl_app {
     tl_session *s;
     tl_sview sv;
     tl_ui ui;
-    char *system, *user;
-    int agp;
-    char *stops[TL_VIEW_MAX_STOPS];
-    int n_stops;
-    int max_new;
-    int server;
+    int confirm;                 /* a key that starts over, pressed once: press again to do it */
     int show_wrong;
     int logit_rows;
     tl_iter *it;
@@ -101,71 +99,11 @@ __attribute__((noinline)) static void say(tl_app *a, const char *fmt, const char
     snprintf(a->message, sizeof a->message, fmt, arg ? arg : "");
 }
 
-static char *messages_json(const char *system, const char *user)
-{
-    cJSON *arr = cJSON_CreateArray();
-    if (system && *system) {
-        cJSON *m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "role", "system");
-        cJSON_AddStringToObject(m, "content", system);
-        cJSON_AddItemToArray(arr, m);
-    }
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "role", "user");
-    cJSON_AddStringToObject(m, "content", user ? user : "");
-    cJSON_AddItemToArray(arr, m);
-    char *s = cJSON_PrintUnformatted(arr);
-    cJSON_Delete(arr);
-    return s;
-}
-
-long tl_tui_genprompt_at(tl_session *s, const char *msgs)
-{
-    const tl_model *m = tl_session_model(s);
-    char dir[4200];
-    if (m->dir[0]) {
-        snprintf(dir, sizeof dir, "%s/tokenizer_config.json", m->dir);
-        if (access(dir, R_OK) == 0)
-            snprintf(dir, sizeof dir, "%s", m->dir);
-        else
-            snprintf(dir, sizeof dir, "%s/assets/tokenizer", TL_TUI_SOURCE_DIR);
-    } else
-        snprintf(dir, sizeof dir, "%s/assets/tokenizer", TL_TUI_SOURCE_DIR);
-    tl_chat_config cc;
-    if (tl_chat_config_load(dir, &cc, NULL))
-        return -1;
-    long at = -1;
-    tl_template *tpl = NULL;
-    if (tl_template_compile(cc.template_src, &tpl, NULL) == 0) {
-        tl_chat_result off, on;
-        if (tl_chat_render(tpl, msgs, NULL, 0, 0, cc.bos_token, cc.eos_token, &off, NULL) == 0) {
-            if (tl_chat_render(tpl, msgs, NULL, 0, 1, cc.bos_token, cc.eos_token, &on, NULL) == 0) {
-                if (off.len < on.len && !memcmp(off.text, on.text, off.len))
-                    at = (long)off.len;
-                tl_chat_result_free(&on);
-            }
-            tl_chat_result_free(&off);
-        }
-        tl_template_free(tpl);
-    }
-    tl_chat_config_free(&cc);
-    return at;
-}
-
-/* Applies the conversation and renders it (so the prompt shows before the first pass). */
+/* Renders the request (so the prompt shows before the first pass). */
 static int apply_request(tl_app *a)
 {
     tl_error err;
-    char *msgs = messages_json(a->system, a->user);
-    if (!msgs)
-        return -1;
-    int rc = tl_session_set_messages(a->s, msgs, &err);
-    if (rc == 0) {
-        tl_session_set_add_generation_prompt(a->s, a->agp);
-        a->sv.genprompt_at = a->agp ? tl_tui_genprompt_at(a->s, msgs) : -1;
-        rc = tl_session_prepare(a->s, &err);
-    }
-    free(msgs);
+    int rc = tl_session_prepare(a->s, &err);
     if (rc)
         say(a, "%s", err.msg);
     return rc;
@@ -176,24 +114,38 @@ static void refresh_view(tl_app *a)
     a->sv.v.logit_rows = a->logit_rows;
     SessionView_fill(&a->sv, a->s, &a->ui);
     tl_view *v = &a->sv.v;
-    v->system_msg = a->system;
-    v->user_msg = a->user;
-    v->add_generation_prompt = a->agp;
-    v->stream_server = a->server;
     v->show_wrong = a->show_wrong;
     v->running = 0;
     snprintf(v->message, sizeof v->message, "%s", a->message);
 }
 
-/* A setting changed: the session starts the request over; render again at once. */
+/* A setting that applies from the next token changed: say so, and that nothing was lost. */
 static void settings_changed(tl_app *a, const char *what)
 {
-    int had = tl_session_n_steps(a->s) > 0;
-    tl_session_prepare(a->s, NULL);
-    if (had)
-        say(a, "%s changed: generation starts over", what);
+    int n = tl_session_n_steps(a->s);
+    char m[160];
+    if (n > 0)
+        snprintf(m, sizeof m, "%s: from the next token on; the %d token%s so far stay%s", what, n,
+                 n == 1 ? "" : "s", n == 1 ? "s" : "");
     else
-        say(a, "%s changed", what);
+        snprintf(m, sizeof m, "%s", what);
+    say(a, "%s", m);
+}
+
+/* Keys that change the prompt throw the answer away: with tokens on screen the first press
+ * only says so, the second does it. Returns 1 when the change may go ahead. */
+static int confirm_restart(tl_app *a, int key, const char *what)
+{
+    int n = tl_session_n_steps(a->s);
+    if (n == 0 || a->confirm == key) {
+        a->confirm = 0;
+        return 1;
+    }
+    a->confirm = key;
+    char m[160];
+    snprintf(m, sizeof m, "%c again = %s: starts over, %d token%s go", key, what, n, n == 1 ? "" : "s");
+    say(a, "%s", m);
+    return 0;
 }
 
 /* The first pass of a request: let the request's clock start now, not when the prompt was
@@ -201,7 +153,7 @@ static void settings_changed(tl_app *a, const char *what)
 static void fresh_request(tl_app *a)
 {
     if (tl_session_n_steps(a->s) == 0)
-        tl_session_set_add_generation_prompt(a->s, a->agp);
+        tl_session_set_add_generation_prompt(a->s, tl_session_add_generation_prompt(a->s));
 }
 
 static void follow(tl_app *a, int pane)
@@ -382,9 +334,16 @@ static void end_edit(tl_app *a, int apply)
     const char *t = a->ui.le.buf;
     tl_error err;
     if (what == EDIT_USER || what == EDIT_SYSTEM) {
-        char **slot = what == EDIT_USER ? &a->user : &a->system;
-        free(*slot);
-        *slot = strdup(t);
+        const char *role = what == EDIT_USER ? "user" : "system";
+        const char *old = tl_session_message(a->s, role);
+        if (old ? !strcmp(old, t) : (what == EDIT_SYSTEM && !*t)) {
+            say(a, "unchanged: the answer stays", NULL);
+            return;
+        }
+        if (tl_session_set_message(a->s, role, what == EDIT_SYSTEM && !*t ? NULL : t, &err)) {
+            say(a, "%s", err.msg);
+            return;
+        }
         if (apply_request(a) == 0)
             say(a, what == EDIT_USER ? "message changed: the prompt is rendered again"
                                      : "system prompt changed: the prompt is rendered again", NULL);
@@ -396,32 +355,47 @@ static void end_edit(tl_app *a, int apply)
             say(a, "max_new_tokens: %s: not a number >= 0", t);
             return;
         }
-        a->max_new = (int)n;
-        tl_session_set_max_new_tokens(a->s, a->max_new);
-        settings_changed(a, "max_new_tokens");
+        tl_session_set_max_new_tokens(a->s, (int)n);
+        char m[64];
+        if (n > 0)
+            snprintf(m, sizeof m, "max_new_tokens %ld", n);
+        else
+            snprintf(m, sizeof m, "max_new_tokens back to the config's (%d)", tl_session_stop_config(a->s)->max_new_tokens);
+        settings_changed(a, m);
     } else if (what == EDIT_STOP) {
         char buf[TL_LINEEDIT_MAX];
         snprintf(buf, sizeof buf, "%s", t);
         unescape(buf);
         if (!buf[0])
             return;
-        int found = -1;
-        for (int i = 0; i < a->n_stops; i++)
-            if (!strcmp(a->stops[i], buf))
+        int n = 0, found = -1;
+        const char *const *cur = tl_session_stop_strings(a->s, &n);
+        const char *list[TL_VIEW_MAX_STOPS + 1];
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (!strcmp(cur[i], buf))
                 found = i;
-        if (found >= 0) {
-            free(a->stops[found]);
-            a->stops[found] = a->stops[--a->n_stops];
-        } else if (a->n_stops < TL_VIEW_MAX_STOPS) {
-            a->stops[a->n_stops++] = strdup(buf);
-        } else {
-            say(a, "at most 8 stop strings", NULL);
-            return;
+            else if (m < TL_VIEW_MAX_STOPS)
+                list[m++] = cur[i];
         }
-        if (tl_session_set_stop_strings(a->s, (const char *const *)a->stops, a->n_stops, &err))
+        if (found < 0) {
+            if (n >= TL_VIEW_MAX_STOPS) {
+                say(a, "at most 8 stop strings", NULL);
+                return;
+            }
+            list[m++] = buf;
+        }
+        /* the session copies the strings before it frees its old ones */
+        char *copies[TL_VIEW_MAX_STOPS + 1];
+        for (int i = 0; i < m; i++)
+            copies[i] = strdup(list[i]);
+        int rc = tl_session_set_stop_strings(a->s, (const char *const *)copies, m, &err);
+        for (int i = 0; i < m; i++)
+            free(copies[i]);
+        if (rc)
             say(a, "%s", err.msg);
         else
-            settings_changed(a, found >= 0 ? "stop string removed;" : "stop string added;");
+            settings_changed(a, found >= 0 ? "stop string removed" : "stop string added");
     }
 }
 
@@ -511,19 +485,24 @@ static void key(tl_app *a, int is_code, wint_t ch)
         edit_key(a, is_code, ch);
         return;
     }
+    int confirm = a->confirm;
+    a->confirm = 0;
     if (u->lesson_open) {
         if (LessonCtl_key(&a->lesson, a->s, is_code, ch, u)) {
             if (a->lesson.applied) {
-                /* a lesson step drove the session: pick its settings up */
-                tl_sampling sp = tl_session_sampling(a->s);
-                (void)sp;
+                /* a lesson step drove the session; the panes read it back on the next fill */
                 a->show_wrong = a->lesson.show_wrong >= 0 ? a->lesson.show_wrong : a->show_wrong;
+                u->lesson_highlight = a->lesson.highlight;
                 if (a->lesson.highlight >= 0)
                     u->active = a->lesson.highlight;
                 a->lesson.applied = 0;
             }
             return;
         }
+    }
+    if (u->hf_call) {
+        u->hf_call = 0;
+        return;
     }
     tl_sampling sp = tl_session_sampling(a->s);
     if (is_code) {
@@ -578,24 +557,47 @@ static void key(tl_app *a, int is_code, wint_t ch)
     case ']': if (a->logit_rows < TL_MAX_TOP) a->logit_rows++; break;
     case 'm': {
         char b[32];
-        snprintf(b, sizeof b, "%d", a->max_new);
+        snprintf(b, sizeof b, "%d", tl_session_max_new_tokens(a->s));
         begin_edit(a, EDIT_MAXNEW, b);
         break;
     }
     case 's': begin_edit(a, EDIT_STOP, ""); break;
-    case 'a':
-        a->agp = !a->agp;
+    case 'a': {
+        int on = !tl_session_add_generation_prompt(a->s);
+        a->confirm = confirm;
+        if (!confirm_restart(a, 'a', on ? "add_generation_prompt on" : "add_generation_prompt off"))
+            break;
+        tl_session_set_add_generation_prompt(a->s, on);
         apply_request(a);
-        say(a, a->agp ? "add_generation_prompt on: the model answers as the assistant"
-                      : "add_generation_prompt off: the model continues the user's text", NULL);
+        say(a, on ? "add_generation_prompt on: the model answers as the assistant"
+                  : "add_generation_prompt off: the model continues the user's text", NULL);
         break;
-    case 'e': begin_edit(a, EDIT_USER, a->user); break;
-    case 'S': begin_edit(a, EDIT_SYSTEM, a->system ? a->system : ""); break;
-    case 'h':
-        a->server = !a->server;
-        tl_session_set_stream_mode(a->s, a->server ? TL_STREAM_SERVER : TL_STREAM_HF);
-        settings_changed(a, a->server ? "streamer: server mode;" : "streamer: hf TextStreamer;");
+    }
+    case 'e':
+    case 'S': {
+        const char *m = tl_session_message(a->s, ch == 'e' ? "user" : "system");
+        begin_edit(a, ch == 'e' ? EDIT_USER : EDIT_SYSTEM, m ? m : "");
+        int n = tl_session_n_steps(a->s);
+        if (n > 0) {
+            char b[128];
+            snprintf(b, sizeof b, "Enter changes the prompt: generation starts over and the %d token%s go; Esc keeps them", n,
+                     n == 1 ? "" : "s");
+            say(a, "%s", b);
+        }
         break;
+    }
+    case 'h': {
+        int server = tl_session_stream_mode(a->s) != TL_STREAM_SERVER;
+        tl_session_set_stream_mode(a->s, server ? TL_STREAM_SERVER : TL_STREAM_HF);
+        int n = tl_session_n_steps(a->s);
+        char b[128];
+        snprintf(b, sizeof b, "streamer: %s, replayed over the same %d token%s", server ? "server mode" : "hf TextStreamer", n,
+                 n == 1 ? "" : "s");
+        say(a, "%s", b);
+        follow(a, PANE_STREAM);
+        break;
+    }
+    case 'c': u->hf_call = 1; break;
     case 'w': a->show_wrong = !a->show_wrong; follow(a, PANE_TIMING); break;
     case 'n':
         tl_session_reset(a->s);
@@ -649,16 +651,19 @@ static int app_init(tl_app *a, tl_session *s, const tl_app_opts *o)
 {
     memset(a, 0, sizeof *a);
     a->s = s;
-    a->agp = 1;
     a->logit_rows = 10;
+    a->ui.lesson_highlight = -1;
+    snprintf(a->ui.lang, sizeof a->ui.lang, "%s", o->lang && *o->lang ? o->lang : tl_lesson_default_lang());
     a->ui.follow = 1;
     a->ui.tok_sel = -1;
     a->ui.prompt_scroll = -1;
-    a->sv.genprompt_at = -1;
-    a->system = o->system ? strdup(o->system) : NULL;
-    a->user = strdup(o->user ? o->user : "");
     tl_session_set_top_n(s, TL_MAX_TOP);
-    LessonCtl_init(&a->lesson, o->lang);
+    LessonCtl_init(&a->lesson, a->ui.lang);
+    tl_error err;
+    if (tl_session_set_user(s, o->system, o->user ? o->user : "", &err)) {
+        say(a, "%s", err.msg);
+        return -1;
+    }
     return apply_request(a);
 }
 
@@ -667,10 +672,6 @@ static void app_free(tl_app *a)
     if (a->it)
         run_finish(a, 1);
     SessionView_free(&a->sv);
-    free(a->system);
-    free(a->user);
-    for (int i = 0; i < a->n_stops; i++)
-        free(a->stops[i]);
     LessonCtl_free(&a->lesson);
 }
 

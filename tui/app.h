@@ -17,8 +17,4 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o);
 /* Draws `frames` full frames at cols x rows into a virtual terminal and prints ms per frame. */
 int tl_tui_bench_frame(tl_session *s, const tl_app_opts *o, int frames, int cols, int rows);
 
-/* The generation prompt's first byte for messages with add_generation_prompt on: the length of
- * the render with it off when that is a prefix of the render with it on; -1 otherwise. */
-long tl_tui_genprompt_at(tl_session *s, const char *messages_json);
-
 #endif

@@ -1,4 +1,4 @@
-/* tokenloop info --model DIR [--json]: what a model directory holds, after the loader has
+/* tokenloop info [--model DIR] [--json]: what a model directory holds, after the loader has
  * checked every tensor against config.json. Sampling defaults are shown as transformers
  * fills them in: a field generation_config.json leaves out takes GenerationConfig's default
  * (do_sample false, temperature 1.0, top_k 50, top_p 1.0). */
@@ -7,12 +7,14 @@
 
 #include "commands.h"
 #include "tokenloop/model.h"
+#include "tokenloop/paths.h"
 
 static const char usage[] =
-    "usage: tokenloop info --model DIR [--json]\n"
+    "usage: tokenloop info [--model DIR] [--json]\n"
     "  Loads a Hugging Face Llama directory (config.json, generation_config.json, safetensors)\n"
     "  and prints its architecture, parameter count, weight bytes, dtype, context length,\n"
-    "  EOS set and sampling defaults.\n";
+    "  EOS set and sampling defaults.\n"
+    "  --model DIR   the model (default: $TOKENLOOP_MODEL, else the bundled tl-mini-instruct)\n";
 
 typedef struct sampling_defaults {
     int do_sample, top_k;
@@ -158,8 +160,13 @@ int cmd_info(int argc, char **argv)
             return cli_fail(2, "info: %s: unknown option (see tokenloop info --help)", argv[i]);
         }
     }
-    if (!dir)
-        return cli_fail(2, "info: --model DIR is required");
+    char default_model[4096];
+    if (!dir) {
+        tl_error perr = {{0}};
+        if (tl_paths_default_model(default_model, sizeof default_model, &perr))
+            return cli_fail(2, "--model: no model given, and %s", perr.msg);
+        dir = default_model;
+    }
     tl_model *m = NULL;
     tl_error err = {{0}};
     if (tl_model_load(&m, dir, &err))

@@ -74,6 +74,16 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->top_k = sp.top_k;
     v->top_p = sp.top_p;
 
+    /* the request's settings, as the session holds them */
+    v->system_msg = tl_session_message(s, "system");
+    v->user_msg = tl_session_message(s, "user");
+    v->add_generation_prompt = tl_session_add_generation_prompt(s);
+    v->stream_server = tl_session_stream_mode(s) == TL_STREAM_SERVER;
+    tl_session_streamer_flags(s, &v->skip_prompt, &v->skip_special, NULL);
+    char *call = tl_session_hf_call(s);
+    snprintf(v->hf_call, sizeof v->hf_call, "%s", call ? call : "");
+    free(call);
+
     /* prompt */
     v->prompt = tl_session_prompt_text(s, &v->prompt_len);
     if (v->prompt) {
@@ -102,12 +112,14 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
                     memset(sv->style + i, VSTYLE_SPECIAL, n);
             }
         }
-        if (sv->genprompt_at >= 0 && (size_t)sv->genprompt_at < v->prompt_len)
-            for (size_t b = (size_t)sv->genprompt_at; b < v->prompt_len; b++)
+        long gp = tl_session_genprompt_at(s);
+        if (gp >= 0 && (size_t)gp < v->prompt_len)
+            for (size_t b = (size_t)gp; b < v->prompt_len; b++)
                 sv->style[b] |= VSTYLE_GENPROMPT;
         v->prompt_style = sv->style;
-        v->genprompt_at = sv->genprompt_at >= 0 && (size_t)sv->genprompt_at < v->prompt_len ? sv->genprompt_at : -1;
-    }
+        v->genprompt_at = gp >= 0 && (size_t)gp < v->prompt_len ? gp : -1;
+    } else
+        v->genprompt_at = -1;
 
     /* tokens */
     int np = 0, ng = 0;

@@ -16,8 +16,6 @@ typedef struct tl_sview {
     char *printed;
     size_t printed_cap;
     char held[256];
-    /* the generation prompt's start in the render (-1: unknown), set by the app */
-    long genprompt_at;
 } tl_sview;
 
 /* s must not be running on another thread. */

@@ -1,5 +1,6 @@
-/* Prints what tl_paths_default_model / tl_paths_default_tokenizer return (for test_paths.sh,
- * which runs copies of this binary from inside fake checkouts). */
+/* Prints what tl_paths_default_model / _tokenizer / _lessons return (for test_paths.sh, which
+ * runs copies of this binary from fake checkouts and installs). Built with its own copy of
+ * core/paths.c whose recorded source tree and data directory are folders the test controls. */
 #include <stdio.h>
 #include "tokenloop/paths.h"
 
@@ -11,5 +12,7 @@ int main(void)
     else printf("model %s\n", buf);
     if (tl_paths_default_tokenizer(buf, sizeof buf, &err)) printf("tokenizer-error %s\n", err.msg);
     else printf("tokenizer %s\n", buf);
+    if (tl_paths_default_lessons(buf, sizeof buf, &err)) printf("lessons-error %s\n", err.msg);
+    else printf("lessons %s\n", buf);
     return 0;
 }

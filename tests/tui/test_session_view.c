@@ -43,7 +43,6 @@ int main(int argc, char **argv)
 
     static tl_sview sv;
     static tl_ui ui;
-    sv.genprompt_at = -1;
     ui.tok_sel = -1;
     sv.v.logit_rows = 10;
     SessionView_fill(&sv, s, &ui);
@@ -70,10 +69,18 @@ int main(int argc, char **argv)
         if (id >= 0 && tl_tokenizer_is_special(tok, id)) {
             specials++;
             for (size_t b = (size_t)(p - ptext); b < (size_t)(e + 2 - ptext); b++)
-                TL_CHECK(v->prompt_style[b] == VSTYLE_SPECIAL);
+                TL_CHECK((v->prompt_style[b] & ~VSTYLE_GENPROMPT) == VSTYLE_SPECIAL);
         }
     }
     TL_CHECK(specials >= 4);   /* begin_of_text, start/end header, eot */
+    /* the generation prompt, as the session found it: the bytes after the render without it */
+    TL_CHECK(v->genprompt_at > 0 && v->genprompt_at == tl_session_genprompt_at(s));
+    if (v->genprompt_at > 0) {
+        TL_CHECK(!strncmp(ptext + v->genprompt_at, "<|start_header_id|>assistant", 28));
+        for (size_t b = (size_t)v->genprompt_at; b < v->prompt_len; b++)
+            TL_CHECK(v->prompt_style[b] & VSTYLE_GENPROMPT);
+        TL_CHECK(!(v->prompt_style[v->genprompt_at - 1] & VSTYLE_GENPROMPT));
+    }
     int np;
     const int *ids = tl_session_prompt_ids(s, &np);
     TL_CHECK_INT(v->n_prompt, np);

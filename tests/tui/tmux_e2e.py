@@ -175,7 +175,11 @@ def main():
         s, m = wait_for(lambda s: "run to the stop" not in s, "the help to close", 10)
         check(m, "any key closes the help")
 
-        # a: add_generation_prompt off re-renders at once: fewer prompt tokens; on again: back
+        # a with tokens on screen: the first press only says what it would throw away
+        tmux("send-keys", "-t", "t", "a")
+        s, m = wait_for(lambda s: "a again = add_generation_prompt off" in s, "the start-over warning", 20)
+        check(m and re.search(r"next: decode token", s), "a once: the answer stays and the status says it would go")
+        # a again: add_generation_prompt off re-renders at once: fewer prompt tokens; on again: back
         tmux("send-keys", "-t", "t", "a")
         s, m = wait_for(lambda s: re.search(r"next: prefill (\d+) tokens", s), "a re-render", 20)
         n_off = int(m.group(1)) if m else -1
