@@ -5,6 +5,7 @@
 
 #include "chart.h"
 #include "format.h"
+#include "i18n.h"
 #include "ui.h"
 
 static void chart(WINDOW *w, tl_rect c, const tl_view *v)
@@ -46,6 +47,63 @@ static void chart(WINDOW *w, tl_rect c, const tl_view *v)
     Draw_text(w, c.y + h, c.x + axis, cw, bottom, Theme_attr(TA_DIM));
 }
 
+/* Draws the first of the texts that fits the width (the last one is clipped). */
+static void fit(WINDOW *w, tl_rect in, int *y, int end, attr_t at, const char *wide, const char *narrow)
+{
+    if (*y >= end)
+        return;
+    Draw_text(w, (*y)++, in.x, in.w, Format_widthz(wide) <= in.w || !narrow ? wide : narrow, at);
+}
+
+/* The pace, and what it includes. One run: the wall-clock TPOT (n-1 gaps over last - first),
+ * with the pass beside it and the gap between them named. Stepped by hand: the wall clock holds
+ * the teacher's pauses, so the headline is the synchronized pass and the wall clock is shown
+ * only as what it is. Then the lesson's own n / (last - first) and why it reads faster. */
+static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v, const char *lang)
+{
+    char wide[512], narrow[256], a[32], b[32], c[32];
+    attr_t head = Theme_attr(TA_HEADER);
+    if (v->n_step_ms < 1 || v->pace_ms < 0) {
+        snprintf(wide, sizeof wide, "%s", I18n_tr(lang, "TPOT \xE2\x80\x94 (needs 2 generated tokens: the first comes from the prefill)"));
+        snprintf(narrow, sizeof narrow, "%s", I18n_tr(lang, "TPOT \xE2\x80\x94 (needs 2 generated tokens)"));
+        fit(w, in, y, end, head, wide, narrow);
+        return;
+    }
+    int gaps = v->n_step_ms;
+    Format_ms(v->pass_mean_ms, b, sizeof b);
+    if (!v->paused_gaps) {
+        Format_ms(v->tpot_ms, a, sizeof a);
+        snprintf(wide, sizeof wide, I18n_tr(lang, "TPOT %s \xC2\xB7 %.1f tok/s (one run: clock first\xE2\x86\x92last \xC3\xB7 %d gaps)"), a,
+                 v->decode_tps, gaps);
+        snprintf(narrow, sizeof narrow, I18n_tr(lang, "TPOT %s \xC2\xB7 %.1f tok/s (one run)"), a, v->decode_tps);
+        fit(w, in, y, end, head, wide, narrow);
+        Format_ms(v->tpot_ms - v->pass_mean_ms, c, sizeof c);
+        snprintf(wide, sizeof wide, I18n_tr(lang, "decode pass %s (synchronized) = the chart; the other %s per token is sampling, streaming, drawing"),
+                 b, c);
+        snprintf(narrow, sizeof narrow, I18n_tr(lang, "pass %s = the chart; +%s sampling, streaming, drawing"), b, c);
+        fit(w, in, y, end, A_NORMAL, wide, narrow);
+    } else {
+        snprintf(wide, sizeof wide, I18n_tr(lang, "pace %s per token = the decode pass (synchronized): you are stepping by hand"), b);
+        snprintf(narrow, sizeof narrow, I18n_tr(lang, "pace %s = the pass (stepped by hand)"), b);
+        fit(w, in, y, end, head, wide, narrow);
+        Format_ms(v->tpot_ms, a, sizeof a);
+        Format_ms(v->work_ms, c, sizeof c);
+        snprintf(wide, sizeof wide, I18n_tr(lang, "wall-clock TPOT %s includes your pauses (%d of %d gaps); without them %s: pass + sampling"),
+                 a, v->paused_gaps, gaps, c);
+        snprintf(narrow, sizeof narrow, I18n_tr(lang, "clock TPOT %s includes your pauses; r runs it without"), a);
+        fit(w, in, y, end, Theme_attr(TA_DIM), wide, narrow);
+    }
+    if (v->lesson_tps > 0 && v->decode_tps > 0) {
+        int n = v->n_step_ms + 1;
+        snprintf(wide, sizeof wide,
+                 I18n_tr(lang, "lesson: %d tokens \xC3\xB7 time since the first = %.1f tok/s; tokenloop: %d gaps = %.1f tok/s (the first token is the prefill's)%s"),
+                 n, v->lesson_tps, n - 1, v->decode_tps, v->paused_gaps ? I18n_tr(lang, "; both hold your pauses") : "");
+        snprintf(narrow, sizeof narrow, I18n_tr(lang, "lesson: %d tokens %.1f tok/s; tokenloop: %d gaps %.1f tok/s"), n, v->lesson_tps, n - 1,
+                 v->decode_tps);
+        fit(w, in, y, end, Theme_attr(TA_DIM), wide, narrow);
+    }
+}
+
 void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
     Draw_box(w, r, "6 Timing", ui->active == PANE_TIMING);
@@ -72,23 +130,9 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_HEADER));
     if (y >= end)
         return;
-    Format_ms(v->tpot_ms, a, sizeof a);
-    if (v->decode_tps > 0)
-        snprintf(line, sizeof line, "TPOT %s \xC2\xB7 %.1f tok/s decode (clock first\xE2\x86\x92last; includes your pauses)",
-                 a, v->decode_tps);
-    else
-        snprintf(line, sizeof line, "TPOT %s  (needs 2 generated tokens)", a);
-    Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_HEADER));
+    pace_lines(w, in, &y, end, v, ui->lang);
     if (y >= end)
         return;
-    if (v->pass_mean_ms >= 0) {
-        Format_ms(v->pass_mean_ms, a, sizeof a);
-        snprintf(line, sizeof line, "decode pass %s on average (%d passes, synchronized) = the chart", a,
-                 v->n_step_ms);
-        Draw_text(w, y++, in.x, in.w, line, A_NORMAL);
-        if (y >= end)
-            return;
-    }
     if (v->floor_ms > 0) {
         Format_bytes(v->step_bytes, a, sizeof a);
         Format_bytes(v->bandwidth_gbs * 1e9, b, sizeof b);

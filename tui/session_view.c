@@ -256,6 +256,10 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->prefill_ms = s0 ? s0->ms : -1;
     v->tpot_ms = mr.tpot_ms;
     v->decode_tps = mr.decode_tokens_per_s;
+    v->pace_ms = mr.pace_ms;
+    v->paused_gaps = mr.paused_gaps;
+    v->work_ms = mr.work_ms;
+    v->lesson_tps = mr.lesson_tokens_per_s;
     v->floor_ms = mr.floor_ms;
     v->step_bytes = mr.step_bytes;
     v->bandwidth_gbs = mr.bandwidth_gbs;
@@ -277,7 +281,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     }
     v->step_ms = sv->step_ms;
     v->n_step_ms = k;
-    v->pass_mean_ms = k ? sum / k : -1;
+    v->pass_mean_ms = mr.pass_mean_ms >= 0 ? mr.pass_mean_ms : k ? sum / k : -1;
 
     /* what the next key press does */
     if (tl_session_done(s))

@@ -94,7 +94,11 @@ typedef struct tl_view {
     double ttft_ms, template_ms, tokenize_ms, prefill_ms;
     double tpot_ms, decode_tps;
     const double *step_ms;      /* synchronized wall time of each decode pass (steps 1..) */
-    double pass_mean_ms;        /* their mean: TPOT without the pauses of manual stepping */
+    double pass_mean_ms;        /* their mean */
+    double pace_ms;             /* the headline: TPOT for one run, the pass mean when stepped */
+    int paused_gaps;            /* decode gaps that waited for a key press */
+    double work_ms;             /* TPOT with the pauses taken out (pass + sampling per step) */
+    double lesson_tps;          /* the lesson's n / (t_last - t_first) */
     int n_step_ms;
     double floor_ms, step_bytes, bandwidth_gbs;
     char bandwidth_source[64];
