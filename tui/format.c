@@ -282,3 +282,113 @@ void Format_logit(double x, char *out, size_t outsz)
     else
         snprintf(out, outsz, "%.2f", x);
 }
+
+/* A special token literal starting at s[i] ("<|" name "|>", no spaces): its length, else 0. */
+static size_t special_at(const char *s, size_t len, size_t i)
+{
+    if (i + 1 >= len || s[i] != '<' || s[i + 1] != '|')
+        return 0;
+    for (size_t j = i + 2; j + 1 < len && j < i + 64; j++) {
+        if (s[j] == ' ' || s[j] == '\n' || s[j] == '<')
+            return 0;
+        if (s[j] == '|' && s[j + 1] == '>')
+            return j + 2 - i;
+    }
+    return 0;
+}
+
+size_t Format_wrap(const char *s, size_t len, int cols, int *used)
+{
+    size_t i = 0, brk = 0;       /* brk: the last place the line may end (0: none yet) */
+    int w = 0, wbrk = 0;
+    size_t special_end = 0;      /* inside a special token until here */
+    if (cols < 1)
+        cols = 1;
+    while (i < len && s[i] != '\n') {
+        if (i >= special_end) {
+            size_t k = special_at(s, len, i);
+            if (k) {
+                if (i > 0)
+                    brk = i, wbrk = w;   /* before a special token */
+                special_end = i + k;
+            }
+        }
+        int32_t cp;
+        int n = Format_utf8Next(s + i, len - i, &cp);
+        int cw = Format_cpWidth(cp);
+        if (w + cw > cols) {
+            if (cp == ' ') {   /* a space at the edge: it ends this line, undrawn */
+                i++;
+                if (used)
+                    *used = w;
+                return i;
+            }
+            if (brk > 0) {
+                if (used)
+                    *used = wbrk;
+                return brk;
+            }
+            if (i == 0) {   /* wider than the line: take it anyway */
+                if (used)
+                    *used = cw;
+                return (size_t)n;
+            }
+            break;   /* one word or token wider than the line: cut it here */
+        }
+        w += cw;
+        i += (size_t)n;
+        if (cp == ' ' || (special_end && i == special_end))
+            brk = i, wbrk = w;   /* after a space, after a special token */
+    }
+    if (used)
+        *used = w;
+    return i;
+}
+
+void Format_localize(const char *lang, char *num)
+{
+    if (!(lang && lang[0] == 'v' && lang[1] == 'i'))
+        return;
+    /* only marks between digits, so "<0.01%" becomes "<0,01%" and a unit or a dash is left alone */
+    for (size_t i = 1; num[i]; i++) {
+        if ((num[i] == '.' || num[i] == ',') && num[i - 1] >= '0' && num[i - 1] <= '9' && num[i + 1] >= '0' &&
+            num[i + 1] <= '9')
+            num[i] = num[i] == '.' ? ',' : '.';
+    }
+}
+
+void Format_num(const char *lang, double x, int decimals, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "%.*f", decimals, x);
+    Format_localize(lang, out);
+}
+
+void Format_msLang(const char *lang, double ms, char *out, size_t outsz)
+{
+    Format_ms(ms, out, outsz);
+    Format_localize(lang, out);
+}
+
+void Format_probLang(const char *lang, double p, char *out, size_t outsz)
+{
+    Format_prob(p, out, outsz);
+    Format_localize(lang, out);
+}
+
+void Format_bytesLang(const char *lang, double bytes, char *out, size_t outsz)
+{
+    Format_bytes(bytes, out, outsz);
+    Format_localize(lang, out);
+}
+
+void Format_countLang(const char *lang, long long n, char *out, size_t outsz)
+{
+    Format_count(n, out, outsz);
+    Format_localize(lang, out);
+}
+
+void Format_logitLang(const char *lang, double x, char *out, size_t outsz)
+{
+    Format_logit(x, out, outsz);
+    Format_localize(lang, out);
+}

@@ -36,6 +36,27 @@ size_t Format_prefixFitting(const char *s, size_t len, int cols, int *used);
  * and malformed UTF-8 as <0xNN>. Returns the length written (snprintf-like truncation). */
 size_t Format_visible(const char *s, size_t len, char *out, size_t outsz);
 
+/* One line of wrapped text: the bytes of s[0..len) (up to, not including, a newline) that go
+ * on a line of cols columns. A line ends after a space or at the edge of a special token
+ * ("<|eot_id|>": never split), so words and tokens stay whole; a space that does not fit
+ * hangs past the edge instead of starting the next line. Only a word or token wider than the
+ * whole line is cut, between characters. At least one character when len > 0 and the text
+ * does not start with a newline. *used (may be NULL) gets the columns of what fits. */
+size_t Format_wrap(const char *s, size_t len, int cols, int *used);
+
+/* Numbers in the language of the screen: vi writes a comma decimal mark and a dot between
+ * thousands ("3,35", "128.256"), en the other way round. lang as in i18n.h. */
+/* x with the given decimals: "3.35" / "3,35". */
+void Format_num(const char *lang, double x, int decimals, char *out, size_t outsz);
+/* Rewrites, in place, a number that one of the en functions below wrote into lang's marks. */
+void Format_localize(const char *lang, char *num);
+/* The en functions below in lang: the same text with lang's marks. */
+void Format_msLang(const char *lang, double ms, char *out, size_t outsz);
+void Format_probLang(const char *lang, double p, char *out, size_t outsz);
+void Format_bytesLang(const char *lang, double bytes, char *out, size_t outsz);
+void Format_countLang(const char *lang, long long n, char *out, size_t outsz);
+void Format_logitLang(const char *lang, double x, char *out, size_t outsz);
+
 /* "0.42 ms", "4.80 ms", "48.2 ms", "1.23 s"; "—" when ms < 0. */
 void Format_ms(double ms, char *out, size_t outsz);
 /* Probability as a percentage with sensible precision: "41.2%", "0.31%", "<0.01%", "100%". */

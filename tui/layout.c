@@ -30,6 +30,12 @@ static int clampi(int v, int lo, int hi)
 
 void Layout_compute(int cols, int rows, int active, int logit_rows, tl_layout *L)
 {
+    Layout_computeLesson(cols, rows, active, logit_rows, 0, -1, L);
+}
+
+void Layout_computeLesson(int cols, int rows, int active, int logit_rows, int lesson_open, int highlight,
+                          tl_layout *L)
+{
     memset(L, 0, sizeof *L);
     L->cols = cols;
     L->rows = rows;
@@ -41,12 +47,30 @@ void Layout_compute(int cols, int rows, int active, int logit_rows, tl_layout *L
     L->status = R(rows - 2, 0, 1, cols);
     L->footer = R(rows - 1, 0, 1, cols);
     int top = 1, bottom = rows - 2;   /* body rows [top, bottom) */
-
-    if (cols < TL_LAYOUT_GRID_COLS || rows < TL_LAYOUT_GRID_ROWS) {
+    int tabbed = cols < TL_LAYOUT_GRID_COLS || rows < TL_LAYOUT_GRID_ROWS;
+    if (tabbed) {
         L->tabbed = 1;
         L->tabbar = R(top, 0, 1, cols);
         L->summary = R(top + 1, 0, 1, cols);
         top += 2;
+    }
+    if (lesson_open) {
+        /* the strip comes out of the body, so no pane is under it; in the grid it sits next to
+         * the row of the highlighted pane, so eyes go from the narration to the pane */
+        int sh = clampi(bottom - top - 3, 0, TL_LAYOUT_LESSON_ROWS);
+        int at_top = !tabbed && (highlight == PANE_PROMPT || highlight == PANE_LOGITS);
+        if (sh >= 2) {
+            if (at_top) {
+                L->lesson = R(top, 0, sh, cols);
+                top += sh;
+            } else {
+                L->lesson = R(bottom - sh, 0, sh, cols);
+                bottom -= sh;
+            }
+        }
+    }
+
+    if (tabbed) {
         active = clampi(active, 0, PANE_COUNT - 1);
         L->pane[active] = R(top, 0, bottom - top, cols);
         return;
@@ -65,7 +89,7 @@ void Layout_compute(int cols, int rows, int active, int logit_rows, tl_layout *L
     L->pane[PANE_STREAM] = R(top + ph + th, 0, sh, lw);
 
     int want = logit_rows + 2;                 /* borders */
-    int gh = clampi(want, body * 2 / 5, body - 16);
+    int gh = clampi(want, body * 2 / 5, body - 14);
     int rest = body - gh;
     int oh = clampi(rest * 2 / 5, 6, rest - 8);
     int mh = rest - oh;

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "i18n.h"
 #include "tokenloop/lesson.h"
+
+#define T(s) I18n_tr(c->lang, s)
 
 static const char *pane_names[PANE_COUNT] = {"prompt", "tokens", "logits", "stream", "stop", "timing"};
 
@@ -31,14 +34,16 @@ static void show_list(tl_lesson_ctl *c, tl_ui *ui)
     char *t = malloc(cap);
     if (!t)
         return;
-    o += (size_t)snprintf(t + o, cap - o, "%s\n\n",
-                          !strcmp(c->lang, "vi") ? "B\xC3\xA0i h\xE1\xBB\x8D\x63 (\xE2\x86\x91\xE2\x86\x93 ch\xE1\xBB\x8Dn, Enter b\xE1\xBA\xAFt \xC4\x91\xE1\xBA\xA7u)"
-                                                 : "Lessons (\xE2\x86\x91\xE2\x86\x93 select, Enter starts)");
+    o += (size_t)snprintf(t + o, cap - o, "%s\n", T("Lessons (\xE2\x86\x91\xE2\x86\x93 select, Enter starts)"));
     if (c->n == 0)
-        o += (size_t)snprintf(t + o, cap - o, "no lessons found (lessons/ or $TOKENLOOP_LESSONS)\n");
+        o += (size_t)snprintf(t + o, cap - o, "%s\n", T("no lessons found (lessons/ or $TOKENLOOP_LESSONS)"));
     for (int i = 0; i < c->n && o < cap; i++)
         o += (size_t)snprintf(t + o, cap - o, "%s %s\n", i == c->sel ? "\xE2\x96\xB6" : " ", c->titles[i]);
     set_text(c, ui, t);
+    /* the strip shows a few lines: keep the selected one (line sel + 1) in them */
+    ui->lesson_scroll = c->sel;
+    ui->lesson_highlight = -1;
+    c->highlight = -1;
 }
 
 void LessonCtl_open(tl_lesson_ctl *c, tl_ui *ui)
@@ -59,7 +64,7 @@ void LessonCtl_open(tl_lesson_ctl *c, tl_ui *ui)
                     tl_lesson_free(l);
                 } else {
                     const char *b = strrchr(c->paths[i], '/');
-                    snprintf(buf, sizeof buf, "%s (does not load)", b ? b + 1 : c->paths[i]);
+                    snprintf(buf, sizeof buf, T("%s (does not load)"), b ? b + 1 : c->paths[i]);
                 }
                 c->titles[i] = strdup(buf);
             }
@@ -84,10 +89,12 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
     size_t cap = (say ? strlen(say) : 0) + 1024;
     char *t = malloc(cap);
     if (t) {
-        snprintf(t, cap, "%s \xC2\xB7 %d/%d \xC2\xB7 %s%s\n\n%s\n\n\xE2\x86\x92/Space next \xC2\xB7 Esc hides \xC2\xB7 the keys still work",
+        /* the step's line first, with the way on: the strip may show only it and two more */
+        snprintf(t, cap, "%s \xC2\xB7 %d/%d \xC2\xB7 %s%s \xC2\xB7 %s\n%s\n%s",
                  tl_lesson_title(c->cur, c->lang), c->step + 1, tl_lesson_n_steps(c->cur),
-                 rc ? "action failed: " : chk == 0 ? "\xE2\x9C\x93 checked on this model" : chk == 1 ? "\xE2\x9C\x97 expectation failed: " : "",
-                 rc ? err.msg : chk == 1 ? why : "", say ? say : "");
+                 rc ? T("action failed: ") : chk == 0 ? T("\xE2\x9C\x93 checked on this model") : chk == 1 ? T("\xE2\x9C\x97 expectation failed: ") : "",
+                 rc ? err.msg : chk == 1 ? why : "", T("\xE2\x86\x92/Space next"), say ? say : "",
+                 T("(the other keys still work)"));
         set_text(c, ui, t);
     }
     free(say);
@@ -97,6 +104,11 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
     for (int i = 0; i < PANE_COUNT; i++)
         if (!strcmp(lui.highlight, pane_names[i]))
             c->highlight = i;
+    /* the layout keeps the strip off this pane; a new step is read from its start */
+    ui->lesson_highlight = c->highlight;
+    if (c->highlight >= 0)
+        ui->active = c->highlight;
+    ui->lesson_scroll = 0;
 }
 
 int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui *ui)
@@ -128,6 +140,17 @@ int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui
         } else if (!is_code && ch == 'q')
             return 0;
         show_list(c, ui);
+        return 1;
+    }
+    /* reading on: the panel clamps the scroll to what the narration wraps to */
+    if (is_code && (ch == KEY_DOWN || ch == KEY_NPAGE)) {
+        ui->lesson_scroll += ch == KEY_NPAGE ? TL_LAYOUT_LESSON_ROWS - 1 : 1;
+        return 1;
+    }
+    if (is_code && (ch == KEY_UP || ch == KEY_PPAGE)) {
+        ui->lesson_scroll -= ch == KEY_PPAGE ? TL_LAYOUT_LESSON_ROWS - 1 : 1;
+        if (ui->lesson_scroll < 0)
+            ui->lesson_scroll = 0;
         return 1;
     }
     if ((is_code && ch == KEY_RIGHT) || (!is_code && ch == ' ')) {

@@ -4,36 +4,39 @@
 #include <string.h>
 
 #include "format.h"
+#include "i18n.h"
 #include "ui.h"
+
+#define T(s) I18n_tr(ui->lang, s)
 
 void Pane_logits(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
     char title[160], vs[32];
-    Format_count(v->vocab_size, vs, sizeof vs);
-    snprintf(title, sizeof title, "3 Logits \xC2\xB7 top %d of %s", v->logit_rows, vs);
+    Format_countLang(ui->lang, v->vocab_size, vs, sizeof vs);
+    snprintf(title, sizeof title, T("3 Logits \xC2\xB7 top %d of %s"), v->logit_rows, vs);
     Draw_box(w, r, title, ui->active == PANE_LOGITS);
     tl_rect in = Draw_inner(r);
     if (in.h < 2 || in.w < 20)
         return;
-    char line[320];
+    char line[320], tv[16], pv[16];
+    Format_num(ui->lang, v->temperature, 2, tv, sizeof tv);
+    Format_num(ui->lang, v->top_p, 2, pv, sizeof pv);
     if (v->greedy)
-        snprintf(line, sizeof line, "greedy (argmax)  \xC2\xB7 T %.2f  top-k %d  top-p %.2f unused",
-                 v->temperature, v->top_k, v->top_p);
+        snprintf(line, sizeof line, T("greedy (argmax)  \xC2\xB7 T %s  top-k %d  top-p %s unused"), tv, v->top_k, pv);
     else
-        snprintf(line, sizeof line, "sampled \xC2\xB7 temperature %.2f \xC2\xB7 top-k %d%s \xC2\xB7 top-p %.2f%s",
-                 v->temperature, v->top_k, v->top_k ? "" : " (off)", v->top_p,
-                 v->top_p >= 1 ? " (off)" : "");
+        snprintf(line, sizeof line, T("sampled \xC2\xB7 temperature %s \xC2\xB7 top-k %d%s \xC2\xB7 top-p %s%s"), tv,
+                 v->top_k, v->top_k ? "" : T(" (off)"), pv, v->top_p >= 1 ? T(" (off)") : "");
     Draw_text(w, in.y, in.x, in.w, line, Theme_attr(TA_HEADER));
     if (!v->has_logits) {
         Draw_text(w, in.y + 1, in.x, in.w,
-                  "no forward pass yet \xE2\x80\x94 Space runs the first one (the prefill)",
+                  T("no forward pass yet \xE2\x80\x94 Space runs the first one (the prefill)"),
                   Theme_attr(TA_DIM));
         return;
     }
     char ent[32], out[32];
-    Format_prob(v->mass_outside, out, sizeof out);
-    snprintf(ent, sizeof ent, "%.3f", v->entropy);
-    snprintf(line, sizeof line, "token %d \xC2\xB7 entropy %s nats \xC2\xB7 outside these rows %s \xC2\xB7 kept after cuts %d",
+    Format_probLang(ui->lang, v->mass_outside, out, sizeof out);
+    Format_num(ui->lang, v->entropy, 3, ent, sizeof ent);
+    snprintf(line, sizeof line, T("token %d \xC2\xB7 entropy %s nats \xC2\xB7 outside these rows %s \xC2\xB7 kept after cuts %d"),
              v->logits_step, ent, out, v->kept);
     if (in.h > 1)
         Draw_text(w, in.y + 1, in.x, in.w, line, A_NORMAL);
@@ -42,9 +45,13 @@ void Pane_logits(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     int y = in.y + 2;
     /* columns: mark rank id piece logit p(T) cum cut p_final bar */
     int pw = in.w >= 90 ? 18 : in.w >= 70 ? 14 : 10;
-    char hdr[256];
-    snprintf(hdr, sizeof hdr, "    # %7s  %-*s %7s %7s %7s cut %7s", "id", pw, "piece", "logit", "p(T)",
-             "cum", "final");
+    /* padded by columns, not bytes: the Vietnamese headers have multi-byte letters */
+    char hdr[256], c_piece[64], c_cum[32], c_cut[16], c_final[32];
+    Format_pad(T("piece"), pw, -1, c_piece, sizeof c_piece);
+    Format_pad(T("cum"), 7, 1, c_cum, sizeof c_cum);
+    Format_pad(T("cut"), 3, -1, c_cut, sizeof c_cut);
+    Format_pad(T("final"), 7, 1, c_final, sizeof c_final);
+    snprintf(hdr, sizeof hdr, "    # %7s  %s %7s %7s %s %s %s", "id", c_piece, "logit", "p(T)", c_cum, c_cut, c_final);
     Draw_text(w, y, in.x, in.w, hdr, Theme_attr(TA_DIM));
     int fixed = Format_widthz(hdr);
     y++;
@@ -64,10 +71,10 @@ void Pane_logits(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     for (int i = first; i < n && y < in.y + in.h; i++, y++) {
         const tl_view_row *row = &v->rows[i];
         char lg[16], pt[16], cu[16], pf[16], piece[128], cut[8];
-        Format_logit(row->logit, lg, sizeof lg);
-        Format_prob(row->prob_temp, pt, sizeof pt);
-        Format_prob(row->cum, cu, sizeof cu);
-        Format_prob(row->prob_final, pf, sizeof pf);
+        Format_logitLang(ui->lang, row->logit, lg, sizeof lg);
+        Format_probLang(ui->lang, row->prob_temp, pt, sizeof pt);
+        Format_probLang(ui->lang, row->cum, cu, sizeof cu);
+        Format_probLang(ui->lang, row->prob_final, pf, sizeof pf);
         Format_pad(row->display, pw, -1, piece, sizeof piece);
         snprintf(cut, sizeof cut, "%s%s", row->cut_k ? "k" : "", row->cut_p ? "p" : "");
         if (!cut[0])

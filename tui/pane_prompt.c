@@ -4,7 +4,10 @@
 #include <string.h>
 
 #include "format.h"
+#include "i18n.h"
 #include "ui.h"
+
+#define T(s) I18n_tr(ui->lang, s)
 
 static attr_t style_attr(unsigned char st)
 {
@@ -26,31 +29,20 @@ typedef void (*line_fn)(void *ctx, int line, size_t start, size_t end, int newli
 static int wrap_lines(const char *s, size_t len, int cols, line_fn fn, void *ctx)
 {
     int line = 0;
-    size_t i = 0, start = 0;
-    int w = 0;
+    size_t i = 0;
     if (cols < 2)
         cols = 2;
     while (i < len) {
-        if (s[i] == '\n') {
-            fn(ctx, line++, start, i, 1);
-            i++;
-            start = i;
-            w = 0;
-            continue;
-        }
-        int32_t cp;
-        int n = Format_utf8Next(s + i, len - i, &cp);
-        int cw = Format_cpWidth(cp);
-        if (w + cw > cols - 1 && i > start) {  /* keep a column for the ↵ mark */
-            fn(ctx, line++, start, i, 0);
-            start = i;
-            w = 0;
-        }
-        w += cw;
-        i += (size_t)n;
+        /* keep a column for the ↵ mark; break between words and tokens, never inside
+         * <|end_header_id|>, so what the class reads is the tokens the model gets */
+        size_t n = Format_wrap(s + i, len - i, cols - 1, NULL);
+        size_t end = i + n;
+        int nl = end < len && s[end] == '\n';
+        fn(ctx, line++, i, end, nl);
+        i = end + (size_t)nl;
     }
-    if (i > start || line == 0 || (len > 0 && s[len - 1] == '\n'))
-        fn(ctx, line++, start, i, 0);
+    if (line == 0 || (len > 0 && s[len - 1] == '\n'))
+        fn(ctx, line++, len, len, 0);
     return line;
 }
 
@@ -60,6 +52,7 @@ struct draw_ctx {
     int first;
     const tl_view *v;
     int tagged;
+    const char *tag;   /* "◀ generation prompt" in the screen's language */
 };
 
 static void count_line(void *ctx, int line, size_t a, size_t b, int nl)
@@ -86,7 +79,7 @@ static void draw_line(void *ctx, int line, size_t a, size_t b, int nl)
     }
     /* a visible tag where the generation prompt starts, also without colours */
     if (!c->tagged && v->genprompt_at >= 0 && (b > (size_t)v->genprompt_at || (nl && b == (size_t)v->genprompt_at))) {
-        static const char tag[] = "\xE2\x97\x80 generation prompt";
+        const char *tag = c->tag;
         int tw = Format_widthz(tag);
         if (end - x - (nl ? 1 : 0) >= tw + 2) {
             Draw_text(c->w, y, end - tw, tw, tag, Theme_attr(TA_GENPROMPT));
@@ -102,8 +95,8 @@ static void draw_line(void *ctx, int line, size_t a, size_t b, int nl)
 void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
     char title[128];
-    snprintf(title, sizeof title, "1 Prompt \xC2\xB7 %d tokens \xC2\xB7 add_generation_prompt %s",
-             v->n_prompt, v->add_generation_prompt ? "on" : "off");
+    snprintf(title, sizeof title, T("1 Prompt \xC2\xB7 %d tokens \xC2\xB7 add_generation_prompt %s"),
+             v->n_prompt, v->add_generation_prompt ? T("on") : T("off"));
     Draw_box(w, r, title, ui->active == PANE_PROMPT);
     tl_rect in = Draw_inner(r);
     if (in.h < 1 || in.w < 4)
@@ -112,10 +105,12 @@ void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     int x = in.x;
     x += Draw_text(w, in.y, x, in.x + in.w - x, "<|special|>", Theme_attr(TA_SPECIAL));
     x += Draw_text(w, in.y, x, in.x + in.w - x, " ", A_NORMAL);
-    x += Draw_text(w, in.y, x, in.x + in.w - x, "message content", Theme_attr(TA_CONTENT));
-    x += Draw_text(w, in.y, x, in.x + in.w - x, " template ", A_NORMAL);
-    x += Draw_text(w, in.y, x, in.x + in.w - x, "generation prompt", Theme_attr(TA_GENPROMPT));
-    Draw_text(w, in.y, x, in.x + in.w - x, "  e/S edit  a toggle", Theme_attr(TA_DIM));
+    x += Draw_text(w, in.y, x, in.x + in.w - x, T("message content"), Theme_attr(TA_CONTENT));
+    x += Draw_text(w, in.y, x, in.x + in.w - x, " ", A_NORMAL);
+    x += Draw_text(w, in.y, x, in.x + in.w - x, T("template"), A_NORMAL);
+    x += Draw_text(w, in.y, x, in.x + in.w - x, " ", A_NORMAL);
+    x += Draw_text(w, in.y, x, in.x + in.w - x, T("generation prompt"), Theme_attr(TA_GENPROMPT));
+    Draw_text(w, in.y, x, in.x + in.w - x, T("  e/S edit  a toggle"), Theme_attr(TA_DIM));
     in.y++;
     in.h--;
 
@@ -125,8 +120,8 @@ void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         int ey = in.y + in.h - 2;
         Draw_fill(w, ey, in.x, in.w, Theme_attr(TA_SELECTED));
         Draw_text(w, ey, in.x, in.w,
-                  ui->edit == EDIT_USER ? " user message (Enter: apply, Esc: cancel)"
-                                        : " system prompt (Enter: apply, Esc: cancel; empty: none)",
+                  ui->edit == EDIT_USER ? T(" user message (Enter: apply, Esc: cancel)")
+                                        : T(" system prompt (Enter: apply, Esc: cancel; empty: none)"),
                   Theme_attr(TA_SELECTED));
         size_t from, to;
         int col;
@@ -138,7 +133,7 @@ void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         in.h -= 2;
     }
     if (!v->prompt) {
-        Draw_text(w, in.y, in.x, in.w, "(no prompt: raw ids)", Theme_attr(TA_DIM));
+        Draw_text(w, in.y, in.x, in.w, T("(no prompt: raw ids)"), Theme_attr(TA_DIM));
         return;
     }
     int total = wrap_lines(v->prompt, v->prompt_len, in.w, count_line, NULL);
@@ -146,7 +141,7 @@ void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     int maxscroll = total > in.h ? total - in.h : 0;
     if (ui->prompt_scroll < 0 || ui->prompt_scroll > maxscroll)
         ui->prompt_scroll = maxscroll;
-    struct draw_ctx c = {w, in, ui->prompt_scroll, v, 0};
+    struct draw_ctx c = {w, in, ui->prompt_scroll, v, 0, T("\xE2\x97\x80 generation prompt")};
     wrap_lines(v->prompt, v->prompt_len, in.w, draw_line, &c);
     if (ui->prompt_scroll > 0)
         Draw_text(w, r.y, r.x + r.w - 6, 3, "\xE2\x86\x91", Theme_attr(TA_DIM));

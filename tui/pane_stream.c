@@ -1,53 +1,63 @@
 /* Stream pane: what a streamer would have printed so far, and, in another style, what it is
- * still holding back and why. */
+ * still holding back and why. The title names the streamer and its options as the session runs
+ * it, the way they would be written in transformers. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
+#include "i18n.h"
 #include "ui.h"
 
-/* Draws text wrapped from (y, x) within in; returns the next position. Newlines break lines. */
-typedef struct { int y, x, lines; } cursor;
+#define T(s) I18n_tr(ui->lang, s)
 
-static void flow(WINDOW *w, tl_rect in, cursor *c, const char *s, size_t len, attr_t a, int first,
-                 int draw)
+/* The printed text and the held tail as one run, wrapped at word boundaries (the pane that
+ * teaches word-boundary hold-back must not cut words itself); split: where the held part starts. */
+typedef struct {
+    WINDOW *w;
+    tl_rect in;
+    const char *s;
+    size_t len, split;
+    int first;
+} flow_ctx;
+
+static int flow(flow_ctx *c, int draw)
 {
+    int line = 0;
     size_t i = 0;
-    while (i < len) {
-        if (s[i] == '\n') {
-            if (draw && c->lines - first >= 0 && c->lines - first < in.h && (a & A_REVERSE))
-                Draw_text(w, in.y + c->lines - first, in.x + c->x, 1, "\xE2\x86\xB5", a);
-            c->lines++;
-            c->x = 0;
-            i++;
-            continue;
+    while (i < c->len) {
+        size_t n = Format_wrap(c->s + i, c->len - i, c->in.w - 1, NULL);
+        size_t end = i + n;
+        int nl = end < c->len && c->s[end] == '\n';
+        int row = line - c->first;
+        if (draw && row >= 0 && row < c->in.h) {
+            int y = c->in.y + row, x = c->in.x, right = c->in.x + c->in.w;
+            size_t mid = end < c->split ? end : i > c->split ? i : c->split;
+            if (mid > i)
+                x += Draw_textn(c->w, y, x, right - x, c->s + i, mid - i, A_NORMAL);
+            if (end > mid)
+                x += Draw_textn(c->w, y, x, right - x, c->s + mid, end - mid, Theme_attr(TA_HELD));
+            if (nl && end >= c->split)   /* a held newline is shown, or nothing would be */
+                Draw_text(c->w, y, x, right - x, "\xE2\x86\xB5", Theme_attr(TA_HELD));
         }
-        size_t j = i;
-        while (j < len && s[j] != '\n')
-            j++;
-        int used;
-        size_t n = Format_prefixFitting(s + i, j - i, in.w - c->x, &used);
-        if (n == 0 || (used > in.w - c->x && c->x > 0)) {
-            c->lines++;
-            c->x = 0;
-            continue;
-        }
-        int row = c->lines - first;
-        if (draw && row >= 0 && row < in.h)
-            Draw_textn(w, in.y + row, in.x + c->x, in.w - c->x, s + i, n, a);
-        c->x += used;
-        i += n;
-        if (i < j) {
-            c->lines++;
-            c->x = 0;
-        }
+        line++;
+        i = end + (size_t)nl;
+        if (nl && i == c->len)
+            line++;   /* the cursor is on the line after a trailing newline */
     }
+    return line ? line : 1;
 }
 
 void Pane_stream(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
-    char title[128];
-    snprintf(title, sizeof title, "4 Stream \xC2\xB7 %s",
-             v->stream_server ? "server mode (h: hf)" : "hf TextStreamer (h: server)");
+    char title[256];
+    if (v->stream_server)
+        snprintf(title, sizeof title, "4 %s \xC2\xB7 %s \xC2\xB7 h: hf TextStreamer", T("Stream"), T("server mode"));
+    else {
+        char opts[64] = "";
+        snprintf(opts, sizeof opts, "%s%s%s", v->skip_prompt ? "skip_prompt" : "",
+                 v->skip_prompt && v->skip_special ? ", " : "", v->skip_special ? "skip_special_tokens" : "");
+        snprintf(title, sizeof title, "4 %s \xC2\xB7 hf TextStreamer(%s) \xC2\xB7 h: server", T("Stream"), opts);
+    }
     Draw_box(w, r, title, ui->active == PANE_STREAM);
     tl_rect in = Draw_inner(r);
     if (in.h < 2 || in.w < 10)
@@ -56,28 +66,30 @@ void Pane_stream(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     /* the status of the hold, always on the last row */
     char line[256];
     if (v->running)
-        snprintf(line, sizeof line, "running \xE2\x80\x94 text arrives from the background thread's queue");
+        snprintf(line, sizeof line, "%s", T("running \xE2\x80\x94 text arrives from the background thread's queue"));
     else if (*h) {
         char vis[128];
         Format_visible(h, strlen(h), vis, sizeof vis);
-        snprintf(line, sizeof line, "held back \xC2\xAB%s\xC2\xBB: %s", vis,
+        snprintf(line, sizeof line, T("held back \xC2\xAB%s\xC2\xBB: %s"), vis,
                  v->held_reason[0] ? v->held_reason : "?");
     } else if (*p)
-        snprintf(line, sizeof line, "nothing held back");
+        snprintf(line, sizeof line, "%s", T("nothing held back"));
     else
-        snprintf(line, sizeof line, "nothing printed yet");
+        snprintf(line, sizeof line, "%s", T("nothing printed yet"));
     Draw_text(w, in.y + in.h - 1, in.x, in.w, line, *h ? Theme_attr(TA_HEADER) : Theme_attr(TA_DIM));
     tl_rect tx = in;
     tx.h--;
     if (tx.h < 1)
         return;
-    cursor c = {0, 0, 0};
-    flow(w, tx, &c, p, strlen(p), A_NORMAL, 0, 0);
-    flow(w, tx, &c, h, strlen(h), Theme_attr(TA_HELD), 0, 0);
-    int total = c.lines + 1;
-    int first = total > tx.h ? total - tx.h : 0;   /* follow the end */
-    (void)ui;
-    cursor d = {0, 0, 0};
-    flow(w, tx, &d, p, strlen(p), A_NORMAL, first, 1);
-    flow(w, tx, &d, h, strlen(h), Theme_attr(TA_HELD), first, 1);
+    size_t pl = strlen(p), hl = strlen(h);
+    char *all = malloc(pl + hl + 1);
+    if (!all)
+        return;
+    memcpy(all, p, pl);
+    memcpy(all + pl, h, hl + 1);
+    flow_ctx c = {w, tx, all, pl + hl, pl, 0};
+    int total = flow(&c, 0);
+    c.first = total > tx.h ? total - tx.h : 0;   /* follow the end */
+    flow(&c, 1);
+    free(all);
 }

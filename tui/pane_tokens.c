@@ -3,12 +3,15 @@
 #include <string.h>
 
 #include "format.h"
+#include "i18n.h"
 #include "ui.h"
+
+#define T(s) I18n_tr(ui->lang, s)
 
 void Pane_tokens(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
     char title[160];
-    snprintf(title, sizeof title, "2 Tokens \xC2\xB7 prompt %d \xC2\xB7 generated %d \xC2\xB7 pos %d",
+    snprintf(title, sizeof title, T("2 Tokens \xC2\xB7 prompt %d \xC2\xB7 generated %d \xC2\xB7 pos %d"),
              v->n_prompt, v->n_tokens - v->n_prompt, v->pos);
     Draw_box(w, r, title, ui->active == PANE_TOKENS);
     tl_rect in = Draw_inner(r);
@@ -62,14 +65,14 @@ void Pane_tokens(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     if (ui->tok_sel >= 0 && ui->tok_sel < n) {
         const tl_view_token *t = &v->tokens[ui->tok_sel];
         char d[320];
-        snprintf(d, sizeof d, "#%d %s id %d \xC2\xAB%s\xC2\xBB %s%sbytes %s", ui->tok_sel,
-                 t->generated ? "generated" : "prompt", t->id, v->sel_text, v->sel_choice,
+        snprintf(d, sizeof d, T("#%d %s id %d \xC2\xAB%s\xC2\xBB %s%sbytes %s"), ui->tok_sel,
+                 t->generated ? T("generated") : T("prompt"), t->id, v->sel_text, v->sel_choice,
                  v->sel_choice[0] ? " \xC2\xB7 " : "", v->sel_bytes);
         Draw_text(w, dy, in.x, in.w, d, Theme_attr(TA_HEADER));
     } else if (n == 0) {
-        Draw_text(w, in.y, in.x, in.w, "no tokens yet", Theme_attr(TA_DIM));
+        Draw_text(w, in.y, in.x, in.w, T("no tokens yet"), Theme_attr(TA_DIM));
     } else {
-        Draw_text(w, dy, in.x, in.w, "\xE2\x86\x91\xE2\x86\x93 select a token to see its bytes",
+        Draw_text(w, dy, in.x, in.w, T("\xE2\x86\x91\xE2\x86\x93 select a token to see its bytes"),
                   Theme_attr(TA_DIM));
     }
 }

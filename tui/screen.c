@@ -2,52 +2,64 @@
 #include <string.h>
 
 #include "format.h"
+#include "i18n.h"
 #include "ui.h"
+
+#define T(s) I18n_tr(ui->lang, s)
 
 typedef void (*pane_fn)(WINDOW *, tl_rect, const tl_view *, tl_ui *);
 static const pane_fn panes[PANE_COUNT] = {Pane_prompt, Pane_tokens, Pane_logits,
                                           Pane_stream, Pane_stop,   Pane_timing};
 
-void Screen_summary(const tl_view *v, char *out, size_t n)
+static void summary_lang(const char *lang, const tl_view *v, char *out, size_t n)
 {
     char a[32], b[32];
-    Format_ms(v->ttft_ms, a, sizeof a);
-    /* stepped by hand, the wall-clock TPOT holds the pauses: the summary shows the pass */
-    Format_ms(v->paused_gaps ? v->pace_ms : v->tpot_ms, b, sizeof b);
-    size_t o = (size_t)snprintf(out, n, "TTFT %s \xC2\xB7 %s %s \xC2\xB7 prompt %d \xC2\xB7 generated %d/%d \xC2\xB7 ",
-                                a, v->paused_gaps ? "pass" : "TPOT", b, v->n_prompt, v->generated, v->budget);
+    Format_msLang(lang, v->ttft_ms, a, sizeof a);
+    Format_msLang(lang, v->tpot_ms, b, sizeof b);
+    size_t o = (size_t)snprintf(out, n, I18n_tr(lang, "TTFT %s \xC2\xB7 TPOT %s \xC2\xB7 prompt %d \xC2\xB7 generated %d/%d \xC2\xB7 "),
+                                a, b, v->n_prompt, v->generated, v->budget);
     if (o >= n)
         return;
     if (v->stopped)
-        snprintf(out + o, n - o, "stop: %s (%s)", v->stop_reason, v->stop_detail);
+        snprintf(out + o, n - o, I18n_tr(lang, "stop: %s (%s)"), v->stop_reason, v->stop_detail);
     else if (v->running)
-        snprintf(out + o, n - o, "running");
+        snprintf(out + o, n - o, "%s", I18n_tr(lang, "running"));
     else
-        snprintf(out + o, n - o, "not stopped");
+        snprintf(out + o, n - o, "%s", I18n_tr(lang, "not stopped"));
 }
 
-static void footer(WINDOW *w, tl_rect r)
+void Screen_summary(const tl_view *v, char *out, size_t n)
+{
+    summary_lang("en", v, out, n);
+}
+
+static void footer(WINDOW *w, tl_rect r, const tl_ui *ui)
 {
     static const char *keys[][2] = {
         {"Space", "step"}, {"r", "run"}, {"\xE2\x86\x90", "back"}, {"Enter", "force"}, {"g", "greedy"},
         {"t/T", "temp"},   {"k/K", "top-k"}, {"p/P", "top-p"}, {"e", "edit"}, {"Tab", "pane"},
-        {"?", "help"},     {"q", "quit"},
+        {"c", "transformers"}, {"?", "help"}, {"q", "quit"},
     };
+    enum { N_KEYS = sizeof keys / sizeof keys[0] };
     int x = r.x, end = r.x + r.w;
     /* "? help" and "q quit" must always show: reserve room for them */
-    for (unsigned i = 0; i < sizeof keys / sizeof keys[0] && x < end; i++) {
-        int need = Format_widthz(keys[i][0]) + Format_widthz(keys[i][1]) + 2;
-        int tail = i < 10 ? 15 : 0;
-        if (x + need + tail > end && i < 10)
+    int tail = 0;
+    for (int i = N_KEYS - 2; i < N_KEYS; i++)
+        tail += Format_widthz(keys[i][0]) + Format_widthz(T(keys[i][1])) + 2;
+    for (int i = 0; i < N_KEYS && x < end; i++) {
+        const char *what = T(keys[i][1]);
+        int need = Format_widthz(keys[i][0]) + Format_widthz(what) + 2;
+        int last = i >= N_KEYS - 2;
+        if (!last && x + need + tail > end)
             continue;
         x += Draw_text(w, r.y, x, end - x, keys[i][0], Theme_attr(TA_KEY));
         x += Draw_text(w, r.y, x, end - x, " ", A_NORMAL);
-        x += Draw_text(w, r.y, x, end - x, keys[i][1], A_NORMAL);
+        x += Draw_text(w, r.y, x, end - x, what, A_NORMAL);
         x += Draw_text(w, r.y, x, end - x, " ", A_NORMAL);
     }
 }
 
-static void help(WINDOW *w, int cols, int rows)
+static void help(WINDOW *w, int cols, int rows, const tl_ui *ui)
 {
     static const char *lines[] = {
         "Space / \xE2\x86\x92   one forward pass (the first is the prefill)",
@@ -68,7 +80,8 @@ static void help(WINDOW *w, int cols, int rows)
         "w           show the two wrong timing readings",
         "n           new conversation (same prompt, from the start)",
         "Tab / 1-6   focus a pane (a tab on small terminals)",
-        "l           lessons",
+        "c           the same settings as a transformers call",
+        "l           lessons (PgUp/PgDn or \xE2\x86\x91\xE2\x86\x93 scroll the narration)",
         "q           quit (cancels a run first)",
         "",
         "any key closes this help",
@@ -78,45 +91,81 @@ static void help(WINDOW *w, int cols, int rows)
     tl_rect r = {(rows - bh) / 2, (cols - bw) / 2, bh, bw};
     for (int y = 0; y < bh; y++)
         Draw_fill(w, r.y + y, r.x, bw, A_NORMAL);
-    Draw_box(w, r, "keys", 1);
+    Draw_box(w, r, T("keys"), 1);
     for (int i = 0; i < n && i < bh - 2; i++)
-        Draw_text(w, r.y + 1 + i, r.x + 2, bw - 4, lines[i], A_NORMAL);
+        Draw_text(w, r.y + 1 + i, r.x + 2, bw - 4, lines[i][0] ? T(lines[i]) : "", A_NORMAL);
+}
+
+/* v->hf_call: the transformers code that would generate with the settings on screen, so the
+ * class can take what they tried here to a notebook. */
+static void hf_call(WINDOW *w, int cols, int rows, const tl_view *v, const tl_ui *ui)
+{
+    const char *t = v->hf_call[0] ? v->hf_call : T("(no transformers call for these settings)");
+    int bw = cols - 4 > 100 ? 100 : cols - 2, inner = bw - 4;
+    if (inner < 10 || rows < 6)
+        return;
+    /* count the wrapped lines first: the box fits the code, up to the screen */
+    int n = 0;
+    for (size_t i = 0, len = strlen(t); i < len;) {
+        size_t k = Format_wrap(t + i, len - i, inner, NULL);
+        i += k + (i + k < len && t[i + k] == '\n');
+        n++;
+    }
+    int bh = n + 4 < rows - 2 ? n + 4 : rows - 2;
+    tl_rect r = {(rows - bh) / 2, (cols - bw) / 2, bh, bw};
+    for (int y = 0; y < bh; y++)
+        Draw_fill(w, r.y + y, r.x, bw, A_NORMAL);
+    Draw_box(w, r, T("the same in transformers (any key closes)"), 1);
+    int y = r.y + 1;
+    for (size_t i = 0, len = strlen(t); i < len && y < r.y + bh - 2; y++) {
+        size_t k = Format_wrap(t + i, len - i, inner, NULL);
+        Draw_textn(w, y, r.x + 2, inner, t + i, k, A_NORMAL);
+        i += k + (i + k < len && t[i + k] == '\n');
+    }
+    if (n > bh - 3)
+        Draw_text(w, r.y + bh - 2, r.x + 2, inner, "\xE2\x80\xA6", Theme_attr(TA_DIM));
 }
 
 void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
 {
     werase(w);
     tl_layout L;
-    Layout_compute(cols, rows, ui->active, v->logit_rows + 3, &L);
+    Layout_computeLesson(cols, rows, ui->active, v->logit_rows + 3, ui->lesson_open, ui->lesson_highlight, &L);
     if (L.too_small) {
-        Draw_text(w, 0, 0, cols, "terminal too small", A_BOLD);
+        Draw_text(w, 0, 0, cols, T("terminal too small"), A_BOLD);
         char m[64];
-        snprintf(m, sizeof m, "need %dx%d", TL_LAYOUT_MIN_COLS, TL_LAYOUT_MIN_ROWS);
+        snprintf(m, sizeof m, T("need %dx%d"), TL_LAYOUT_MIN_COLS, TL_LAYOUT_MIN_ROWS);
         if (rows > 1)
             Draw_text(w, 1, 0, cols, m, A_NORMAL);
         if (rows > 2)
-            Draw_text(w, 2, 0, cols, "q quits", A_NORMAL);
+            Draw_text(w, 2, 0, cols, T("q quits"), A_NORMAL);
         return;
     }
     /* title */
-    char t[400], s[64];
+    char t[400], s[96], tv[16], pv[16];
     if (v->greedy)
-        snprintf(s, sizeof s, "greedy");
-    else
-        snprintf(s, sizeof s, "T %.2f \xC2\xB7 top-k %d \xC2\xB7 top-p %.2f", v->temperature, v->top_k, v->top_p);
+        snprintf(s, sizeof s, "%s", T("greedy"));
+    else {
+        Format_num(ui->lang, v->temperature, 2, tv, sizeof tv);
+        Format_num(ui->lang, v->top_p, 2, pv, sizeof pv);
+        snprintf(s, sizeof s, "T %s \xC2\xB7 top-k %d \xC2\xB7 top-p %s", tv, v->top_k, pv);
+    }
     snprintf(t, sizeof t, " tokenloop \xC2\xB7 %s \xC2\xB7 %s \xC2\xB7 %s \xC2\xB7 %s%s", v->model_name, v->device, s,
-             v->stream_server ? "server stream" : "hf stream", ui->mono ? " \xC2\xB7 mono" : "");
+             v->stream_server ? T("server stream") : T("hf stream"), ui->mono ? T(" \xC2\xB7 mono") : "");
     Draw_fill(w, 0, 0, cols, Theme_attr(TA_TITLE));
     Draw_text(w, 0, 0, cols, t, Theme_attr(TA_TITLE));
     if (L.tabbed) {
         int x = 0;
         for (int i = 0; i < PANE_COUNT && x < cols; i++) {
-            char tab[32];
-            snprintf(tab, sizeof tab, " %d %s ", i + 1, Layout_paneName(i));
-            x += Draw_text(w, L.tabbar.y, x, cols - x, tab, i == ui->active ? Theme_attr(TA_SELECTED) : Theme_attr(TA_DIM));
+            char tab[64];
+            snprintf(tab, sizeof tab, " %d %s ", i + 1, T(Layout_paneName(i)));
+            attr_t a = i == ui->active ? Theme_attr(TA_SELECTED) : Theme_attr(TA_DIM);
+            if (ui->lesson_open && i == ui->lesson_highlight && i != ui->active)
+                a = Theme_attr(TA_KEY);   /* the tab the lesson talks about */
+            x += Draw_text(w, L.tabbar.y, x, cols - x, tab, a);
         }
         char sum[400];
-        Screen_summary(v, sum, sizeof sum);
+        summary_lang(ui->lang, v, sum, sizeof sum);
         Draw_text(w, L.summary.y, 0, cols, sum, v->stopped ? Theme_attr(TA_CHOSEN) : A_NORMAL);
     }
     for (int i = 0; i < PANE_COUNT; i++)
@@ -125,8 +174,8 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
     /* status line: what the next key press does */
     int sx = 0;
     if (ui->edit == EDIT_MAXNEW || ui->edit == EDIT_STOP) {
-        const char *label = ui->edit == EDIT_MAXNEW ? "max_new_tokens (0: the model's budget): "
-                                                    : "stop string to add or remove (\\n for newline): ";
+        const char *label = ui->edit == EDIT_MAXNEW ? T("max_new_tokens (0: the model's budget): ")
+                                                    : T("stop string to add or remove (\\n for newline): ");
         sx += Draw_text(w, L.status.y, 0, cols, label, Theme_attr(TA_KEY));
         size_t from, to;
         int col;
@@ -138,17 +187,15 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
         if (v->message[0] && sx + 3 < cols)
             Draw_text(w, L.status.y, sx + 3, cols - sx - 3, v->message, Theme_attr(TA_WARN));
     }
-    footer(w, L.footer);
-    /* the prompt pane last: it may leave the cursor in its editor */
+    footer(w, L.footer, ui);
+    if (L.lesson.h > 0)
+        LessonPanel_draw(w, L.lesson, ui);
+    /* the prompt pane after the rest: it may leave the cursor in its editor (no overlay is up
+     * while editing, so those may come after it) */
     if (L.pane[PANE_PROMPT].h > 0)
         Pane_prompt(w, L.pane[PANE_PROMPT], v, ui);
-    if (ui->lesson_open) {
-        int ph = rows * 2 / 5 < 8 ? 8 : rows * 2 / 5;
-        if (ph > rows - 3)
-            ph = rows - 3;
-        tl_rect r = {rows - 2 - ph, 0, ph, cols};
-        LessonPanel_draw(w, r, ui);
-    }
+    if (ui->hf_call)
+        hf_call(w, cols, rows, v, ui);
     if (ui->help)
-        help(w, cols, rows);
+        help(w, cols, rows, ui);
 }
