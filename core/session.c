@@ -17,9 +17,6 @@
 #include "tokenloop/paths.h"
 #include "tokenloop/tokenizer.h"
 
-#ifndef TL_SOURCE_DIR
-#define TL_SOURCE_DIR "."
-#endif
 
 struct tl_session {
     tl_model *m;
@@ -196,6 +193,7 @@ static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
     if (!strcmp(dev, "cuda") && !tl_backend_cuda_available())
         return tl_error_set(err, "--device: cuda: no usable CUDA device");
     if (tl_engine_create(&s->e, s->m, be, s->opts.threads, s->opts.capacity, err)) return -1;
+    if (s->opts.async && tl_engine_set_async(s->e, 1, err)) return -1;
 
     /* the tokenizer: given, else beside the weights, else the bundled Llama 3 one */
     const char *tdir = s->opts.tokenizer_dir;

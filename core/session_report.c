@@ -1,5 +1,7 @@
-/* tl_session_hf_call: the transformers code that runs the session's request, so a class can
- * check tokenloop against a notebook. Built from the public getters only. */
+/* What the session's settings are, for people and programs: tl_session_hf_call (the
+ * transformers code that runs the same request, so a class can check tokenloop against a
+ * notebook) and tl_session_settings_json. Built from the public getters only. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,4 +106,40 @@ char *tl_session_hf_call(const tl_session *s)
         return NULL;
     }
     return b.p;
+}
+
+char *tl_session_settings_json(const tl_session *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    const char *msgs = tl_session_messages(s);
+    cJSON *m = msgs ? cJSON_Parse(msgs) : NULL;
+    cJSON_AddItemToObject(o, "messages", m ? m : cJSON_CreateNull());
+    cJSON_AddBoolToObject(o, "add_generation_prompt", tl_session_add_generation_prompt(s));
+    tl_sampling sp = tl_session_sampling(s);
+    cJSON_AddBoolToObject(o, "greedy", sp.greedy);
+    /* float settings printed as the decimals they were set from, not float32's 0.6000000238 */
+    cJSON_AddNumberToObject(o, "temperature", round(sp.temperature * 1e6) / 1e6);
+    cJSON_AddNumberToObject(o, "top_k", sp.top_k);
+    cJSON_AddNumberToObject(o, "top_p", round(sp.top_p * 1e6) / 1e6);
+    cJSON_AddNumberToObject(o, "seed", (double)sp.seed);
+    const tl_stop_config *sc = tl_session_stop_config(s);
+    cJSON_AddNumberToObject(o, "max_new_tokens_requested", tl_session_max_new_tokens(s));
+    /* the effective budget exists once the prompt is rendered (it may depend on its length) */
+    if (sc && sc->max_new_tokens > 0) {
+        cJSON_AddNumberToObject(o, "max_new_tokens", sc->max_new_tokens);
+        cJSON_AddStringToObject(o, "budget_source", tl_budget_source_name(sc->budget_source));
+    }
+    int n = 0;
+    const char *const *stop = tl_session_stop_strings(s, &n);
+    cJSON *st = cJSON_AddArrayToObject(o, "stop_strings");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(st, cJSON_CreateString(stop[i]));
+    cJSON_AddStringToObject(o, "stream_mode", tl_session_stream_mode(s) == TL_STREAM_SERVER ? "server" : "hf");
+    int skip_prompt, skip_special, clean_up;
+    tl_session_streamer_flags(s, &skip_prompt, &skip_special, &clean_up);
+    cJSON_AddBoolToObject(o, "skip_prompt", skip_prompt);
+    cJSON_AddBoolToObject(o, "skip_special_tokens", skip_special);
+    cJSON_AddBoolToObject(o, "clean_up_tokenization_spaces", clean_up);
+    char *js = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return js;
 }

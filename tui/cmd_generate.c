@@ -197,6 +197,14 @@ static void print_json(tl_session *s)
     cJSON_AddItemToObject(o, "bandwidth_gbs", num_or_null(r.bandwidth_gbs));
     cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);
     cJSON_AddNumberToObject(o, "ref_floor_ms", r.ref_floor_ms);
+    cJSON_AddItemToObject(o, "pace_ms", num_or_null(r.pace_ms));
+    cJSON_AddItemToObject(o, "pass_mean_ms", num_or_null(r.pass_mean_ms));
+    cJSON_AddNumberToObject(o, "paused_gaps", r.paused_gaps);
+    cJSON_AddItemToObject(o, "lesson_tokens_per_s", num_or_null(r.lesson_tokens_per_s));
+    char *settings = tl_session_settings_json(s);
+    cJSON *sj = settings ? cJSON_Parse(settings) : NULL;
+    free(settings);
+    cJSON_AddItemToObject(o, "settings", sj ? sj : cJSON_CreateNull());
     cJSON *steps = cJSON_AddArrayToObject(o, "steps");
     for (int i = 0; i < tl_session_n_steps(s); i++) {
         const tl_step *st = tl_session_step_at(s, i);

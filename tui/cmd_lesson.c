@@ -13,8 +13,11 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tokenloop lesson list [--lang en|vi] [--dir DIR]\n"
                "       tokenloop lesson check [ID] [--lang en|vi] [--model DIR] [--dir DIR] [--verbose]\n"
+               "       tokenloop lesson settings [ID] [--model DIR] [--dir DIR]\n"
                "check plays every step of every lesson (or lesson ID) on the model and verifies\n"
-               "every expectation; without --lang the narration is checked in both languages.\n");
+               "every expectation; without --lang the narration is checked in both languages.\n"
+               "settings plays them the same way and prints, after each step, one JSON line with the\n"
+               "session's settings and state (what the TUI's headers must show).\n");
 }
 
 /* A {name} left in narration means the lesson names a field that does not exist. */
@@ -29,6 +32,19 @@ static const char *unresolved(const char *text)
     }
     return NULL;
 }
+
+/* One JSON line: the step, the pane it points at, and the session as it stands. */
+static void print_settings(const tl_lesson *l, int i, const tl_lesson_ui *ui, tl_session *s)
+{
+    char *settings = tl_session_settings_json(s);
+    const tl_stop_result *r = tl_session_stop(s);
+    printf("{\"lesson\":\"%s\",\"step\":%d,\"steps\":%d,\"highlight\":\"%s\",\"generated\":%d,\"stop_reason\":\"%s\",\"settings\":%s}\n",
+           tl_lesson_id(l), i + 1, tl_lesson_n_steps(l), ui->highlight, tl_session_n_steps(s),
+           tl_stop_reason_name(r->reason), settings ? settings : "null");
+    free(settings);
+}
+
+static int dump_settings;
 
 static int check_one(const char *path, const char *model_dir, const char *lang, int verbose, int *steps_ok)
 {
@@ -48,7 +64,8 @@ static int check_one(const char *path, const char *model_dir, const char *lang, 
         printf("== %s: %s\n", tl_lesson_id(l), tl_lesson_title(l, langs[0]));
     for (int i = 0; i < tl_lesson_n_steps(l) && !rc; i++) {
         char why[512];
-        if (tl_lesson_apply(l, i, s, NULL, &err)) {
+        tl_lesson_ui ui = { "", -1 };
+        if (tl_lesson_apply(l, i, s, &ui, &err)) {
             rc = cli_fail(1, "%s", err.msg);
             break;
         }
@@ -70,8 +87,12 @@ static int check_one(const char *path, const char *model_dir, const char *lang, 
         }
         if (!rc)
             (*steps_ok)++;
+        if (!rc && dump_settings) {
+            tl_session_prepare(s, NULL);   /* as the TUI renders what a step set up */
+            print_settings(l, i, &ui, s);
+        }
     }
-    if (!rc)
+    if (!rc && !dump_settings)
         printf("lesson %s: %d steps ok\n", tl_lesson_id(l), tl_lesson_n_steps(l));
     tl_session_free(s);
     tl_lesson_free(l);
@@ -110,8 +131,11 @@ int cmd_lesson(int argc, char **argv)
     const char *only = optind < argc ? argv[optind++] : NULL;
     if (optind < argc)
         return cli_fail(2, "lesson: unexpected argument %s", argv[optind]);
-    if (strcmp(verb, "list") && strcmp(verb, "check"))
-        return cli_fail(2, "lesson: %s: expected list or check", verb);
+    if (strcmp(verb, "list") && strcmp(verb, "check") && strcmp(verb, "settings"))
+        return cli_fail(2, "lesson: %s: expected list, check or settings", verb);
+    dump_settings = !strcmp(verb, "settings");
+    if (dump_settings)
+        verb = "check";
 
     char dirbuf[4096];
     if (!dir) {
@@ -161,7 +185,7 @@ int cmd_lesson(int argc, char **argv)
     tl_lesson_list_free(paths, n);
     if (only && !found)
         return cli_fail(2, "lesson: %s: no such lesson", only);
-    if (!strcmp(verb, "check"))
+    if (!strcmp(verb, "check") && !dump_settings)
         printf("lessons: %d passed, %d failed\n", lessons_ok, found - lessons_ok);
     return rc;
 }

@@ -34,6 +34,7 @@ typedef struct tl_session_opts {
     tl_clock_fn clock;          /* NULL: monotonic (tests pass a fake clock) */
     void *clock_ctx;
     double bandwidth_gbs;       /* > 0: use this instead of probing (the floor) */
+    int async;                  /* 1: the engine's asynchronous mode (tl_engine_set_async) */
 } tl_session_opts;
 
 int tl_session_open(tl_session **out, const tl_session_opts *opts, tl_error *err);
@@ -84,6 +85,9 @@ int tl_session_raw_prompt(const tl_session *s);               /* 1: prompt given
 long tl_session_genprompt_at(const tl_session *s);
 /* The transformers code that would run this request with these settings (malloc'd). */
 char *tl_session_hf_call(const tl_session *s);
+/* The settings as one JSON object (messages, add_generation_prompt, sampling, budget, stop
+ * strings, streamer), malloc'd: what `generate --json` and `lesson settings` print. */
+char *tl_session_settings_json(const tl_session *s);
 
 /* Render and tokenize now (otherwise the first step does it). The request's clock starts here. */
 int tl_session_prepare(tl_session *s, tl_error *err);
