@@ -158,9 +158,12 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
                     rank = i;
             char p[32];
             if (rank >= 0) {
-                Format_prob(cs->sample.cand[rank].prob_temp, p, sizeof p);
-                snprintf(v->sel_choice, sizeof v->sel_choice, "%s p(T) %s, rank %d", cs->forced ? "forced;" : "chosen:",
-                         p, rank + 1);
+                /* the model's probability first: after greedy the final one is 1 whatever it was */
+                char q[32];
+                Format_prob(cs->sample.cand[rank].prob, p, sizeof p);
+                Format_prob(cs->sample.cand[rank].prob_temp, q, sizeof q);
+                snprintf(v->sel_choice, sizeof v->sel_choice, "%s p %s (model, T=1), p(T) %s, rank %d",
+                         cs->forced ? "forced;" : "chosen:", p, q, rank + 1);
             } else
                 snprintf(v->sel_choice, sizeof v->sel_choice, "%s below the top %d", cs->forced ? "forced;" : "chosen:",
                          cs->sample.n);
@@ -188,6 +191,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
             else
                 snprintf(row->display, sizeof row->display, "%d", c->id);
             row->logit = c->logit;
+            row->prob = c->prob;
             row->prob_temp = c->prob_temp;
             row->prob_final = c->prob_final;
             cum += c->prob_temp;

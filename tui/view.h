@@ -29,6 +29,7 @@ typedef struct tl_view_row {
     int id;
     char display[48];
     float logit, prob_temp, prob_final, cum;
+    float prob;                 /* the model's own softmax (T = 1), before any setting */
     int cut_k, cut_p, chosen, forced;
 } tl_view_row;
 
@@ -58,7 +59,7 @@ typedef struct tl_view {
     int pos;                    /* positions in the KV cache */
     /* bytes of the selected token, for the detail line */
     char sel_bytes[96], sel_text[64];
-    char sel_choice[96];        /* generated: how likely it was when chosen */
+    char sel_choice[160];       /* generated: how likely it was when chosen */
 
     /* logits pane: the pass just made (valid when has_logits) */
     int has_logits;

@@ -125,10 +125,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < s1->sample.n; i++)
             if (s1->sample.cand[i].id == gen[1])
                 rank = i;
-        char p[32], w2[96];
+        char p[32], q[32], w2[128];
         if (rank >= 0) {
-            Format_prob(s1->sample.cand[rank].prob_temp, p, sizeof p);
-            snprintf(w2, sizeof w2, "chosen: p(T) %s, rank %d", p, rank + 1);
+            Format_prob(s1->sample.cand[rank].prob, p, sizeof p);
+            Format_prob(s1->sample.cand[rank].prob_temp, q, sizeof q);
+            snprintf(w2, sizeof w2, "chosen: p %s (model, T=1), p(T) %s, rank %d", p, q, rank + 1);
             TL_CHECK_STR(v->sel_choice, w2);
         }
     }
