@@ -4,6 +4,8 @@
 #endif
 #include "format.h"
 
+#include "i18n.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -347,7 +349,7 @@ size_t Format_wrap(const char *s, size_t len, int cols, int *used)
 
 void Format_localize(const char *lang, char *num)
 {
-    if (!(lang && lang[0] == 'v' && lang[1] == 'i'))
+    if (!I18n_isVi(lang))
         return;
     /* only marks between digits, so "<0.01%" becomes "<0,01%" and a unit or a dash is left alone */
     for (size_t i = 1; num[i]; i++) {

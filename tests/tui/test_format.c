@@ -2,7 +2,9 @@
  * Asian Width and emoji presentation: CJK ideographs and emoji take 2 columns, precomposed
  * Vietnamese letters 1, combining marks and ZWJ 0. */
 #include <locale.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "format.h"
 #include "tl_test.h"
@@ -142,6 +144,121 @@ static void test_numbers(void)
     TL_CHECK_STR(b, "-inf");
 }
 
+/* Numbers in the screen's language: vi has a comma decimal mark and dots between thousands,
+ * applied to every figure the panes print (ms, %, bytes, counts, logits) and nothing else. */
+static void test_decimal_mark(void)
+{
+    char b[64];
+    Format_num("vi", 3.35, 2, b, sizeof b);
+    TL_CHECK_STR(b, "3,35");
+    Format_num("en", 3.35, 2, b, sizeof b);
+    TL_CHECK_STR(b, "3.35");
+    Format_num("vi", 4.78, 2, b, sizeof b);
+    TL_CHECK_STR(b, "4,78");
+    Format_num("vi", 7, 0, b, sizeof b);
+    TL_CHECK_STR(b, "7");
+    Format_num("vi", -0.25, 2, b, sizeof b);
+    TL_CHECK_STR(b, "-0,25");
+    Format_msLang("vi", 4.78, b, sizeof b);
+    TL_CHECK_STR(b, "4,78 ms");
+    Format_msLang("en", 4.78, b, sizeof b);
+    TL_CHECK_STR(b, "4.78 ms");
+    Format_msLang("vi", 1234.5, b, sizeof b);
+    TL_CHECK_STR(b, "1,23 s");
+    Format_msLang("vi", -1, b, sizeof b);
+    TL_CHECK_STR(b, "\xE2\x80\x94");
+    Format_bytesLang("vi", 3.35e12, b, sizeof b);
+    TL_CHECK_STR(b, "3,35 TB");
+    Format_bytesLang("vi", 512, b, sizeof b);
+    TL_CHECK_STR(b, "512 B");
+    Format_probLang("vi", 0.412, b, sizeof b);
+    TL_CHECK_STR(b, "41,2%");
+    Format_probLang("vi", 0.00001, b, sizeof b);
+    TL_CHECK_STR(b, "<0,01%");
+    Format_probLang("vi", 0.99999, b, sizeof b);
+    TL_CHECK_STR(b, ">99,9%");
+    Format_probLang("vi", 1, b, sizeof b);
+    TL_CHECK_STR(b, "100%");
+    Format_countLang("vi", 128256, b, sizeof b);   /* thousands: the other mark */
+    TL_CHECK_STR(b, "128.256");
+    Format_countLang("en", 128256, b, sizeof b);
+    TL_CHECK_STR(b, "128,256");
+    Format_countLang("vi", 1234567, b, sizeof b);
+    TL_CHECK_STR(b, "1.234.567");
+    Format_logitLang("vi", 17.25, b, sizeof b);
+    TL_CHECK_STR(b, "17,25");
+    Format_logitLang("vi", -1.0 / 0.0, b, sizeof b);
+    TL_CHECK_STR(b, "-inf");
+    /* the language as LANG spells it counts too; anything else is English */
+    Format_num("vi_VN.UTF-8", 0.6, 2, b, sizeof b);
+    TL_CHECK_STR(b, "0,60");
+    Format_num(NULL, 0.6, 2, b, sizeof b);
+    TL_CHECK_STR(b, "0.60");
+    Format_num("fr", 0.6, 2, b, sizeof b);
+    TL_CHECK_STR(b, "0.60");
+    /* only marks between digits change */
+    char t[] = "v1.2 . 3, x.5";
+    Format_localize("vi", t);
+    TL_CHECK_STR(t, "v1,2 . 3, x.5");
+}
+
+/* The lines Format_wrap makes of s at cols, joined with '|'. */
+static void wrap_all(const char *s, int cols, char *out, size_t n)
+{
+    size_t i = 0, len = strlen(s), o = 0;
+    out[0] = 0;
+    while (i < len && o + 1 < n) {
+        size_t k = Format_wrap(s + i, len - i, cols, NULL);
+        if (o)
+            out[o++] = '|';
+        o += (size_t)snprintf(out + o, n - o, "%.*s", (int)k, s + i);
+        i += k;
+        if (i < len && s[i] == '\n')
+            i++;
+    }
+}
+
+/* Wrapping at words and token edges: the Stream pane never cuts a word the streamer printed,
+ * the Prompt pane never cuts a special token. */
+static void test_wrap(void)
+{
+    char b[512];
+    int used;
+    wrap_all("The capital of France is Paris.", 12, b, sizeof b);
+    TL_CHECK_STR(b, "The capital |of France is |Paris.");
+    /* a space at the edge hangs there instead of starting the next line */
+    wrap_all("abc def", 3, b, sizeof b);
+    TL_CHECK_STR(b, "abc |def");
+    TL_CHECK_INT((int)Format_wrap("abc def", 7, 3, &used), 4);
+    TL_CHECK_INT(used, 3);
+    /* Vietnamese: breaks by columns, not bytes */
+    wrap_all("Xin ch\xC3\xA0o th\xE1\xBA\xBF gi\xE1\xBB\x9Bi", 9, b, sizeof b);
+    TL_CHECK_STR(b, "Xin ch\xC3\xA0o |th\xE1\xBA\xBF gi\xE1\xBB\x9Bi");
+    /* special tokens stay whole: the break comes before <|end_header_id|>, not inside it */
+    wrap_all("assistant<|end_header_id|>", 20, b, sizeof b);
+    TL_CHECK_STR(b, "assistant|<|end_header_id|>");
+    wrap_all("<|eot_id|><|start_header_id|>user<|end_header_id|>", 40, b, sizeof b);
+    TL_CHECK_STR(b, "<|eot_id|><|start_header_id|>user|<|end_header_id|>");
+    wrap_all("France?<|eot_id|><|start_header_id|>", 25, b, sizeof b);
+    TL_CHECK_STR(b, "France?<|eot_id|>|<|start_header_id|>");
+    /* a word wider than the line: cut, since nothing else fits */
+    wrap_all("abcdefghij", 4, b, sizeof b);
+    TL_CHECK_STR(b, "abcd|efgh|ij");
+    /* a special token wider than the line is cut too (there is no other way to show it) */
+    wrap_all("<|end_header_id|>", 8, b, sizeof b);
+    TL_CHECK_STR(b, "<|end_he|ader_id||>");
+    /* newlines end lines; an empty line between */
+    wrap_all("ab\n\ncd", 10, b, sizeof b);
+    TL_CHECK_STR(b, "ab||cd");
+    TL_CHECK_INT((int)Format_wrap("\nx", 2, 10, NULL), 0);
+    /* wide characters: 中文字 in 5 columns is 中文 then 字 */
+    wrap_all("\xE4\xB8\xAD\xE6\x96\x87\xE5\xAD\x97", 5, b, sizeof b);
+    TL_CHECK_STR(b, "\xE4\xB8\xAD\xE6\x96\x87|\xE5\xAD\x97");
+    /* "<|" without a closing "|>" is ordinary text */
+    wrap_all("a <|b c", 4, b, sizeof b);
+    TL_CHECK_STR(b, "a |<|b |c");
+}
+
 int main(void)
 {
     if (!setlocale(LC_ALL, "C.UTF-8")) {
@@ -153,5 +270,7 @@ int main(void)
     test_pad();
     test_visible();
     test_numbers();
+    test_decimal_mark();
+    test_wrap();
     return TL_TEST_END("tui_format");
 }

@@ -1,5 +1,8 @@
 /* Pane placement of tui/layout.c at 80x24, 160x48, 120x32 and tiny sizes: every shown pane
- * inside the screen, none overlapping another or the bars, the body fully used. */
+ * inside the screen, none overlapping another or the bars, the body fully used. With a lesson
+ * open (every pane highlighted in turn, at 80x24, 100x30, 160x48): the strip is at most
+ * TL_LAYOUT_LESSON_ROWS rows, across the screen, and covers no pane, above all not the one
+ * the lesson points at. */
 #include "layout.h"
 #include "tl_test.h"
 
@@ -30,8 +33,65 @@ static void check_common(const tl_layout *L, int cols, int rows)
             TL_CHECK_MSG(!Layout_overlap(a, L->pane[j]), "%s overlaps %s", Layout_paneName(i),
                          Layout_paneName(j));
     }
+    tl_rect s = L->lesson;
+    if (s.h > 0) {
+        TL_CHECK_MSG(inside(s, cols, rows) && s.w == cols && s.h <= TL_LAYOUT_LESSON_ROWS && s.h >= 2,
+                     "lesson strip %d,%d %dx%d at %dx%d", s.y, s.x, s.w, s.h, cols, rows);
+        for (int b = 0; b < 4; b++)
+            TL_CHECK(!Layout_overlap(s, bars[b]));
+        TL_CHECK(!Layout_overlap(s, L->footer));
+        for (int i = 0; i < PANE_COUNT; i++)
+            TL_CHECK_MSG(!Layout_overlap(s, L->pane[i]), "lesson strip over %s at %dx%d", Layout_paneName(i), cols, rows);
+        area += s.w * s.h;
+    }
     int bar_rows = 3 + (L->tabbed ? 2 : 0);
     TL_CHECK_INT(area, cols * (rows - bar_rows));   /* the whole body is used */
+}
+
+/* The lesson strip for every highlighted pane (and none) at the sizes a class uses. */
+static void test_lesson_strip(void)
+{
+    static const int sizes[][2] = {{80, 24}, {100, 30}, {160, 48}, {120, 32}, {TL_LAYOUT_MIN_COLS, TL_LAYOUT_MIN_ROWS}};
+    tl_layout L, closed;
+    for (unsigned z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        int cols = sizes[z][0], rows = sizes[z][1];
+        for (int hl = -1; hl < PANE_COUNT; hl++) {
+            /* the lead's app shows the highlighted pane's tab; any other tab must work too */
+            for (int active = 0; active < PANE_COUNT; active++) {
+                Layout_computeLesson(cols, rows, active, 13, 1, hl, &L);
+                check_common(&L, cols, rows);
+                TL_CHECK_MSG(L.lesson.h > 0, "no lesson strip at %dx%d", cols, rows);
+                if (hl >= 0)
+                    TL_CHECK_MSG(!Layout_overlap(L.lesson, L.pane[hl]), "strip over the highlighted %s at %dx%d",
+                                 Layout_paneName(hl), cols, rows);
+                /* every pane that shows without the lesson still shows, with its columns */
+                Layout_compute(cols, rows, active, 13, &closed);
+                for (int i = 0; i < PANE_COUNT; i++) {
+                    TL_CHECK_INT(L.pane[i].h > 0, closed.pane[i].h > 0);
+                    TL_CHECK_INT(L.pane[i].w, closed.pane[i].w);
+                }
+            }
+        }
+        /* the strip at 80x24 leaves the tab its rows minus the strip's four */
+        if (cols == 80 && rows == 24) {
+            Layout_computeLesson(80, 24, PANE_STREAM, 13, 1, PANE_STREAM, &L);
+            TL_CHECK_INT(L.lesson.h, TL_LAYOUT_LESSON_ROWS);
+            TL_CHECK_INT(L.pane[PANE_STREAM].h, 24 - 5 - TL_LAYOUT_LESSON_ROWS);
+        }
+    }
+    /* 160x48: lessons 3-6 point at Stream and Timing, the panes the old panel covered; the
+     * strip now sits below them, and on top when the lesson points at the top row */
+    Layout_computeLesson(160, 48, 0, 13, 1, PANE_TIMING, &L);
+    TL_CHECK_INT(L.lesson.y + L.lesson.h, 46);
+    TL_CHECK_INT(L.pane[PANE_TIMING].y + L.pane[PANE_TIMING].h, L.lesson.y);
+    TL_CHECK(L.pane[PANE_TIMING].h >= 8 && L.pane[PANE_STREAM].h >= 6);
+    Layout_computeLesson(160, 48, 0, 13, 1, PANE_PROMPT, &L);
+    TL_CHECK_INT(L.lesson.y, 1);
+    TL_CHECK_INT(L.pane[PANE_PROMPT].y, 1 + L.lesson.h);
+    TL_CHECK(L.pane[PANE_LOGITS].h >= 13 + 2);   /* still all k rows */
+    /* closed: no strip */
+    Layout_computeLesson(160, 48, 0, 13, 0, PANE_TIMING, &L);
+    TL_CHECK_INT(L.lesson.h, 0);
 }
 
 int main(void)
@@ -90,5 +150,6 @@ int main(void)
     TL_CHECK(!L.too_small && L.tabbed);
     TL_CHECK_INT(L.pane[2].h, TL_LAYOUT_MIN_ROWS - 5);
     TL_CHECK_STR(Layout_paneName(PANE_LOGITS), "Logits");
+    test_lesson_strip();
     return TL_TEST_END("tui_layout");
 }

@@ -8,6 +8,7 @@
 #include <wchar.h>
 
 #include "format.h"
+#include "i18n.h"
 #include "tl_test.h"
 #include "ui.h"
 
@@ -137,6 +138,199 @@ static void make_view(tl_view *v)
     snprintf(v->next, sizeof v->next, "stopped (eos)");
 }
 
+/* Rows holding needle. */
+static int count_rows(const char *needle)
+{
+    int n = 0;
+    for (int y = 0; y < scr_rows; y++)
+        n += strstr(screen[y], needle) != NULL;
+    return n;
+}
+
+static int is_word(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* An English string of the message table on screen as a whole word; NULL when none. The
+ * Timing pane is left out: pane_timing.c is translated by its owner (tests/tui/vi_screen.py
+ * checks the whole screen of the real program). */
+static const char *english_on_screen(int cols, int rows, const tl_ui *ui)
+{
+    tl_layout L;
+    Layout_computeLesson(cols, rows, ui->active, 13, ui->lesson_open, ui->lesson_highlight, &L);
+    tl_rect t = L.pane[PANE_TIMING];
+    for (int y = t.y; t.h > 0 && y < t.y + t.h; y++) {
+        /* blank the pane's columns (its rows hold one-byte borders and UTF-8 text) */
+        char out[1024];
+        size_t o = 0;
+        int col = 0;
+        for (const char *p = screen[y]; *p;) {
+            int32_t cp;
+            int n = Format_utf8Next(p, strlen(p), &cp);
+            if (col >= t.x && col < t.x + t.w)
+                out[o++] = ' ';
+            else {
+                memcpy(out + o, p, (size_t)n);
+                o += (size_t)n;
+            }
+            col += Format_cpWidth(cp);
+            p += n;
+        }
+        out[o] = 0;
+        memcpy(screen[y], out, o + 1);
+    }
+    for (int i = 0; i < I18n_count(); i++) {
+        const char *en = I18n_en(i);
+        size_t n = strlen(en);
+        if (!strcmp(en, I18n_vi(i)) || strchr(en, '%'))
+            continue;
+        for (int y = 0; y < scr_rows; y++)
+            for (const char *p = strstr(screen[y], en); p; p = strstr(p + 1, en))
+                if ((p == screen[y] || !is_word(p[-1]) || !is_word(en[0])) && (!is_word(p[n]) || !is_word(en[n - 1])))
+                    return en;
+    }
+    return NULL;
+}
+
+/* Vietnamese frames, the lesson strip, wrapping and the transformers call. */
+static void test_teaching(tl_view *v, tl_ui *ui)
+{
+    static const char lesson[] =
+        "Streaming \xC2\xB7 2/6 \xC2\xB7 \xE2\x9C\x93 checked on this model \xC2\xB7 \xE2\x86\x92/Space next\n"
+        "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty twentyone twentytwo twentythree twentyfour twentyfive twentysix "
+        "twentyseven twentyeight twentynine thirty thirtyone thirtytwo thirtythree thirtyfour thirtyfive "
+        "thirtysix thirtyseven thirtyeight thirtynine forty fortyone fortytwo fortythree fortyfour fortyfive "
+        "fortysix fortyseven fortyeight fortynine fifty fiftyone fiftytwo fiftythree fiftyfour fiftyfive LAST";
+    static const char sentence[] =
+        "The capital of France is Paris, a city on the Seine with many bridges, museums and cafes, "
+        "and the streamer prints whole words only";
+    v->printed = sentence;
+    v->held = "";
+    v->skip_prompt = 1, v->skip_special = 1;
+    snprintf(v->hf_call, sizeof v->hf_call,
+             "from transformers import AutoModelForCausalLM, TextStreamer\n"
+             "out = model.generate(input_ids, do_sample=True, temperature=0.6, top_k=50, top_p=0.9, max_new_tokens=20)");
+
+    /* 160x48, the lesson on Timing: the strip is below the Timing pane, none of it covered */
+    ui->active = PANE_TIMING;
+    ui->lesson_open = 1;
+    ui->lesson_text = lesson;
+    ui->lesson_highlight = PANE_TIMING;
+    ui->lesson_scroll = 0;
+    resizeterm(48, 160);
+    Screen_draw(stdscr, 160, 48, v, ui);
+    grab(48, 160);
+    TL_CHECK(all_widths_ok());
+    int strip = find_row("Lessons (l)");
+    TL_CHECK_MSG(strip == 46 - TL_LAYOUT_LESSON_ROWS, "strip at row %d", strip);
+    TL_CHECK(find_row("6 Timing") >= 0 && find_row("6 Timing") < strip);
+    TL_CHECK(strip > 0 && strstr(screen[strip - 1], "+-") == screen[strip - 1]);   /* the panes' bottom borders */
+    TL_CHECK(strip > 0 && strstr(screen[strip], "\xE2\x86\x93 more 1/"));
+    TL_CHECK(strstr(screen[strip + 1], "Streaming \xC2\xB7 2/6") != NULL);
+    TL_CHECK(find_row("LAST") < 0);
+    /* scrolled to the end: the last words, the hint says so, nothing past the strip */
+    ui->lesson_scroll = 1000;
+    Screen_draw(stdscr, 160, 48, v, ui);
+    grab(48, 160);
+    TL_CHECK(find_row("LAST") > strip && find_row("LAST") < 46);
+    TL_CHECK(strstr(screen[strip], "\xE2\x86\x91 end") != NULL);
+    TL_CHECK(ui->lesson_scroll < 10);   /* clamped to what the text wraps to */
+    /* the lesson on the Prompt: the strip goes on top */
+    ui->lesson_highlight = PANE_PROMPT;
+    Screen_draw(stdscr, 160, 48, v, ui);
+    grab(48, 160);
+    TL_CHECK_INT(find_row("Lessons (l)"), 1);
+    TL_CHECK(find_row("1 Prompt") == 1 + TL_LAYOUT_LESSON_ROWS);
+    /* the Stream title names the streamer as the session runs it */
+    TL_CHECK(find_row("4 Stream \xC2\xB7 hf TextStreamer(skip_prompt, skip_special_tokens) \xC2\xB7 h: server") >= 0);
+    /* every word of the streamed text whole on some row: the pane wraps between words */
+    char words[sizeof sentence];
+    memcpy(words, sentence, sizeof sentence);
+    for (char *wd = strtok(words, " "); wd; wd = strtok(NULL, " ")) {
+        char pad[64];
+        snprintf(pad, sizeof pad, "%s", wd);
+        TL_CHECK_MSG(find_row(pad) >= 0, "word \"%s\" cut", wd);
+    }
+    ui->lesson_open = 0;
+
+    /* 80x24 Prompt tab: the long line breaks before <|end_header_id|>, never inside it */
+    ui->active = PANE_PROMPT;
+    resizeterm(24, 80);
+    Screen_draw(stdscr, 80, 24, v, ui);
+    grab(24, 80);
+    TL_CHECK_INT(count_rows("<|end_header_id|>"), 2);
+    TL_CHECK_INT(count_rows("<|start_header_id|>"), 2);
+    /* the Stream tab at 80 columns: still whole words */
+    ui->active = PANE_STREAM;
+    Screen_draw(stdscr, 80, 24, v, ui);
+    grab(24, 80);
+    TL_CHECK(find_row("bridges,") >= 0 && find_row("museums") >= 0 && find_row("streamer") >= 0);
+    /* 80x24 with the lesson: the strip above the status line, narration scrolls */
+    ui->lesson_open = 1;
+    ui->lesson_highlight = PANE_STREAM;
+    ui->lesson_scroll = 0;
+    Screen_draw(stdscr, 80, 24, v, ui);
+    grab(24, 80);
+    TL_CHECK_INT(find_row("Lessons (l)"), 22 - TL_LAYOUT_LESSON_ROWS);
+    TL_CHECK(find_row("4 Stream") >= 0 && find_row("4 Stream") < 22 - TL_LAYOUT_LESSON_ROWS);
+    TL_CHECK(find_row("\xE2\x86\x93 more 1/") == 22 - TL_LAYOUT_LESSON_ROWS);
+    TL_CHECK(all_widths_ok());
+    ui->lesson_open = 0;
+
+    /* the transformers call */
+    ui->hf_call = 1;
+    Screen_draw(stdscr, 80, 24, v, ui);
+    grab(24, 80);
+    TL_CHECK(find_row("the same in transformers") >= 0);
+    TL_CHECK(find_row("from transformers import AutoModelForCausalLM") >= 0);
+    TL_CHECK(find_row("max_new_tokens=20)") >= 0);   /* wrapped, not cut */
+    TL_CHECK(all_widths_ok());
+    ui->hf_call = 0;
+
+    /* Vietnamese: no English of the table on any frame, numbers with a comma */
+    snprintf(ui->lang, sizeof ui->lang, "vi");
+    v->greedy = 0;
+    v->printed = "Thủ đô ";
+    v->held = "của";
+    snprintf(v->held_reason, sizeof v->held_reason, "từ chưa trọn");
+    snprintf(v->budget_source, sizeof v->budget_source, "mặc định");
+    snprintf(v->next, sizeof v->next, "đã dừng (eos)");
+    int sizes[][2] = {{160, 48}, {80, 24}};
+    for (int z = 0; z < 2; z++) {
+        int cols = sizes[z][0], rows = sizes[z][1];
+        resizeterm(rows, cols);
+        for (int a = 0; a < PANE_COUNT; a++) {
+            for (int h = 0; h < 3; h++) {
+                ui->active = a;
+                ui->help = h == 1;
+                ui->lesson_open = h == 2;
+                ui->lesson_text = NULL;
+                Screen_draw(stdscr, cols, rows, v, ui);
+                grab(rows, cols);
+                const char *en = english_on_screen(cols, rows, ui);
+                TL_CHECK_MSG(!en, "%dx%d tab %d%s: English \"%s\" on screen", cols, rows, a,
+                             h == 1 ? " help" : h == 2 ? " lessons" : "", en ? en : "");
+                TL_CHECK(all_widths_ok());
+            }
+        }
+    }
+    ui->help = 0;
+    ui->lesson_open = 0;
+    ui->active = PANE_LOGITS;
+    resizeterm(48, 160);
+    Screen_draw(stdscr, 160, 48, v, ui);
+    grab(48, 160);
+    TL_CHECK(find_row("1 Lời nhắc · 5 token") >= 0);
+    TL_CHECK(find_row("3 Logits · 10 cao nhất trong 128.256") >= 0);
+    TL_CHECK(find_row("T 0,60 · top-k 50 · top-p 0,90") == 0);
+    TL_CHECK(find_row("20,00") > 0 && find_row("20.00") < 0);
+    TL_CHECK(find_row("entropy 1,234 nat") > 0);
+    TL_CHECK(find_row("ĐÃ DỪNG: eos") > 0);
+    snprintf(ui->lang, sizeof ui->lang, "en");
+}
+
 int main(void)
 {
     if (!setlocale(LC_ALL, "C.UTF-8"))
@@ -239,6 +433,8 @@ int main(void)
     TL_CHECK(find_row("run to the stop") > 0);
     TL_CHECK(all_widths_ok());
     ui.help = 0;
+
+    test_teaching(&v, &ui);
 
     /* too small */
     resizeterm(10, 30);
