@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+"""The TUI in Vietnamese, end to end: no English string of the message table on screen.
+
+    vi_screen.py TOKENLOOP MODEL_DIR COLS ROWS
+
+Runs `LANG=vi_VN.UTF-8 tokenloop tui` (the language from LANG, as a Vietnamese classroom
+machine sets it; the vi_VN locale itself need not be installed) in a private tmux server at
+COLS x ROWS, on a Vietnamese question, greedy. Steps three passes, opens the key list, the
+lesson list, the first step of lesson 1 and the transformers call, and after each captures the
+screen and looks for every English string of tui/i18n_table.h whose Vietnamese differs: none
+may appear (as a whole word: "on" inside "token" is not it). Also: numbers use the comma
+decimal mark, the screen is sane (no line too wide, no replacement characters).
+Exit 77 (skip) when tmux is missing.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+
+TOKENLOOP, MODEL, COLS, ROWS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tui", "i18n_table.h")
+SOCK = "tlvi-%d" % os.getpid()
+failures = []
+
+
+def check(cond, msg):
+    print(("ok   %s" if cond else "FAIL %s") % msg)
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+def c_string(lit):
+    """The bytes of a C string literal's body (UTF-8 text, \\\\ \\" \\n \\xNN escapes)."""
+    out = bytearray()
+    i = 0
+    raw = lit.encode("utf-8")
+    while i < len(raw):
+        c = raw[i]
+        if c == 0x5C:
+            n = chr(raw[i + 1])
+            if n == "x":
+                m = re.match(rb"[0-9A-Fa-f]+", raw[i + 2:])
+                out.append(int(m.group(0), 16) & 0xFF)
+                i += 2 + len(m.group(0))
+                continue
+            out += {"n": b"\n", "t": b"\t", "\\": b"\\", '"': b'"'}[n]
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return out.decode("utf-8")
+
+
+def english_strings():
+    text = open(TABLE, encoding="utf-8").read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lit = r'"((?:[^"\\]|\\.)*)"'
+    pairs = [(c_string(a), c_string(b)) for a, b in re.findall(r"\{\s*%s\s*,\s*%s\s*\}" % (lit, lit), text)]
+    out = []
+    for en, vi in pairs:
+        if en == vi:
+            continue
+        # a format: the literal parts around the conversions, the longest one as the probe
+        parts = [p.strip() for p in re.split(r"%[-+ #0-9.*]*[a-zA-Z]", en)]
+        probe = max(parts, key=len) if "%" in en else en.strip()
+        if len(probe) >= 2 and probe not in vi:
+            out.append((en, probe))
+    return pairs, out
+
+
+def found(screen, probe):
+    # a word of its own: not inside a longer identifier ("token", "add_generation_prompt",
+    # the lesson id "1-template")
+    w = r"[A-Za-z0-9_-]"
+    pat = (r"(?<!%s)" % w if re.match(w, probe[0]) else "") + re.escape(probe) + \
+          (r"(?!%s)" % w if re.match(w, probe[-1]) else "")
+    return re.search(pat, screen) is not None
+
+
+def tmux(*args, check_rc=True):
+    r = subprocess.run(["tmux", "-u", "-L", SOCK, "-f", "/dev/null"] + list(args),
+                       capture_output=True, text=True, timeout=20)
+    if check_rc and r.returncode:
+        raise RuntimeError("tmux %s: %s" % (" ".join(args), r.stderr.strip()))
+    return r.stdout
+
+
+def capture():
+    return tmux("capture-pane", "-p", "-t", "t")
+
+
+def wait_for(pred, what, timeout=30.0):
+    t0, last = time.time(), ""
+    while time.time() - t0 < timeout:
+        last = capture()
+        m = pred(last)
+        if m:
+            time.sleep(0.3)   # the frame after the one that matched: everything drawn
+            return capture(), m
+        time.sleep(0.1)
+    check(False, "timed out waiting for %s; screen:\n%s" % (what, last))
+    return last, None
+
+
+def width(s):
+    return sum(0 if unicodedata.combining(ch) or ch in "\u200d\ufe0f" else
+               2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
+
+
+def no_english(screen, what, probes):
+    hits = sorted({en for en, probe in probes if found(screen, probe)})
+    check(not hits, "%s: no English of the table on screen%s" % (what, (": %r\n%s" % (hits, screen)) if hits else ""))
+    lines = screen.rstrip("\n").split("\n")
+    check(all(width(l) <= COLS for l in lines) and "\ufffd" not in screen, "%s: the screen is sane" % what)
+
+
+def main():
+    if not shutil.which("tmux"):
+        print("tmux not installed: skipped")
+        return 77
+    pairs, probes = english_strings()
+    check(len(pairs) > 100, "the message table has %d entries, %d to look for" % (len(pairs), len(probes)))
+    tmp = tempfile.mkdtemp(prefix="tlvi")
+    status = os.path.join(tmp, "status")
+    question = "Th\u1ee7 \u0111\u00f4 c\u1ee7a Ph\u00e1p l\u00e0 g\u00ec?"
+    # LANG alone chooses the language: LC_ALL and LC_MESSAGES would come first
+    cmd = "env -u LC_ALL -u LC_MESSAGES LANG=vi_VN.UTF-8 %s tui --model %s --prompt '%s'; echo $? > %s; sleep 60" % (
+        TOKENLOOP, MODEL, question, status)
+    tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "sh", "-c", cmd)
+    try:
+        tmux("set-option", "-t", "t", "status", "off")
+        tmux("resize-window", "-t", "t", "-x", str(COLS), "-y", str(ROWS), check_rc=False)
+        s, m = wait_for(lambda s: "<|start_header_id|>" in s and "tho\u00e1t" in s, "the first screen", 60)
+        check(m, "the first screen is up, in Vietnamese (the footer says tho\u00e1t)")
+        no_english(s, "first screen", probes)
+
+        tmux("send-keys", "-t", "t", "g")
+        for k in range(1, 4):
+            tmux("send-keys", "-t", "t", "Space")
+            s, m = wait_for(lambda s, k=k: re.search(r"\u0111\u00e3 sinh %d\b" % k, s), "pass %d" % k, 60)
+            check(m, "Space %d: %d generated (\u0111\u00e3 sinh %d)" % (k, k, k))
+        no_english(s, "after three passes", probes)
+        ms = re.findall(r"\b\d+[.,]\d+ ms\b", s)
+        check(ms and all("," in x for x in ms), "times with a comma decimal mark: %s" % ms[:4])
+        if COLS >= 120:
+            check(re.search(r"\b-?\d+,\d\d\b", s) and not re.search(r"\b\d+\.\d\d\s+\S*%", s),
+                  "logits with a comma decimal mark")
+
+        tmux("send-keys", "-t", "t", "?")
+        s, m = wait_for(lambda s: "ch\u1ea1y t\u1edbi khi d\u1eebng" in s, "the key list", 10)
+        check(m, "? shows the key list in Vietnamese")
+        no_english(s, "key list", probes)
+        tmux("send-keys", "-t", "t", "Escape")
+        wait_for(lambda s: "ch\u1ea1y t\u1edbi khi d\u1eebng" not in s, "the key list to close", 10)
+
+        tmux("send-keys", "-t", "t", "l")
+        s, m = wait_for(lambda s: "B\u00e0i h\u1ecdc (l)" in s, "the lesson list", 10)
+        check(m, "l opens the lesson list in Vietnamese")
+        no_english(s, "lesson list", probes)
+        tmux("send-keys", "-t", "t", "Enter")
+        s, m = wait_for(lambda s: re.search(r" \u00b7 1/\d+", s), "lesson 1, step 1", 60)
+        check(m, "Enter starts lesson 1")
+        no_english(s, "lesson 1, step 1", probes)
+        tmux("send-keys", "-t", "t", "Escape")
+        wait_for(lambda s: "B\u00e0i h\u1ecdc (l)" not in s, "the lesson strip to close", 10)
+
+        tmux("send-keys", "-t", "t", "c")
+        s, m = wait_for(lambda s: "transformers (ph\u00edm" in s, "the transformers call", 10)
+        check(m, "c shows the transformers call")
+        no_english(s, "transformers call", probes)
+        tmux("send-keys", "-t", "t", "Escape")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", "t", "q")
+        t0 = time.time()
+        while not os.path.exists(status) and time.time() - t0 < 20:
+            time.sleep(0.1)
+        code = open(status).read().strip() if os.path.exists(status) else "(none)"
+        check(code == "0", "q exits with status 0 (got %s)" % code)
+    finally:
+        tmux("kill-server", check_rc=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("tui_vi_%dx%d: %d failed" % (COLS, ROWS, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
