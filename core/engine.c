@@ -42,6 +42,7 @@ struct tl_engine {
     float top_vals[TL_TOPK_MAX];
     double top_sumexp;
     double last_ms, last_unsynced_ms;
+    int async;                 /* the backend's operations return before their work is done */
 };
 
 static double now_ms(void)
@@ -158,6 +159,7 @@ int tl_engine_create(tl_engine **out, const tl_model *m, const tl_backend_ops *b
         e->capacity = c->max_position_embeddings;
     e->chunk = e->capacity < MAX_CHUNK ? e->capacity : MAX_CHUNK;
     e->last_unsynced_ms = -1;
+    e->async = be->set_async == NULL;   /* a backend that cannot be switched is a queue (CUDA) */
     e->layers = calloc((size_t)c->n_layers, sizeof *e->layers);
     e->inv_freq_host = malloc(sizeof(float) * (size_t)(c->head_dim / 2));
     if (!e->layers || !e->inv_freq_host) {
@@ -301,7 +303,8 @@ static int check_room(const tl_engine *e, int n, const char *what, tl_error *err
 static void finish(tl_engine *e, double t0)
 {
     int V = e->m->cfg.vocab_size;
-    e->last_unsynced_ms = strcmp(e->be->name, "cpu") ? now_ms() - t0 : -1;   /* the CPU is synchronous */
+    /* a synchronous backend has done the work by now: there is no wrong number to read */
+    e->last_unsynced_ms = e->async ? now_ms() - t0 : -1;
     e->be->sync(e->ctx);
     e->n_top = 0;
     if (e->keep_top && e->be->topk)
@@ -313,6 +316,19 @@ static void finish(tl_engine *e, double t0)
     }
     e->last_ms = now_ms() - t0;
 }
+
+int tl_engine_set_async(tl_engine *e, int on, tl_error *err)
+{
+    on = on != 0;
+    if (!e->be->set_async)
+        return on ? 0 : tl_error_set(err, "%s: this backend is always asynchronous", e->be->name);
+    if (e->be->set_async(e->ctx, on, err))
+        return -1;
+    e->async = on;
+    return 0;
+}
+
+int tl_engine_async(const tl_engine *e) { return e->async; }
 
 int tl_engine_keep_top(tl_engine *e, int k)
 {

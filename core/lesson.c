@@ -86,7 +86,7 @@ static const char *const num_fields[] = {
     "first_decode_ms", "median_decode_ms", "kept", "n_eos", "template_ms", "tokenize_ms",
     "ref_tokens_per_s", "floor_tokens_per_s", "iter_chunks", "first_prob_temp", "first_prob_final",
     "last_prob_temp", "last_prob_final", "user_tokens", "user_words", "tokens_per_word",
-    "stop_string_tokens", "tokenized_count", NULL,
+    "stop_string_tokens", "tokenized_count", "unsynced_tpot_ms", "pass_mean_ms", "unsynced_percent", NULL,
 };
 static const char *const str_fields[] = {
     "stop_reason", "stop_detail", "budget_source", "text", "streamed", "held_back", "printed",
@@ -228,6 +228,29 @@ static char *raw_text(tl_session *s)
     return text;
 }
 
+/* Trap 2's two clocks on the same decode passes: the median step's unsynchronized reading as a
+ * percentage of its synchronized one, so one launch the OS preempted on a busy machine does not
+ * decide it. NAN unless every decode pass has both. */
+static double unsynced_percent(tl_session *s)
+{
+    const tl_metrics *m = tl_session_metrics_obj(s);
+    int n = tl_metrics_count(m), k = 0;
+    double *r = n > 1 ? malloc(sizeof(double) * (size_t)n) : NULL;
+    for (int i = 1; r && i < n; i++) {
+        double u = tl_metrics_token_unsynced_ms(m, i), p = tl_metrics_token_pass_ms(m, i);
+        if (u < 0 || p <= 0) {
+            free(r);
+            return NAN;
+        }
+        r[k++] = 100 * u / p;
+    }
+    if (k)
+        qsort(r, (size_t)k, sizeof *r, cmp_double);
+    double med = k ? (k % 2 ? r[k / 2] : 0.5 * (r[k / 2 - 1] + r[k / 2])) : NAN;
+    free(r);
+    return med;
+}
+
 /* A negative metric means "not measured"; lessons see NAN so that checks fail loudly. */
 static double known(double v)
 {
@@ -268,6 +291,9 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
         else if (!strcmp(name, "ref_tokens_per_s")) v = 1000.0 / r.ref_floor_ms;
         else if (!strcmp(name, "floor_tokens_per_s")) v = r.floor_ms > 0 ? 1000.0 / r.floor_ms : NAN;
         else if (!strcmp(name, "unsynced_applicable")) v = r.unsynced_applicable;
+        else if (!strcmp(name, "unsynced_tpot_ms")) v = r.unsynced_applicable ? known(r.unsynced_tpot_ms) : NAN;
+        else if (!strcmp(name, "pass_mean_ms")) v = known(r.pass_mean_ms);
+        else if (!strcmp(name, "unsynced_percent")) v = unsynced_percent(s);
         else if (!strcmp(name, "step_mb")) v = known(r.step_bytes) / 1e6;
         else if (!strcmp(name, "weight_mb")) v = (double)m->weight_bytes / 1e6;
         else if (!strcmp(name, "params_m")) v = (double)m->n_params / 1e6;
@@ -342,7 +368,7 @@ static const char *const action_names[] = {
     "reset", "system", "user", "messages", "raw_prompt", "generation_prompt", "greedy",
     "sampling", "defaults", "max_new_tokens", "stop_strings", "stream_mode", "step", "run",
     "rewind", "force", "force_rank", "highlight", "wrong_readings", "remember", "top_n",
-    "run_iter", "tokenize", NULL,
+    "run_iter", "tokenize", "async", NULL,
 };
 static const char *const panes[] = { "prompt", "tokens", "logits", "stream", "stop", "timing", "", NULL };
 
@@ -372,7 +398,7 @@ static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *er
                 ok = ok && cJSON_IsString(e);
     } else if (!strcmp(k, "generation_prompt") || !strcmp(k, "greedy") || !strcmp(k, "wrong_readings")
                || !strcmp(k, "reset") || !strcmp(k, "run") || !strcmp(k, "defaults")
-               || !strcmp(k, "run_iter"))
+               || !strcmp(k, "run_iter") || !strcmp(k, "async"))
         ok = cJSON_IsBool(v);
     else if (!strcmp(k, "max_new_tokens") || !strcmp(k, "step") || !strcmp(k, "rewind")
              || !strcmp(k, "top_n") || !strcmp(k, "force_rank"))
@@ -780,6 +806,10 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
     } else if (!strcmp(k, "run_iter")) {
         if (cJSON_IsTrue(v))
             return run_iter(l, s, err);
+    } else if (!strcmp(k, "async")) {
+        tl_error e2;   /* false asks for the backend's own mode, which on CUDA stays asynchronous */
+        if (tl_engine_set_async(tl_session_engine(s), cJSON_IsTrue(v), &e2) && cJSON_IsTrue(v))
+            return tl_error_set(err, "async: %s", e2.msg);
     } else if (!strcmp(k, "highlight")) {
         if (ui)
             snprintf(ui->highlight, sizeof ui->highlight, "%s", v->valuestring);

@@ -122,6 +122,16 @@ double tl_metrics_token_time(const tl_metrics *m, int i)
     return i >= 0 && i < m->n ? m->t[i] : -1;
 }
 
+double tl_metrics_token_pass_ms(const tl_metrics *m, int i)
+{
+    return i >= 0 && i < m->n ? m->pass_ms[i] : -1;
+}
+
+double tl_metrics_token_unsynced_ms(const tl_metrics *m, int i)
+{
+    return i >= 0 && i < m->n ? m->unsynced[i] : -1;
+}
+
 int tl_metrics_count(const tl_metrics *m) { return m->n; }
 
 tl_metrics_report tl_metrics_report_get(const tl_metrics *m)

@@ -22,7 +22,7 @@ static const char usage[] =
     "                          --messages FILE) [--no-generation-prompt] [--max-new-tokens N]\n"
     "                          [--greedy | --temperature T --top-k K --top-p P] [--seed S] [--top N]\n"
     "                          [--stop STR]... [--stream-mode hf|server] [--device cpu|cuda]\n"
-    "                          [--threads N] [--json]\n"
+    "                          [--threads N] [--async] [--json]\n"
     "  Generates one forward pass at a time. The first pass (the prefill) reads the whole prompt\n"
     "  and chooses the first new token; each later pass (decode) reads one token.\n"
     "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL, else the\n"
@@ -42,6 +42,9 @@ static const char usage[] =
     "                     UTF-8 and a possible stop string\n"
     "  --device D         cpu (default) or cuda\n"
     "  --threads N        CPU threads (default: all cores)\n"
+    "  --async            queue each pass's operations to a worker thread, as a GPU stream does,\n"
+    "                     so the clock read before synchronizing (wrong reading 2) means\n"
+    "                     something on the CPU too (CUDA always works this way)\n"
     "  --json             one JSON object on stdout instead of streamed text\n";
 
 static int parse_int(const char *s, long lo, long hi, long *out)
@@ -193,6 +196,9 @@ static void print_json(tl_session *s)
     cJSON_AddItemToObject(o, "prompt_as_output_tokens_per_s", num_or_null(r.prompt_as_output_tokens_per_s));
     if (r.unsynced_applicable) cJSON_AddItemToObject(o, "unsynced_tpot_ms", num_or_null(r.unsynced_tpot_ms));
     else cJSON_AddStringToObject(o, "unsynced_tpot_ms", "not applicable (synchronous backend)");
+    /* the same decode passes read after synchronizing: trap 2 is the gap between the two */
+    cJSON_AddItemToObject(o, "pass_mean_ms", num_or_null(r.pass_mean_ms));
+    cJSON_AddBoolToObject(o, "async", tl_engine_async(tl_session_engine(s)));
     cJSON_AddItemToObject(o, "floor_ms", num_or_null(r.floor_ms));
     cJSON_AddItemToObject(o, "bandwidth_gbs", num_or_null(r.bandwidth_gbs));
     cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);
@@ -239,7 +245,7 @@ int cmd_generate(int argc, char **argv)
 {
     const char *model = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
     const char *device = NULL, *stop[TL_MAX_STOP];
-    int n_stop = 0, json = 0, gen_prompt = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
+    int n_stop = 0, json = 0, async = 0, gen_prompt = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
     long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
     double temperature = 1, top_p = 1;
     tl_stream_mode mode = TL_STREAM_HF;
@@ -252,6 +258,7 @@ int cmd_generate(int argc, char **argv)
         }
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--greedy")) { greedy = 1; continue; }
+        if (!strcmp(a, "--async")) { async = 1; continue; }
         if (!strcmp(a, "--no-generation-prompt")) { gen_prompt = 0; continue; }
         static const char *const with_value[] = {"--model", "--ids", "--prompt", "--system", "--messages",
             "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed", "--top", "--stop",
@@ -320,7 +327,7 @@ int cmd_generate(int argc, char **argv)
 
     tl_error err = {{0}};
     tl_session *s = NULL;
-    tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads};
+    tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads, .async = async};
     int status = 1;
     char *msgs = NULL;
     if (tl_session_open(&s, &o, &err)) goto fail;

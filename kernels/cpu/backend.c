@@ -1,9 +1,14 @@
 /* The CPU backend's operation table. Buffers are plain host memory and weights are read
- * straight from the mapping, so upload is a no-op. Every operation is synchronous: it splits
- * its work over the context's thread pool and returns when all of it is done.
+ * straight from the mapping, so upload is a no-op. By default every operation is synchronous:
+ * it splits its work over the context's thread pool and returns when all of it is done. In the
+ * asynchronous mode (set_async) the operations are queued to a worker thread as a GPU's are to
+ * its stream, and only sync waits (the lesson's trap 2, on any machine).
  * The matrix product picks the best kernel this CPU supports at run time (AVX-512 BF16,
  * AVX-512F, AVX2+FMA+F16C, portable); TL_CPU_ISA=generic|avx2|avx512|avx512bf16 forces one. */
+#define _GNU_SOURCE   /* SCHED_BATCH */
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +18,11 @@
 #include "pool.h"
 #include "tokenloop/backend.h"
 
+typedef struct cpu_stream cpu_stream;
+
 typedef struct cpu_ctx {
     tl_pool *pool;
+    cpu_stream *stream;       /* the asynchronous mode's queue and worker; NULL: synchronous */
     const tl_cpu_isa *isa;
     uint16_t *xpack;          /* packed activations for kernels that want them */
     size_t xpack_cap;         /* in uint16 */
@@ -63,6 +71,9 @@ void *tl_cpu_create_isa(int threads, const char *isa_name, tl_error *err)
     return c;
 }
 
+static void cpu_sync(void *ctx);
+static void stream_stop(cpu_ctx *c);
+
 const char *tl_cpu_ctx_isa(void *ctx) { return ((cpu_ctx *)ctx)->isa->name; }
 int tl_cpu_ctx_threads(void *ctx) { return tl_pool_size(((cpu_ctx *)ctx)->pool); }
 
@@ -77,6 +88,7 @@ static void cpu_destroy(void *ctx)
     cpu_ctx *c = ctx;
     if (!c)
         return;
+    stream_stop(c);
     tl_pool_destroy(c->pool);
     free(c->xpack);
     free(c->scratch);
@@ -95,13 +107,13 @@ static float *cpu_alloc(void *ctx, size_t n)
 
 static void cpu_release(void *ctx, float *buf)
 {
-    (void)ctx;
+    cpu_sync(ctx);   /* queued work may still use it, as cudaFree waits */
     free(buf);
 }
 
 static void cpu_to_host(void *ctx, float *host, const float *buf, size_t n)
 {
-    (void)ctx;
+    cpu_sync(ctx);   /* a blocking copy, as cudaMemcpy to pageable memory is */
     if (host != buf)
         memmove(host, buf, n * sizeof(float));
 }
@@ -152,9 +164,8 @@ static void pack_item(void *arg, int t, int tid)
                      p->cols, p->cols_pad);
 }
 
-static void cpu_matmul(void *ctx, float *out, const float *x, const tl_weight *W, int T)
+static void run_matmul(cpu_ctx *c, float *out, const float *x, const tl_weight *W, int T)
 {
-    cpu_ctx *c = ctx;
     if (T <= 0 || W->rows <= 0)
         return;
     if (W->cols <= 0) {
@@ -253,10 +264,9 @@ static void attn_item(void *arg, int it, int tid)
     }
 }
 
-static void cpu_attention(void *ctx, float *out, const float *q, const float *k, const float *v,
+static void run_attention(cpu_ctx *c, float *out, const float *q, const float *k, const float *v,
                           int T, int pos0, int n_heads, int n_kv, int head_dim)
 {
-    cpu_ctx *c = ctx;
     size_t need = (size_t)pos0 + (size_t)T;
     int n = tl_pool_size(c->pool);
     if (need > c->scratch_cap) {
@@ -280,23 +290,20 @@ static void cpu_attention(void *ctx, float *out, const float *q, const float *k,
 
 /* ---- the small operations ---- */
 
-static void cpu_embed(void *ctx, float *x, const tl_weight *t, const int *ids, int T)
+static void run_embed(float *x, const tl_weight *t, const int *ids, int T)
 {
-    (void)ctx;
     tl_cpu_ref_embed(x, t, ids, T);
 }
 
-static void cpu_rmsnorm(void *ctx, float *o, const float *x, const tl_weight *w, int T, int n, float eps)
+static void run_rmsnorm(float *o, const float *x, const tl_weight *w, int T, int n, float eps)
 {
-    (void)ctx;
     tl_cpu_ref_rmsnorm(o, x, w, T, n, eps);
 }
 
 /* The angles depend on the position only, so sin/cos are computed once per position rather
  * than once per head; the arithmetic is the reference's, operation for operation. */
-static void cpu_rope(void *ctx, float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
+static void run_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
 {
-    (void)ctx;
     int half = hd / 2;
     float cs[512], sn[512];
     if (half > 512) {
@@ -353,19 +360,301 @@ static void ew_run(cpu_ctx *c, ew_job *e)
         tl_pool_for(c->pool, (e->n + EW_CHUNK - 1) / EW_CHUNK, ew_item, e);
 }
 
+/* ---- the asynchronous mode: a stream, as on a GPU ----
+ * With set_async on, every operation above is recorded as a cpu_op and returns at once; one
+ * worker thread (the "device") runs them in order through the same functions, using the pool
+ * as the synchronous mode does, so the results are bit for bit the same. sync waits until the
+ * queue is empty, as cudaStreamSynchronize does. Inside begin_pass..end_pass the operations
+ * are collected without a lock and handed over at end_pass in one go (the CUDA backend
+ * launches its captured graph there too), so the launching thread spends microseconds on a
+ * pass and is not preempted by the worker it just woke: the unsynchronized clock then reads
+ * what it reads on a GPU, the launches only. */
+
+typedef enum { OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_ROPE, OP_ATTENTION, OP_SWIGLU, OP_ADD } op_kind;
+
+typedef struct cpu_op {
+    op_kind kind;
+    float *out;
+    const float *x, *y, *z;    /* inputs: x, then up/addend or k, then v */
+    tl_weight w;               /* a copy: the caller's struct may be gone when the op runs */
+    int *ids;                  /* embed, queued: a copy the worker frees */
+    const int *ids_in;         /* embed, run now: the caller's */
+    int T, n, pos0, n_heads, n_kv, head_dim;
+    float eps;
+} cpu_op;
+
+typedef struct op_list {
+    cpu_op *v;
+    size_t n, cap;
+} op_list;
+
+struct cpu_stream {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake, idle;   /* the worker waits for work; sync waits for an empty queue */
+    op_list queued;              /* handed over, not taken yet (mu) */
+    int busy, stop;              /* the worker is running what it took; asked to exit (mu) */
+    op_list running;             /* the worker's own */
+    op_list rec;                 /* the launching thread's own: this pass so far */
+    int in_pass;
+};
+
+static void run_op(cpu_ctx *c, const cpu_op *o)
+{
+    switch (o->kind) {
+    case OP_EMBED: run_embed(o->out, &o->w, o->ids ? o->ids : o->ids_in, o->T); break;
+    case OP_RMSNORM: run_rmsnorm(o->out, o->x, &o->w, o->T, o->n, o->eps); break;
+    case OP_MATMUL: run_matmul(c, o->out, o->x, &o->w, o->T); break;
+    case OP_ROPE: run_rope(o->out, o->T, o->n_heads, o->head_dim, o->pos0, o->x); break;
+    case OP_ATTENTION:
+        run_attention(c, o->out, o->x, o->y, o->z, o->T, o->pos0, o->n_heads, o->n_kv, o->head_dim);
+        break;
+    case OP_SWIGLU:
+    case OP_ADD: {
+        ew_job e = {o->out, o->y, o->n, o->kind == OP_ADD};
+        ew_run(c, &e);
+        break;
+    }
+    }
+}
+
+static void *stream_main(void *arg)
+{
+    cpu_ctx *c = arg;
+    cpu_stream *s = c->stream;
+#ifdef SCHED_BATCH
+    /* A GPU does not take the host's core when it starts on a launch. Woken as an ordinary
+     * thread on a busy machine, the worker would preempt the thread that just launched it, and
+     * the clock read "right after the launch" would wait out a slice of the work. A batch
+     * thread has the same share of the CPU but does not preempt on wake-up. */
+    struct sched_param sp = {0};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+#endif
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->queued.n && !s->stop)
+            pthread_cond_wait(&s->wake, &s->mu);
+        if (!s->queued.n)
+            break;
+        op_list t = s->running;   /* take everything: one lock per hand-over, not per op */
+        s->running = s->queued;
+        s->queued = t;
+        s->queued.n = 0;
+        s->busy = 1;
+        pthread_mutex_unlock(&s->mu);
+        for (size_t i = 0; i < s->running.n; i++) {
+            run_op(c, &s->running.v[i]);
+            free(s->running.v[i].ids);
+        }
+        s->running.n = 0;
+        pthread_mutex_lock(&s->mu);
+        s->busy = 0;
+        if (!s->queued.n)
+            pthread_cond_broadcast(&s->idle);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static int list_push(op_list *l, const cpu_op *o)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        cpu_op *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *o;
+    return 0;
+}
+
+static void stream_wait(cpu_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->queued.n || s->busy)
+        pthread_cond_wait(&s->idle, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Hands the recorded operations to the worker. The common case swaps two buffers; appending
+ * (the worker has not taken the last pass yet) may need memory, and without it we wait for
+ * the queue to drain and swap. */
+static void stream_flush(cpu_stream *s)
+{
+    if (!s->rec.n)
+        return;
+    pthread_mutex_lock(&s->mu);
+    int ok = 1;
+    if (!s->queued.n) {
+        op_list t = s->queued;
+        s->queued = s->rec;
+        s->rec = t;
+    } else {
+        size_t i = 0;
+        for (; i < s->rec.n && ok; i++)
+            ok = list_push(&s->queued, &s->rec.v[i]) == 0;
+        if (!ok) {
+            i--;   /* rec[i] did not go in: keep it and what follows */
+            memmove(s->rec.v, s->rec.v + i, (s->rec.n - i) * sizeof *s->rec.v);
+            s->rec.n -= i;
+        }
+    }
+    if (ok)
+        s->rec.n = 0;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    if (!ok) {
+        stream_wait(s);
+        stream_flush(s);   /* the queue is empty now: a swap */
+    }
+}
+
+static void cpu_sync(void *ctx)
+{
+    cpu_ctx *c = ctx;
+    if (!c->stream)
+        return;
+    stream_flush(c->stream);
+    stream_wait(c->stream);
+}
+
+/* Runs the operation now (synchronous mode) or queues it. Whatever cannot be queued for want
+ * of memory runs now, after everything queued before it: the order is all that matters. */
+static void launch(cpu_ctx *c, cpu_op *o)
+{
+    cpu_stream *s = c->stream;
+    if (!s) {
+        run_op(c, o);
+        return;
+    }
+    if (o->kind == OP_EMBED) {
+        o->ids = malloc(sizeof(int) * (size_t)(o->T > 0 ? o->T : 1));
+        if (o->ids)
+            memcpy(o->ids, o->ids_in, sizeof(int) * (size_t)(o->T > 0 ? o->T : 0));
+    }
+    if ((o->kind == OP_EMBED && !o->ids) || list_push(&s->rec, o)) {
+        cpu_sync(c);
+        run_op(c, o);
+        free(o->ids);
+        return;
+    }
+    if (!s->in_pass)
+        stream_flush(s);
+}
+
+static void stream_stop(cpu_ctx *c)
+{
+    cpu_stream *s = c->stream;
+    if (!s)
+        return;
+    cpu_sync(c);
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->idle);
+    free(s->queued.v);
+    free(s->running.v);
+    free(s->rec.v);
+    free(s);
+    c->stream = NULL;
+}
+
+static int cpu_set_async(void *ctx, int on, tl_error *err)
+{
+    cpu_ctx *c = ctx;
+    if (!on) {
+        stream_stop(c);
+        return 0;
+    }
+    if (c->stream)
+        return 0;
+    cpu_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return tl_error_set(err, "cpu backend: out of memory for the asynchronous mode");
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    c->stream = s;
+    if (pthread_create(&s->thread, NULL, stream_main, c)) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->wake);
+        pthread_cond_destroy(&s->idle);
+        free(s);
+        c->stream = NULL;
+        return tl_error_set(err, "cpu backend: cannot start the asynchronous mode's worker thread");
+    }
+    return 0;
+}
+
+static void cpu_begin_pass(void *ctx, int T, int pos0)
+{
+    (void)T;
+    (void)pos0;
+    cpu_ctx *c = ctx;
+    if (c->stream)
+        c->stream->in_pass = 1;
+}
+
+static void cpu_end_pass(void *ctx)
+{
+    cpu_ctx *c = ctx;
+    if (c->stream) {
+        c->stream->in_pass = 0;
+        stream_flush(c->stream);
+    }
+}
+
+/* ---- the table's operations: each one is a launch ---- */
+
+static void cpu_embed(void *ctx, float *x, const tl_weight *t, const int *ids, int T)
+{
+    cpu_op o = {.kind = OP_EMBED, .out = x, .w = *t, .ids_in = ids, .T = T};
+    launch(ctx, &o);
+}
+
+static void cpu_rmsnorm(void *ctx, float *out, const float *x, const tl_weight *w, int T, int n, float eps)
+{
+    cpu_op o = {.kind = OP_RMSNORM, .out = out, .x = x, .w = *w, .T = T, .n = n, .eps = eps};
+    launch(ctx, &o);
+}
+
+static void cpu_matmul(void *ctx, float *out, const float *x, const tl_weight *W, int T)
+{
+    cpu_op o = {.kind = OP_MATMUL, .out = out, .x = x, .w = *W, .T = T};
+    launch(ctx, &o);
+}
+
+static void cpu_rope(void *ctx, float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
+{
+    cpu_op o = {.kind = OP_ROPE, .out = x, .x = inv_freq, .T = T, .n_heads = nh, .head_dim = hd, .pos0 = pos0};
+    launch(ctx, &o);
+}
+
+static void cpu_attention(void *ctx, float *out, const float *q, const float *k, const float *v,
+                          int T, int pos0, int n_heads, int n_kv, int head_dim)
+{
+    cpu_op o = {.kind = OP_ATTENTION, .out = out, .x = q, .y = k, .z = v, .T = T, .pos0 = pos0,
+                .n_heads = n_heads, .n_kv = n_kv, .head_dim = head_dim};
+    launch(ctx, &o);
+}
+
 static void cpu_swiglu(void *ctx, float *g, const float *u, int n)
 {
-    ew_job e = {g, u, n, 0};
-    ew_run(ctx, &e);
+    cpu_op o = {.kind = OP_SWIGLU, .out = g, .y = u, .n = n};
+    launch(ctx, &o);
 }
 
 static void cpu_add(void *ctx, float *x, const float *y, int n)
 {
-    ew_job e = {x, y, n, 1};
-    ew_run(ctx, &e);
+    cpu_op o = {.kind = OP_ADD, .out = x, .y = y, .n = n};
+    launch(ctx, &o);
 }
-
-static void cpu_sync(void *ctx) { (void)ctx; }
 
 static const tl_backend_ops cpu_ops = {
     .name = "cpu",
@@ -374,6 +663,7 @@ static const tl_backend_ops cpu_ops = {
     .upload = cpu_upload, .unload = cpu_unload,
     .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matmul = cpu_matmul, .rope = cpu_rope,
     .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync,
+    .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
 };
 
 const tl_backend_ops *tl_backend_cpu(void) { return &cpu_ops; }

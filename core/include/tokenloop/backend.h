@@ -35,9 +35,10 @@ typedef struct tl_backend_ops {
     void (*add)(void *ctx, float *x, const float *y, int n);          /* x += y */
     void (*sync)(void *ctx);                                          /* wait for queued work */
 
-    /* Optional (NULL on the CPU): bracket one forward pass of T tokens at pos0, so a backend
-     * can capture the decode step as a graph and replay it. core/engine.c calls begin_pass
-     * before the first operation of a pass and end_pass after the last (before sync). */
+    /* Optional: bracket one forward pass of T tokens at pos0, so a backend can capture the
+     * decode step as a graph and replay it (CUDA), or hand a whole pass to its worker at once
+     * (the CPU's asynchronous mode). core/engine.c calls begin_pass before the first operation
+     * of a pass and end_pass after the last (before sync). */
     void (*begin_pass)(void *ctx, int T, int pos0);
     void (*end_pass)(void *ctx);
     /* Optional (NULL on the CPU): device time of the last begin_pass..end_pass in ms, from
@@ -51,6 +52,12 @@ typedef struct tl_backend_ops {
     /* Optional (NULL on the CPU): the device memory's bandwidth in bytes/s, from copies timed
      * with device events for about budget_s seconds (read + write bytes); <= 0 if unknown. */
     double (*bandwidth)(void *ctx, double budget_s);
+    /* Optional: a backend that is synchronous by default (the CPU: every operation returns when
+     * its work is done) and can queue its operations instead, as a GPU stream does (on != 0):
+     * each operation then returns at once, buffers hold their results only after sync, and the
+     * results are the same bit for bit. NULL: every operation is always queued (CUDA). Call it
+     * between passes. 0, or -1 with err set. */
+    int (*set_async)(void *ctx, int on, tl_error *err);
 } tl_backend_ops;
 
 const tl_backend_ops *tl_backend_cpu(void);

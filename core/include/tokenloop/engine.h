@@ -36,8 +36,17 @@ const char *tl_engine_device(const tl_engine *e);
 /* Wall time of the last pass, measured after the backend synchronized. */
 double tl_engine_last_ms(const tl_engine *e);
 /* Host clock read when the last pass's launches returned, before synchronizing:
- * the "unsynchronized timing" trap. Negative on backends that are synchronous (CPU). */
+ * the "unsynchronized timing" trap. Negative while the engine is synchronous (the CPU's
+ * default mode), where the launches return only when the work is done. */
 double tl_engine_last_unsynced_ms(const tl_engine *e);
+/* The asynchronous mode, CUDA's semantics on any backend: from the next pass, each operation
+ * is queued (on the CPU, to a worker thread, as to a GPU stream) and returns at once, so
+ * tl_engine_last_unsynced_ms reads almost nothing while tl_engine_last_ms, taken after the
+ * synchronize, still reads the whole pass. Prefill and decode still return with the logits
+ * ready, the same bit for bit. CUDA is always asynchronous: turning it off there fails.
+ * 0, or -1 with err set (the mode is then unchanged). */
+int tl_engine_set_async(tl_engine *e, int on, tl_error *err);
+int tl_engine_async(const tl_engine *e);   /* 1: the launches return before the work is done */
 /* Bytes a decode step at the current position reads: weights + the KV cache so far. */
 double tl_engine_step_bytes(const tl_engine *e);
 /* The device memory's copy bandwidth in bytes/s, measured by the backend with its own events

@@ -68,6 +68,10 @@ typedef struct tl_metrics_report {
 tl_metrics_report tl_metrics_report_get(const tl_metrics *m);
 /* Time (ms since the request start) the i-th generated id reached the host; -1 if none. */
 double tl_metrics_token_time(const tl_metrics *m, int i);
+/* The i-th token's pass timed both ways, as tl_metrics_token got them; -1 if none (and the
+ * unsynchronized one is < 0 where it does not apply). */
+double tl_metrics_token_pass_ms(const tl_metrics *m, int i);
+double tl_metrics_token_unsynced_ms(const tl_metrics *m, int i);
 int tl_metrics_count(const tl_metrics *m);
 
 #endif
