@@ -24,8 +24,8 @@
 typedef struct saved_value {
     char name[32];
     int is_num;
-    double num;
     int is_prob;        /* kept from a *_prob field: narrated as the Logits pane shows it */
+    double num;
     char *str;
 } saved_value;
 
@@ -35,7 +35,6 @@ struct tl_lesson {
     cJSON *steps;
     int n_steps;
     /* the conversation the actions build up */
-    char *system, *user;
     saved_value saved[MAX_SAVED];
     int n_saved;
     /* what the last run_iter read from the iterator streamer's queue */
@@ -552,8 +551,6 @@ void tl_lesson_free(tl_lesson *l)
     free(l->tokenized_pieces);
     cJSON_Delete(l->root);
     free(l->path);
-    free(l->system);
-    free(l->user);
     free(l);
 }
 
@@ -638,10 +635,6 @@ const char *tl_lesson_default_lang(void)
 
 /* ---------- actions ---------- */
 
-static int set_conversation(tl_lesson *l, tl_session *s, tl_error *err)
-{
-    return tl_session_set_user(s, l->system, l->user ? l->user : "", err);
-}
 
 static int force_token(tl_session *s, const cJSON *v, tl_error *err)
 {
@@ -680,7 +673,6 @@ static int force_rank(tl_session *s, int rank, tl_error *err)
 static int run_iter(tl_lesson *l, tl_session *s, tl_error *err)
 {
     tl_iter *it = NULL;
-    slot->is_prob = strstr(f, "_prob") != NULL;
     if (tl_iter_start(&it, s, err))
         return -1;
     buf_t text = { 0 };
@@ -718,6 +710,7 @@ static int remember(tl_lesson *l, tl_session *s, const cJSON *v, tl_error *err)
         return tl_error_set(err, "%s: remember: cannot read %s", l->path, f);
     free(slot->str);
     slot->is_num = fv.kind == F_NUM;
+    slot->is_prob = strstr(f, "_prob") != NULL;
     slot->num = fv.num;
     slot->str = fv.str;
     return 0;
@@ -729,10 +722,11 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
     if (!strcmp(k, "reset")) {
         tl_session_reset(s);
     } else if (!strcmp(k, "system") || !strcmp(k, "user")) {
-        char **slot = !strcmp(k, "system") ? &l->system : &l->user;
-        free(*slot);
-        *slot = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
-        return set_conversation(l, s, err);
+        /* The session holds the conversation. "system" changes that one message; "user" asks a
+         * new question: the system message stays, earlier turns (a "messages" step) go. */
+        if (!strcmp(k, "system"))
+            return tl_session_set_message(s, k, cJSON_IsString(v) ? v->valuestring : NULL, err);
+        return tl_session_set_user(s, tl_session_message(s, "system"), v->valuestring, err);
     } else if (!strcmp(k, "messages")) {
         char *json = cJSON_PrintUnformatted(v);
         int rc = json ? tl_session_set_messages(s, json, err) : tl_error_set(err, "out of memory");
@@ -755,9 +749,13 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
         p.greedy = cJSON_IsTrue(v);
         tl_session_set_sampling(s, p);
     } else if (!strcmp(k, "defaults")) {
+        /* a lesson starts from the same place whatever the one before it left on screen */
+        tl_session_reset(s);
         tl_session_set_sampling(s, tl_sampling_defaults(&tl_session_model(s)->gen));
         tl_session_set_max_new_tokens(s, 0);
         tl_session_set_stop_strings(s, NULL, 0, err);
+        tl_session_set_stream_mode(s, TL_STREAM_HF);
+        tl_session_set_add_generation_prompt(s, 1);
     } else if (!strcmp(k, "sampling")) {
         tl_sampling p = tl_session_sampling(s);
         for (const cJSON *e = v->child; e; e = e->next) {
@@ -769,14 +767,6 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
         }
         tl_session_set_sampling(s, p);
     } else if (!strcmp(k, "max_new_tokens")) {
-    } else if (!strcmp(k, "tokenize")) {
-        char *pieces = NULL;
-        int n = split_tokens(tl_session_tokenizer(s), v->valuestring, &pieces);
-        if (n < 0)
-            return tl_error_set(err, "tokenize: no tokenizer loaded, or the text does not encode");
-        free(l->tokenized_pieces);
-        l->tokenized_pieces = pieces;
-        l->tokenized_count = n;
         tl_session_set_max_new_tokens(s, (int)v->valuedouble);
     } else if (!strcmp(k, "stop_strings")) {
         const char *list[TL_MAX_STOP];
@@ -820,6 +810,14 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
         return remember(l, s, v, err);
     } else if (!strcmp(k, "top_n")) {
         tl_session_set_top_n(s, (int)v->valuedouble);
+    } else if (!strcmp(k, "tokenize")) {
+        char *pieces = NULL;
+        int n = split_tokens(tl_session_tokenizer(s), v->valuestring, &pieces);
+        if (n < 0)
+            return tl_error_set(err, "tokenize: no tokenizer loaded, or the text does not encode");
+        free(l->tokenized_pieces);
+        l->tokenized_pieces = pieces;
+        l->tokenized_count = n;
     }
     return 0;
 }
@@ -955,30 +953,6 @@ int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_si
     tl_error perr;
     if (tl_session_prepare(s, &perr)) {
         snprintf(why, why_size, "%s", perr.msg);
-/* A probability as the Logits pane prints it (tui/format.c's Format_prob), so the figure in the
- * narration is the one the student finds on screen. */
-static void format_prob(char *out, size_t n, double p)
-{
-    double pc = p * 100;
-    if (!(p >= 0)) snprintf(out, n, "n/a");
-    else if (p == 0) snprintf(out, n, "0%%");
-    else if (pc < 0.01) snprintf(out, n, "<0.01%%");
-    else if (pc >= 99.95 && p < 1) snprintf(out, n, ">99.9%%");
-    else if (p >= 1) snprintf(out, n, "100%%");
-    else if (pc < 1) snprintf(out, n, "%.2f%%", pc);
-    else snprintf(out, n, "%.1f%%", pc);
-}
-
-/* Text in a sentence: a newline would break the narration's paragraph, so it is shown as the
- * Prompt pane shows it, ↵. */
-static void put_inline(buf_t *b, const char *s)
-{
-    for (const char *p = s; *p; p++) {
-        if (*p == '\n') buf_put(b, "\xE2\x86\xB5", 3);
-        else if (*p != '\r') buf_put(b, p, 1);
-    }
-}
-
         return -1;
     }
     const cJSON *exps = cJSON_GetObjectItemCaseSensitive(st, "expect");
@@ -1016,6 +990,30 @@ static void format_num(char *out, size_t n, double v)
         snprintf(out, n, "%.2f", v);
     else
         snprintf(out, n, "%.2g", v);
+}
+
+/* A probability as the Logits pane prints it (tui/format.c's Format_prob), so the figure in the
+ * narration is the one the student finds on screen. */
+static void format_prob(char *out, size_t n, double p)
+{
+    double pc = p * 100;
+    if (!(p >= 0)) snprintf(out, n, "n/a");
+    else if (p == 0) snprintf(out, n, "0%%");
+    else if (pc < 0.01) snprintf(out, n, "<0.01%%");
+    else if (pc >= 99.95 && p < 1) snprintf(out, n, ">99.9%%");
+    else if (p >= 1) snprintf(out, n, "100%%");
+    else if (pc < 1) snprintf(out, n, "%.2f%%", pc);
+    else snprintf(out, n, "%.1f%%", pc);
+}
+
+/* Text in a sentence: a newline would break the narration's paragraph, so it is shown as the
+ * Prompt pane shows it, ↵. */
+static void put_inline(buf_t *b, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') buf_put(b, "\xE2\x86\xB5", 3);
+        else if (*p != '\r') buf_put(b, p, 1);
+    }
 }
 
 char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session *s)
