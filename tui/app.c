@@ -21,6 +21,9 @@
 #include "session_view.h"
 #include "tokenloop/engine.h"
 #include "tokenloop/lesson.h"
+#include "tokenloop/paths.h"
+#include "i18n.h"
+#include "welcome.h"
 #include "tokenloop/template.h"
 #include "ui.h"
 
@@ -84,6 +87,9 @@ typedef struct tl_app {
     tl_sview sv;
     tl_ui ui;
     int confirm;                 /* a key that starts over, pressed once: press again to do it */
+    int welcome;                 /* the opening strip (what the model knows) is up */
+    int example;                 /* the example question x puts in next */
+    char *welcome_text;
     int show_wrong;
     int logit_rows;
     tl_iter *it;
@@ -487,7 +493,13 @@ static void key(tl_app *a, int is_code, wint_t ch)
     }
     int confirm = a->confirm;
     a->confirm = 0;
-    if (u->lesson_open) {
+    if (a->welcome && !is_code && (ch == 27 || ch == 'l')) {
+        a->welcome = 0;
+        u->lesson_open = 0;
+        if (ch == 27)
+            return;
+    }
+    if (u->lesson_open && !a->welcome) {
         if (LessonCtl_key(&a->lesson, a->s, is_code, ch, u)) {
             if (a->lesson.applied) {
                 /* a lesson step drove the session; the panes read it back on the next fill */
@@ -605,12 +617,65 @@ static void key(tl_app *a, int is_code, wint_t ch)
         say(a, "new conversation: same prompt, from the start", NULL);
         follow(a, PANE_PROMPT);
         break;
+    case 'x': {
+        const char *q = Welcome_example(a->example, u->lang);
+        a->confirm = confirm;
+        if (!confirm_restart(a, 'x', I18n_tr(u->lang, "an example question")))
+            break;
+        tl_error err;
+        if (tl_session_set_user(a->s, tl_session_message(a->s, "system"), q, &err)) {
+            say(a, "%s", err.msg);
+            break;
+        }
+        a->example++;
+        apply_request(a);
+        say(a, I18n_tr(u->lang, "example question: %s (x: the next one, Space: the prefill)"), q);
+        u->prompt_scroll = -1;
+        follow(a, PANE_PROMPT);
+        break;
+    }
+    case 'u': {
+        tl_engine *e = tl_session_engine(a->s);
+        tl_error err;
+        int on = !tl_engine_async(e);
+        if (tl_engine_set_async(e, on, &err))
+            say(a, "%s", err.msg);
+        else
+            say(a, on ? I18n_tr(u->lang, "async: each pass is queued to a worker, like a GPU stream; the clock read before synchronizing measures the launch (w shows it)")
+                      : I18n_tr(u->lang, "sync: each pass finishes before the call returns"), NULL);
+        follow(a, PANE_TIMING);
+        break;
+    }
     case 'l':
         u->lesson_open = 1;
         LessonCtl_open(&a->lesson, u);
         break;
     default: break;
     }
+}
+
+/* The opening strip: what the bundled model was taught and a question it answers. Only for the
+ * bundled model: another model's knowledge is not ours to describe. */
+static void welcome_open(tl_app *a)
+{
+    const tl_model *m = tl_session_model(a->s);
+    const char *b = strrchr(m->dir, '/');
+    if (strcmp(b ? b + 1 : m->dir, TL_DEFAULT_MODEL_NAME))
+        return;
+    const char *lang = a->ui.lang;
+    size_t cap = 2048;
+    free(a->welcome_text);
+    a->welcome_text = malloc(cap);
+    if (!a->welcome_text)
+        return;
+    char keys[256];
+    snprintf(keys, sizeof keys, I18n_tr(lang, "Try: \"%s\" \xC2\xB7 x puts the next example in \xC2\xB7 e types your own \xC2\xB7 l lessons \xC2\xB7 Esc hides this"),
+             Welcome_example(0, lang));
+    snprintf(a->welcome_text, cap, "%s\n%s", keys, Welcome_intro(lang));
+    a->welcome = 1;
+    a->ui.lesson_open = 1;
+    a->ui.lesson_text = a->welcome_text;
+    a->ui.lesson_scroll = 0;
 }
 
 /* ---- the loop ---- */
@@ -659,6 +724,7 @@ static int app_init(tl_app *a, tl_session *s, const tl_app_opts *o)
     a->ui.prompt_scroll = -1;
     tl_session_set_top_n(s, TL_MAX_TOP);
     LessonCtl_init(&a->lesson, a->ui.lang);
+    welcome_open(a);
     tl_error err;
     if (tl_session_set_user(s, o->system, o->user ? o->user : "", &err)) {
         say(a, "%s", err.msg);
@@ -673,6 +739,7 @@ static void app_free(tl_app *a)
         run_finish(a, 1);
     SessionView_free(&a->sv);
     LessonCtl_free(&a->lesson);
+    free(a->welcome_text);
 }
 
 int tl_tui_run(tl_session *s, const tl_app_opts *o)

@@ -160,7 +160,9 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
                 Format_ms(v->wrong_unsynced_ms, a, sizeof a);
                 snprintf(line, sizeof line, "WRONG 2: unsynchronized clock: TPOT %s", a);
             } else
-                snprintf(line, sizeof line, "WRONG 2: unsynchronized clock: none on %s (synchronous backend)",
+                snprintf(line, sizeof line,
+                         v->async ? I18n_tr(ui->lang, "WRONG 2: unsynchronized clock: once every pass of an answer was queued (n starts over)")
+                                  : I18n_tr(ui->lang, "WRONG 2: unsynchronized clock: none on %s (synchronous; u queues the passes like a GPU)"),
                          v->device);
             Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
         }

@@ -271,6 +271,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
              strcmp(v->device, "cpu") ? "device figure" : "probed");
     v->wrong_prompt_tps = mr.prompt_as_output_tokens_per_s;
     v->wrong_unsynced_ms = mr.unsynced_applicable ? mr.unsynced_tpot_ms : -1;
+    v->async = e ? tl_engine_async(e) : 0;
     /* the chart: each decode pass's own (synchronized) time, so pauses between key presses
      * do not show as slow tokens */
     size_t scap = (size_t)sv->step_cap;

@@ -106,6 +106,7 @@ typedef struct tl_view {
     int show_wrong;
     double wrong_prompt_tps;    /* counting the prompt as output */
     double wrong_unsynced_ms;   /* < 0: not applicable (synchronous backend) */
+    int async;                  /* passes are queued (a GPU, or the CPU with u) */
 
     /* state */
     int running;
