@@ -3,7 +3,8 @@
  * identifiers stay: token names, add_generation_prompt, TextStreamer, TTFT/TPOT, top-k/top-p,
  * max_new_tokens, JSON field names, key names (Space, Enter, Esc, Tab, PgUp/PgDn). */
 
-/* pane names: tabs and titles */
+/* pane names: tabs and titles. The Vietnamese lessons call the panes by their English names
+ * ("ô Prompt", "ô Stop"), so the box titles carry them in brackets; the tabs are Vietnamese. */
 {"Prompt", "Lời nhắc"},
 {"Tokens", "Token"},
 {"Stream", "Luồng ra"},
@@ -79,7 +80,7 @@
 {"(the other keys still work)", "(các phím khác vẫn dùng được)"},
 
 /* 1 Prompt */
-{"1 Prompt · %d tokens · add_generation_prompt %s", "1 Lời nhắc · %d token · add_generation_prompt %s"},
+{"1 Prompt · %d tokens · add_generation_prompt %s", "1 Lời nhắc (Prompt) · %d token · add_generation_prompt %s"},
 {"on", "bật"},
 {"off", "tắt"},
 {"message content", "nội dung tin nhắn"},
@@ -112,6 +113,7 @@
 {"final", "cuối"},
 
 /* 4 Stream */
+{"4 Stream", "4 Luồng ra (Stream)"},
 {"server mode", "chế độ server"},
 {"running — text arrives from the background thread's queue", "đang chạy — văn bản đến từ hàng đợi của luồng nền"},
 {"held back «%s»: %s", "giữ lại «%s»: %s"},
@@ -119,7 +121,7 @@
 {"nothing printed yet", "chưa in ra gì"},
 
 /* 5 Stop */
-{"5 Stop", "5 Dừng"},
+{"5 Stop", "5 Dừng (Stop)"},
 {"strings", "chuỗi"},
 {"budget", "ngân sách"},
 {"(none)", "(không có)"},
@@ -134,7 +136,7 @@
 {"not stopped: each token is checked against all three", "chưa dừng: mỗi token được kiểm tra theo cả ba điều kiện"},
 
 /* 6 Timing (pane_timing.c: its owner wraps these; numbers through Format_num / Format_msLang) */
-{"6 Timing", "6 Thời gian"},
+{"6 Timing", "6 Thời gian (Timing)"},
 {"decode steps %d..%d ─ floor", "các bước decode %d..%d ─ mức sàn"},
 {"decode steps %d..%d (floor unknown)", "các bước decode %d..%d (chưa biết mức sàn)"},
 {"per-token time appears from the 2nd generated token", "thời gian mỗi token hiện ra từ token sinh thứ 2"},

@@ -51,12 +51,12 @@ void Pane_stream(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
     char title[256];
     if (v->stream_server)
-        snprintf(title, sizeof title, "4 %s \xC2\xB7 %s \xC2\xB7 h: hf TextStreamer", T("Stream"), T("server mode"));
+        snprintf(title, sizeof title, "%s \xC2\xB7 %s \xC2\xB7 h: hf TextStreamer", T("4 Stream"), T("server mode"));
     else {
         char opts[64] = "";
         snprintf(opts, sizeof opts, "%s%s%s", v->skip_prompt ? "skip_prompt" : "",
                  v->skip_prompt && v->skip_special ? ", " : "", v->skip_special ? "skip_special_tokens" : "");
-        snprintf(title, sizeof title, "4 %s \xC2\xB7 hf TextStreamer(%s) \xC2\xB7 h: server", T("Stream"), opts);
+        snprintf(title, sizeof title, "%s \xC2\xB7 hf TextStreamer(%s) \xC2\xB7 h: server", T("4 Stream"), opts);
     }
     Draw_box(w, r, title, ui->active == PANE_STREAM);
     tl_rect in = Draw_inner(r);

@@ -149,7 +149,17 @@ static int count_rows(const char *needle)
 
 static int is_word(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+/* en in s as a whole word: "on" in "token" or "prompt" in "add_generation_prompt" is not it. */
+static int word_in(const char *s, const char *en)
+{
+    size_t n = strlen(en);
+    for (const char *p = strstr(s, en); p && n; p = strstr(p + 1, en))
+        if ((p == s || !is_word(p[-1]) || !is_word(en[0])) && (!is_word(p[n]) || !is_word(en[n - 1])))
+            return 1;
+    return 0;
 }
 
 /* An English string of the message table on screen as a whole word; NULL when none. The
@@ -182,13 +192,17 @@ static const char *english_on_screen(int cols, int rows, const tl_ui *ui)
     }
     for (int i = 0; i < I18n_count(); i++) {
         const char *en = I18n_en(i);
-        size_t n = strlen(en);
         if (!strcmp(en, I18n_vi(i)) || strchr(en, '%'))
             continue;
+        /* a word some Vietnamese entry uses on purpose ("5 Dừng (Stop)") */
+        int used = 0;
+        for (int j = 0; j < I18n_count() && !used; j++)
+            used = word_in(I18n_vi(j), en);
+        if (used)
+            continue;
         for (int y = 0; y < scr_rows; y++)
-            for (const char *p = strstr(screen[y], en); p; p = strstr(p + 1, en))
-                if ((p == screen[y] || !is_word(p[-1]) || !is_word(en[0])) && (!is_word(p[n]) || !is_word(en[n - 1])))
-                    return en;
+            if (word_in(screen[y], en))
+                return en;
     }
     return NULL;
 }
@@ -322,7 +336,7 @@ static void test_teaching(tl_view *v, tl_ui *ui)
     resizeterm(48, 160);
     Screen_draw(stdscr, 160, 48, v, ui);
     grab(48, 160);
-    TL_CHECK(find_row("1 Lời nhắc · 5 token") >= 0);
+    TL_CHECK(find_row("1 Lời nhắc (Prompt) · 5 token") >= 0);
     TL_CHECK(find_row("3 Logits · 10 cao nhất trong 128.256") >= 0);
     TL_CHECK(find_row("T 0,60 · top-k 50 · top-p 0,90") == 0);
     TL_CHECK(find_row("20,00") > 0 && find_row("20.00") < 0);

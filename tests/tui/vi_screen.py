@@ -7,8 +7,8 @@ Runs `LANG=vi_VN.UTF-8 tokenloop tui` (the language from LANG, as a Vietnamese c
 machine sets it; the vi_VN locale itself need not be installed) in a private tmux server at
 COLS x ROWS, on a Vietnamese question, greedy. Steps three passes, opens the key list, the
 lesson list, the first step of lesson 1 and the transformers call, and after each captures the
-screen and looks for every English string of tui/i18n_table.h whose Vietnamese differs: none
-may appear (as a whole word: "on" inside "token" is not it). Also: numbers use the comma
+screen and looks for every English string of tui/i18n_table.h whose Vietnamese differs (and
+that no Vietnamese entry uses on purpose, such as a pane's English name): none may appear (as a whole word: "on" inside "token" is not it). Also: numbers use the comma
 decimal mark, the screen is sane (no line too wide, no replacement characters).
 Exit 77 (skip) when tmux is missing.
 """
@@ -62,8 +62,11 @@ def english_strings():
     lit = r'"((?:[^"\\]|\\.)*)"'
     pairs = [(c_string(a), c_string(b)) for a, b in re.findall(r"\{\s*%s\s*,\s*%s\s*\}" % (lit, lit), text)]
     out = []
+    vis = "\n".join(vi for _, vi in pairs)
     for en, vi in pairs:
-        if en == vi:
+        # the same, or used in the Vietnamese on purpose (a pane's English name in brackets,
+        # as the lessons call it): nothing to look for
+        if en == vi or found(vis, en.strip()):
             continue
         # a format: the literal parts around the conversions, the longest one as the probe
         parts = [p.strip() for p in re.split(r"%[-+ #0-9.*]*[a-zA-Z]", en)]
