@@ -83,14 +83,13 @@ static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v,
         snprintf(narrow, sizeof narrow, I18n_tr(lang, "pass %s = the chart; +%s sampling, streaming, drawing"), b, c);
         fit(w, in, y, end, A_NORMAL, wide, narrow);
     } else {
-        snprintf(wide, sizeof wide, I18n_tr(lang, "pace %s per token = the decode pass (synchronized): you are stepping by hand"), b);
+        snprintf(wide, sizeof wide, I18n_tr(lang, "pace %s per token = the synchronized pass (stepped by hand)"), b);
         snprintf(narrow, sizeof narrow, I18n_tr(lang, "pace %s = the pass (stepped by hand)"), b);
         fit(w, in, y, end, head, wide, narrow);
         Format_ms(v->tpot_ms, a, sizeof a);
         Format_ms(v->work_ms, c, sizeof c);
-        snprintf(wide, sizeof wide, I18n_tr(lang, "wall-clock TPOT %s includes your pauses (%d of %d gaps); without them %s: pass + sampling"),
-                 a, v->paused_gaps, gaps, c);
-        snprintf(narrow, sizeof narrow, I18n_tr(lang, "clock TPOT %s includes your pauses; r runs it without"), a);
+        snprintf(wide, sizeof wide, I18n_tr(lang, "wall clock %s/token includes your pauses; without them %s (pass + sampling)"), a, c);
+        snprintf(narrow, sizeof narrow, I18n_tr(lang, "wall clock %s/token includes your pauses; r runs without"), a);
         fit(w, in, y, end, Theme_attr(TA_DIM), wide, narrow);
     }
     if (v->lesson_tps > 0 && v->decode_tps > 0) {

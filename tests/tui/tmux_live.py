@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Settings changed mid-answer, the two streamers on one answer, trap 2 and the transformers
+call, in `tokenloop tui --async` on the bundled model at 160x48.
+
+    tmux_live.py TOKENLOOP
+
+- Stepping by hand with pauses: the Timing pane's headline is the pass, not the wall clock.
+- T (temperature up) after 4 tokens keeps them: the Tokens pane still counts 4, Space makes a 5th.
+- h switches the streamer and replays it over the same tokens: the Stream pane's title says
+  server, the token count is unchanged, the printed text is the answer's.
+- r then w: with --async the unsynchronized clock reads < 10% of the synchronized pass.
+- c shows the transformers call for the current settings.
+Exit 77 (skip) when tmux is missing.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+TOKENLOOP = sys.argv[1]
+SOCK = "tllive-%d" % os.getpid()
+failures = []
+
+
+def check(cond, msg):
+    print(("ok   " if cond else "FAIL ") + msg.splitlines()[0] if cond else "FAIL " + msg)
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+def tmux(*args, check_rc=True):
+    r = subprocess.run(["tmux", "-u", "-L", SOCK, "-f", "/dev/null"] + list(args),
+                       capture_output=True, text=True, timeout=20)
+    if check_rc and r.returncode:
+        raise RuntimeError("tmux %s: %s" % (" ".join(args), r.stderr.strip()))
+    return r.stdout
+
+
+def key(k):
+    tmux("send-keys", "-t", "t", k)
+
+
+def wait_for(pred, what, timeout=30.0):
+    t0 = time.time()
+    last = ""
+    while time.time() - t0 < timeout:
+        last = tmux("capture-pane", "-p", "-t", "t")
+        m = pred(last)
+        if m:
+            return last, m
+        time.sleep(0.1)
+    check(False, "timed out waiting for %s; screen:\n%s" % (what, last))
+    return last, None
+
+
+def generated(s):
+    m = re.search(r"Tokens \u00b7 prompt \d+ \u00b7 generated (\d+)", s)
+    return int(m.group(1)) if m else -1
+
+
+def ms(text):
+    """'3.01 ms' or '12.3 \u00b5s' or '1.20 s' -> ms."""
+    m = re.match(r"([\d.]+) (ms|\u00b5s|us|s)\b", text)
+    if not m:
+        return None
+    v = float(m.group(1))
+    return {"ms": v, "\u00b5s": v / 1e3, "us": v / 1e3, "s": v * 1e3}[m.group(2)]
+
+
+def main():
+    if not shutil.which("tmux"):
+        print("tmux not installed: skipped")
+        return 77
+    tmux("new-session", "-d", "-s", "t", "-x", "160", "-y", "48", "-e", "LANG=C.UTF-8", "-e", "LC_ALL=C.UTF-8",
+         "sh", "-c", "%s tui --async --lang en; sleep 30" % TOKENLOOP)
+    try:
+        tmux("set-option", "-t", "t", "status", "off")
+        tmux("resize-window", "-t", "t", "-x", "160", "-y", "48", check_rc=False)
+        wait_for(lambda s: "next: prefill" in s, "the first screen", 60)
+        key("Escape")          # the opening strip
+        key("g")
+        for i in range(4):
+            key("Space")
+            wait_for(lambda s, i=i: generated(s) == i + 1, "token %d" % (i + 1))
+            time.sleep(0.6)    # a teacher's pause
+        s, m = wait_for(lambda s: re.search(r"pace (\S+ \S+)(?: per token)? = the (?:synchronized )?pass", s), "the hand-stepping pace")
+        check(m is not None, "stepped by hand: the headline pace is the decode pass")
+        w = re.search(r"wall clock (\S+ \S+)/token includes your pauses", s)
+        check(w is not None and ms(w.group(1)) >= 500, "the wall clock is labelled as holding the pauses (%s)" %
+              (w.group(1) if w else "-"))
+        if m and w:
+            check(ms(m.group(1)) * 20 < ms(w.group(1)), "the pace %s leaves the pauses out (wall %s)" % (m.group(1), w.group(1)))
+
+        # from here on, sample hotter: the four tokens stay
+        key("g")
+        key("T")
+        s, _ = wait_for(lambda s: "from the next token on" in s, "the settings notice")
+        check(generated(s) == 4, "g, T after 4 tokens: still 4 tokens (%d)" % generated(s))
+        check("T 0.70" in s.split("\n")[0], "the title bar shows the new temperature")
+        key("Space")
+        s, _ = wait_for(lambda s: generated(s) == 5, "a 5th token")
+        check(generated(s) == 5, "Space: the 5th token is made with the new settings")
+
+        # the other streamer over the same tokens
+        key("h")
+        s, _ = wait_for(lambda s: re.search(r"4 Stream \u00b7 server", s), "the server streamer")
+        check(generated(s) == 5, "h: the same 5 tokens, replayed through the server streamer")
+        check("replayed over the same 5 tokens" in s, "h says it replayed the same tokens")
+        key("h")
+        s, _ = wait_for(lambda s: "TextStreamer(skip_prompt, skip_special_tokens)" in s, "hf again")
+        check(generated(s) == 5, "h again: still 5 tokens")
+
+        # trap 2 on the CPU: run to the stop with the wrong readings shown
+        key("n")
+        key("g")
+        key("r")
+        s, _ = wait_for(lambda s: "STOPPED" in s, "the stop", 60)
+        key("w")
+        s, m = wait_for(lambda s: re.search(r"WRONG 2: unsynchronized clock: TPOT (\S+ \S+)", s), "the wrong reading 2")
+        p = re.search(r"pass (\S+ \S+) = the chart", s) or re.search(r"decode pass (\S+ \S+) \(synchronized\)", s)
+        if check(m is not None and p is not None, "async: both readings on screen"):
+            u, sy = ms(m.group(1)), ms(p.group(1))
+            check(u is not None and sy and u < 0.1 * sy,
+                  "--async: the unsynchronized clock reads %s, < 10%% of the synchronized pass %s" % (m.group(1), p.group(1)))
+
+        key("c")
+        s, _ = wait_for(lambda s: "model.generate(" in s, "the transformers call")
+        check("apply_chat_template(messages, add_generation_prompt=True" in s, "c: the template call")
+        check("TextStreamer(tok, skip_prompt=True, skip_special_tokens=True)" in s, "c: the streamer as the session runs it")
+        check("do_sample=False" in s, "c: greedy is do_sample=False")
+        key("Escape")
+        key("q")
+    finally:
+        tmux("kill-server", check_rc=False)
+    print("%d failures" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
