@@ -83,17 +83,21 @@ static void help(WINDOW *w, int cols, int rows, const tl_ui *ui)
         "c           the same settings as a transformers call",
         "l           lessons (PgUp/PgDn or \xE2\x86\x91\xE2\x86\x93 scroll the narration)",
         "q           quit (cancels a run first)",
-        "",
-        "any key closes this help",
     };
+    /* every key must show at 80x24: the box may take the whole height, and how to close it
+     * goes on its bottom border */
     int n = (int)(sizeof lines / sizeof lines[0]);
-    int bw = 70 < cols - 2 ? 70 : cols - 2, bh = n + 2 < rows - 2 ? n + 2 : rows - 2;
+    int bw = 70 < cols - 2 ? 70 : cols - 2, bh = n + 2 < rows ? n + 2 : rows;
     tl_rect r = {(rows - bh) / 2, (cols - bw) / 2, bh, bw};
     for (int y = 0; y < bh; y++)
         Draw_fill(w, r.y + y, r.x, bw, A_NORMAL);
     Draw_box(w, r, T("keys"), 1);
+    char close[128];
+    snprintf(close, sizeof close, " %s ", T("any key closes this help"));
+    int cw = Format_widthz(close);
+    Draw_text(w, r.y + bh - 1, r.x + bw - 2 - cw, cw, close, Theme_attr(TA_BORDER_FOCUS));
     for (int i = 0; i < n && i < bh - 2; i++)
-        Draw_text(w, r.y + 1 + i, r.x + 2, bw - 4, lines[i][0] ? T(lines[i]) : "", A_NORMAL);
+        Draw_text(w, r.y + 1 + i, r.x + 2, bw - 4, T(lines[i]), A_NORMAL);
 }
 
 /* v->hf_call: the transformers code that would generate with the settings on screen, so the

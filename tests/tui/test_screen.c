@@ -446,6 +446,10 @@ int main(void)
     grab(24, 80);
     TL_CHECK(find_row("run to the stop") > 0);
     TL_CHECK(all_widths_ok());
+    /* every key fits at 80x24, the last ones too */
+    TL_CHECK(find_row("the same settings as a transformers call") > 0);
+    TL_CHECK(find_row("quit (cancels a run first)") > 0);
+    TL_CHECK(find_row("any key closes this help") > 0);
     ui.help = 0;
 
     test_teaching(&v, &ui);
