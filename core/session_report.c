@@ -66,11 +66,11 @@ char *tl_session_hf_call(const tl_session *s)
         const int *ids = tl_session_prompt_ids(s, &n);
         put(&b, "inputs = {\"input_ids\": torch.tensor([[");
         for (int i = 0; ids && i < n && i < 16; i++) put(&b, "%s%d", i ? ", " : "", ids[i]);
-        put(&b, "%s]])}  # %d prompt ids, no chat template\n", n > 16 ? ", ..." : "", n);
+        put(&b, "%s]])}\n# the prompt as token ids: no chat template\n", n > 16 ? ", ..." : "");
     }
     tl_sampling sp = tl_session_sampling(s);
     if (!sp.greedy)
-        put(&b, "torch.manual_seed(%llu)  # tokenloop draws from its own generator: same seed, other tokens\n",
+        put(&b, "torch.manual_seed(%llu)\n# tokenloop draws from its own generator: same seed, other tokens\n",
             (unsigned long long)sp.seed);
     put(&b, "out = model.generate(**inputs");
     if (sp.greedy)
@@ -79,7 +79,9 @@ char *tl_session_hf_call(const tl_session *s)
         put(&b, ", do_sample=True, temperature=%.2f, top_k=%d, top_p=%.2f", sp.temperature, sp.top_k, sp.top_p);
     const tl_stop_config *sc = tl_session_stop_config(s);
     int req = tl_session_max_new_tokens(s);
+    /* the budget the session stops at, whoever set it (generate() would find the same) */
     if (req > 0) put(&b, ", max_new_tokens=%d", req);
+    else if (sc && sc->max_new_tokens > 0) put(&b, ", max_new_tokens=%d", sc->max_new_tokens);
     int n_stop = 0;
     const char *const *stop = tl_session_stop_strings(s, &n_stop);
     if (n_stop) {
@@ -95,12 +97,14 @@ char *tl_session_hf_call(const tl_session *s)
     put(&b, ",\n                     streamer=TextStreamer(tok, skip_prompt=%s, skip_special_tokens=%s))\n",
         py_bool(skip_prompt), py_bool(skip_special));
     if (req <= 0 && sc && sc->max_new_tokens > 0)
-        put(&b, "# no max_new_tokens: generate() takes %d from %s\n", sc->max_new_tokens,
-            tl_budget_source_name(sc->budget_source));
+        put(&b, "%s\n", sc->budget_source == TL_BUDGET_DEFAULT ? "# max_new_tokens: transformers' default (nothing set it)"
+                        : sc->budget_source == TL_BUDGET_CONTEXT ? "# max_new_tokens: what is left of the context"
+                                                                 : "# max_new_tokens: from generation_config.json");
     if (tl_session_stream_mode(s) == TL_STREAM_SERVER)
         put(&b, "# server mode is not a transformers streamer: it prints every byte at once except an\n"
                 "# unfinished UTF-8 character and a tail that could become a stop string\n");
-    put(&b, "answer = tok.decode(out[0][inputs[\"input_ids\"].shape[1]:])  # generate() returns prompt + answer\n");
+    put(&b, "# generate() returns prompt + answer: the answer starts after the prompt\n");
+    put(&b, "answer = tok.decode(out[0][inputs[\"input_ids\"].shape[1]:])\n");
     if (b.oom) {
         free(b.p);
         return NULL;

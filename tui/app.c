@@ -102,7 +102,8 @@ typedef struct tl_app {
 
 __attribute__((noinline)) static void say(tl_app *a, const char *fmt, const char *arg)
 {
-    snprintf(a->message, sizeof a->message, fmt, arg ? arg : "");
+    /* every notice is for the class: in the screen's language */
+    snprintf(a->message, sizeof a->message, I18n_tr(a->ui.lang, fmt), arg ? arg : "");
 }
 
 /* Renders the request (so the prompt shows before the first pass). */
@@ -131,10 +132,10 @@ static void settings_changed(tl_app *a, const char *what)
     int n = tl_session_n_steps(a->s);
     char m[160];
     if (n > 0)
-        snprintf(m, sizeof m, "%s: from the next token on; the %d token%s so far stay%s", what, n,
-                 n == 1 ? "" : "s", n == 1 ? "s" : "");
+        snprintf(m, sizeof m, I18n_tr(a->ui.lang, "%s: from the next token on; the tokens so far stay (%d)"),
+                 I18n_tr(a->ui.lang, what), n);
     else
-        snprintf(m, sizeof m, "%s", what);
+        snprintf(m, sizeof m, "%s", I18n_tr(a->ui.lang, what));
     say(a, "%s", m);
 }
 
@@ -149,7 +150,7 @@ static int confirm_restart(tl_app *a, int key, const char *what)
     }
     a->confirm = key;
     char m[160];
-    snprintf(m, sizeof m, "%c again = %s: starts over, %d token%s go", key, what, n, n == 1 ? "" : "s");
+    snprintf(m, sizeof m, I18n_tr(a->ui.lang, "%c again = %s: starts over, %d tokens go"), key, I18n_tr(a->ui.lang, what), n);
     say(a, "%s", m);
     return 0;
 }
@@ -179,7 +180,7 @@ static void step(tl_app *a)
     }
     /* a big model on the CPU takes a while: say what is being computed before blocking */
     snprintf(a->sv.v.next, sizeof a->sv.v.next, "%s",
-             tl_session_n_steps(a->s) == 0 ? "computing the prefill\xE2\x80\xA6" : "computing one decode step\xE2\x80\xA6");
+             I18n_tr(a->ui.lang, tl_session_n_steps(a->s) == 0 ? "computing the prefill\xE2\x80\xA6" : "computing one decode step\xE2\x80\xA6"));
     if (g_curses)
         draw(a);
     fresh_request(a);
@@ -255,7 +256,7 @@ static void run_start(tl_app *a)
     a->sv.v.running = 1;
     a->sv.v.stopped = 0;
     a->sv.v.held = "";
-    snprintf(a->sv.v.next, sizeof a->sv.v.next, "running \xE2\x80\x94 any key pauses, q quits");
+    snprintf(a->sv.v.next, sizeof a->sv.v.next, "%s", I18n_tr(a->ui.lang, "running \xE2\x80\x94 any key pauses, q quits"));
     a->sv.v.message[0] = 0;
     follow(a, PANE_STREAM);
 }
@@ -366,7 +367,7 @@ static void end_edit(tl_app *a, int apply)
         if (n > 0)
             snprintf(m, sizeof m, "max_new_tokens %ld", n);
         else
-            snprintf(m, sizeof m, "max_new_tokens back to the config's (%d)", tl_session_stop_config(a->s)->max_new_tokens);
+            snprintf(m, sizeof m, I18n_tr(a->ui.lang, "max_new_tokens back to the config's (%d)"), tl_session_stop_config(a->s)->max_new_tokens);
         settings_changed(a, m);
     } else if (what == EDIT_STOP) {
         char buf[TL_LINEEDIT_MAX];
@@ -592,8 +593,7 @@ static void key(tl_app *a, int is_code, wint_t ch)
         int n = tl_session_n_steps(a->s);
         if (n > 0) {
             char b[128];
-            snprintf(b, sizeof b, "Enter changes the prompt: generation starts over and the %d token%s go; Esc keeps them", n,
-                     n == 1 ? "" : "s");
+            snprintf(b, sizeof b, I18n_tr(u->lang, "Enter changes the prompt: generation starts over and %d tokens go; Esc keeps them"), n);
             say(a, "%s", b);
         }
         break;
@@ -603,8 +603,8 @@ static void key(tl_app *a, int is_code, wint_t ch)
         tl_session_set_stream_mode(a->s, server ? TL_STREAM_SERVER : TL_STREAM_HF);
         int n = tl_session_n_steps(a->s);
         char b[128];
-        snprintf(b, sizeof b, "streamer: %s, replayed over the same %d token%s", server ? "server mode" : "hf TextStreamer", n,
-                 n == 1 ? "" : "s");
+        snprintf(b, sizeof b, I18n_tr(u->lang, "streamer: %s, replayed over the same %d tokens"),
+                 server ? I18n_tr(u->lang, "server mode") : "hf TextStreamer", n);
         say(a, "%s", b);
         follow(a, PANE_STREAM);
         break;
@@ -767,7 +767,7 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o)
                 dirty = 1;
             } else {
                 char m[128];
-                snprintf(m, sizeof m, "running: %d chunks from the queue in %.0f ms", a->run_chunks,
+                snprintf(m, sizeof m, I18n_tr(a->ui.lang, "running: %d chunks from the queue in %.0f ms"), a->run_chunks,
                          now_ms() - a->run_t0);
                 snprintf(a->sv.v.message, sizeof a->sv.v.message, "%s", m);
                 dirty = 1;

@@ -8,7 +8,7 @@
 #include "i18n.h"
 #include "ui.h"
 
-static void chart(WINDOW *w, tl_rect c, const tl_view *v)
+static void chart(WINDOW *w, tl_rect c, const tl_view *v, const char *lang)
 {
     const int axis = 8;
     if (c.h < 3 || c.w < axis + 4)
@@ -17,7 +17,7 @@ static void chart(WINDOW *w, tl_rect c, const tl_view *v)
     int first = Chart_first(v->n_step_ms, cw);
     double ymax = Chart_range(v->step_ms + first, v->n_step_ms - first, v->floor_ms);
     char lab[32];
-    Format_ms(ymax, lab, sizeof lab);
+    Format_msLang(lang, ymax, lab, sizeof lab);
     Draw_text(w, c.y, c.x, axis - 1, lab, Theme_attr(TA_DIM));
     Draw_text(w, c.y + h - 1, c.x, axis - 1, "0 ms", Theme_attr(TA_DIM));
     int frow = v->floor_ms > 0 ? Chart_row(v->floor_ms, ymax, h) : -1;
@@ -39,11 +39,11 @@ static void chart(WINDOW *w, tl_rect c, const tl_view *v)
     }
     char bottom[160];
     if (v->floor_ms > 0)
-        snprintf(bottom, sizeof bottom, "decode steps %d..%d \xE2\x94\x80 floor", first + 2, first + shown + 1);
+        snprintf(bottom, sizeof bottom, I18n_tr(lang, "decode steps %d..%d \xE2\x94\x80 floor"), first + 2, first + shown + 1);
     else
-        snprintf(bottom, sizeof bottom, "decode steps %d..%d (floor unknown)", first + 2, first + shown + 1);
+        snprintf(bottom, sizeof bottom, I18n_tr(lang, "decode steps %d..%d (floor unknown)"), first + 2, first + shown + 1);
     if (shown == 0)
-        snprintf(bottom, sizeof bottom, "per-token time appears from the 2nd generated token");
+        snprintf(bottom, sizeof bottom, "%s", I18n_tr(lang, "per-token time appears from the 2nd generated token"));
     Draw_text(w, c.y + h, c.x + axis, cw, bottom, Theme_attr(TA_DIM));
 }
 
@@ -61,7 +61,7 @@ static void fit(WINDOW *w, tl_rect in, int *y, int end, attr_t at, const char *w
  * only as what it is. Then the lesson's own n / (last - first) and why it reads faster. */
 static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v, const char *lang)
 {
-    char wide[512], narrow[256], a[32], b[32], c[32];
+    char wide[512], narrow[256], a[32], b[32], c[32], t1[32], t2[32];
     attr_t head = Theme_attr(TA_HEADER);
     if (v->n_step_ms < 1 || v->pace_ms < 0) {
         snprintf(wide, sizeof wide, "%s", I18n_tr(lang, "TPOT \xE2\x80\x94 (needs 2 generated tokens: the first comes from the prefill)"));
@@ -70,14 +70,16 @@ static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v,
         return;
     }
     int gaps = v->n_step_ms;
-    Format_ms(v->pass_mean_ms, b, sizeof b);
+    Format_msLang(lang, v->pass_mean_ms, b, sizeof b);
+    Format_num(lang, v->decode_tps, 1, t1, sizeof t1);
+    Format_num(lang, v->lesson_tps, 1, t2, sizeof t2);
     if (!v->paused_gaps) {
-        Format_ms(v->tpot_ms, a, sizeof a);
-        snprintf(wide, sizeof wide, I18n_tr(lang, "TPOT %s \xC2\xB7 %.1f tok/s (one run: clock first\xE2\x86\x92last \xC3\xB7 %d gaps)"), a,
-                 v->decode_tps, gaps);
-        snprintf(narrow, sizeof narrow, I18n_tr(lang, "TPOT %s \xC2\xB7 %.1f tok/s (one run)"), a, v->decode_tps);
+        Format_msLang(lang, v->tpot_ms, a, sizeof a);
+        snprintf(wide, sizeof wide, I18n_tr(lang, "TPOT %s \xC2\xB7 %s tok/s (one run: clock first\xE2\x86\x92last \xC3\xB7 %d gaps)"), a,
+                 t1, gaps);
+        snprintf(narrow, sizeof narrow, I18n_tr(lang, "TPOT %s \xC2\xB7 %s tok/s (one run)"), a, t1);
         fit(w, in, y, end, head, wide, narrow);
-        Format_ms(v->tpot_ms - v->pass_mean_ms, c, sizeof c);
+        Format_msLang(lang, v->tpot_ms - v->pass_mean_ms, c, sizeof c);
         snprintf(wide, sizeof wide, I18n_tr(lang, "decode pass %s (synchronized) = the chart; the other %s per token is sampling, streaming, drawing"),
                  b, c);
         snprintf(narrow, sizeof narrow, I18n_tr(lang, "pass %s = the chart; +%s sampling, streaming, drawing"), b, c);
@@ -86,8 +88,8 @@ static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v,
         snprintf(wide, sizeof wide, I18n_tr(lang, "pace %s per token = the synchronized pass (stepped by hand)"), b);
         snprintf(narrow, sizeof narrow, I18n_tr(lang, "pace %s = the pass (stepped by hand)"), b);
         fit(w, in, y, end, head, wide, narrow);
-        Format_ms(v->tpot_ms, a, sizeof a);
-        Format_ms(v->work_ms, c, sizeof c);
+        Format_msLang(lang, v->tpot_ms, a, sizeof a);
+        Format_msLang(lang, v->work_ms, c, sizeof c);
         snprintf(wide, sizeof wide, I18n_tr(lang, "wall clock %s/token includes your pauses; without them %s (pass + sampling)"), a, c);
         snprintf(narrow, sizeof narrow, I18n_tr(lang, "wall clock %s/token includes your pauses; r runs without"), a);
         fit(w, in, y, end, Theme_attr(TA_DIM), wide, narrow);
@@ -95,35 +97,35 @@ static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v,
     if (v->lesson_tps > 0 && v->decode_tps > 0) {
         int n = v->n_step_ms + 1;
         snprintf(wide, sizeof wide,
-                 I18n_tr(lang, "lesson: %d tokens \xC3\xB7 time since the first = %.1f tok/s; tokenloop: %d gaps = %.1f tok/s (the first token is the prefill's)%s"),
-                 n, v->lesson_tps, n - 1, v->decode_tps, v->paused_gaps ? I18n_tr(lang, "; both hold your pauses") : "");
-        snprintf(narrow, sizeof narrow, I18n_tr(lang, "lesson: %d tokens %.1f tok/s; tokenloop: %d gaps %.1f tok/s"), n, v->lesson_tps, n - 1,
-                 v->decode_tps);
+                 I18n_tr(lang, "lesson: %d tokens \xC3\xB7 time since the first = %s tok/s; tokenloop: %d gaps = %s tok/s (the first token is the prefill's)%s"),
+                 n, t2, n - 1, t1, v->paused_gaps ? I18n_tr(lang, "; both hold your pauses") : "");
+        snprintf(narrow, sizeof narrow, I18n_tr(lang, "lesson: %d tokens %s tok/s; tokenloop: %d gaps %s tok/s"), n, t2, n - 1, t1);
         fit(w, in, y, end, Theme_attr(TA_DIM), wide, narrow);
     }
 }
 
 void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
-    Draw_box(w, r, "6 Timing", ui->active == PANE_TIMING);
+    const char *lang = ui->lang;
+    Draw_box(w, r, I18n_tr(lang, "6 Timing"), ui->active == PANE_TIMING);
     tl_rect in = Draw_inner(r);
     if (in.h < 1 || in.w < 10)
         return;
     int y = in.y, end = in.y + in.h;
     char line[512], a[32], b[32], c[32], d[32];
-    Format_ms(v->ttft_ms, a, sizeof a);
-    Format_ms(v->prefill_ms, b, sizeof b);
-    Format_ms(v->template_ms, c, sizeof c);
-    Format_ms(v->tokenize_ms, d, sizeof d);
+    Format_msLang(lang, v->ttft_ms, a, sizeof a);
+    Format_msLang(lang, v->prefill_ms, b, sizeof b);
+    Format_msLang(lang, v->template_ms, c, sizeof c);
+    Format_msLang(lang, v->tokenize_ms, d, sizeof d);
     /* TTFT and what it is made of: template + tokenize + the prefill pass (+ choosing) */
-    snprintf(line, sizeof line, "TTFT %s: template %s, tokenize %s, prefill of %d tokens %s", a, c, d,
+    snprintf(line, sizeof line, I18n_tr(lang, "TTFT %s: template %s, tokenize %s, prefill of %d tokens %s"), a, c, d,
              v->n_prompt, b);
     if (Format_widthz(line) > in.w) {
-        snprintf(line, sizeof line, "TTFT %s  (request start \xE2\x86\x92 first token id)", a);
+        snprintf(line, sizeof line, I18n_tr(lang, "TTFT %s  (request start \xE2\x86\x92 first token id)"), a);
         Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_HEADER));
         if (y >= end)
             return;
-        snprintf(line, sizeof line, "  of which template %s, tokenize %s, prefill (%d tokens) %s", c, d, v->n_prompt, b);
+        snprintf(line, sizeof line, I18n_tr(lang, "  of which template %s, tokenize %s, prefill (%d tokens) %s"), c, d, v->n_prompt, b);
         Draw_text(w, y++, in.x, in.w, line, A_NORMAL);
     } else
         Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_HEADER));
@@ -133,31 +135,34 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     if (y >= end)
         return;
     if (v->floor_ms > 0) {
-        Format_bytes(v->step_bytes, a, sizeof a);
-        Format_bytes(v->bandwidth_gbs * 1e9, b, sizeof b);
-        Format_ms(v->floor_ms, c, sizeof c);
-        snprintf(line, sizeof line, "floor %s \xC3\xB7 %s/s = %s per token (%s, %s)", a, b, c, v->device,
-                 v->bandwidth_source);
+        Format_bytesLang(lang, v->step_bytes, a, sizeof a);
+        Format_bytesLang(lang, v->bandwidth_gbs * 1e9, b, sizeof b);
+        Format_msLang(lang, v->floor_ms, c, sizeof c);
+        snprintf(line, sizeof line, I18n_tr(lang, "floor %s \xC3\xB7 %s/s = %s per token (%s, %s)"), a, b, c, v->device,
+                 I18n_tr(lang, v->bandwidth_source));
     } else
-        snprintf(line, sizeof line, "floor: bandwidth unknown on %s", v->device);
+        snprintf(line, sizeof line, I18n_tr(lang, "floor: bandwidth unknown on %s"), v->device);
     Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_FLOOR));
     if (y >= end)
         return;
     Draw_text(w, y++, in.x, in.w,
-              "ref   16 GB \xC3\xB7 3.35 TB/s \xE2\x89\x88 4.8 ms: Llama 3.1 8B bf16, H100 (class material)",
+              I18n_tr(lang, "ref   16 GB \xC3\xB7 3.35 TB/s \xE2\x89\x88 4.8 ms: Llama 3.1 8B bf16, H100 (class material)"),
               Theme_attr(TA_DIM));
     if (v->show_wrong && y < end) {
-        snprintf(b, sizeof b, "%.1f tok/s", v->decode_tps);
+        char t[32], right[48];
+        Format_num(lang, v->decode_tps, 1, t, sizeof t);
+        snprintf(right, sizeof right, "%s tok/s", t);
+        Format_num(lang, v->wrong_prompt_tps, 1, t, sizeof t);
         if (v->wrong_prompt_tps > 0)
-            snprintf(line, sizeof line, "WRONG 1: prompt counted as output: %.1f tok/s (right: %s)",
-                     v->wrong_prompt_tps, v->decode_tps > 0 ? b : "needs 2 tokens");
+            snprintf(line, sizeof line, I18n_tr(lang, "WRONG 1: prompt counted as output: %s tok/s (right: %s)"),
+                     t, v->decode_tps > 0 ? right : I18n_tr(lang, "needs 2 tokens"));
         else
-            snprintf(line, sizeof line, "WRONG 1: prompt counted as output: (no tokens yet)");
+            snprintf(line, sizeof line, "%s", I18n_tr(lang, "WRONG 1: prompt counted as output: (no tokens yet)"));
         Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
         if (y < end) {
             if (v->wrong_unsynced_ms >= 0) {
-                Format_ms(v->wrong_unsynced_ms, a, sizeof a);
-                snprintf(line, sizeof line, "WRONG 2: unsynchronized clock: TPOT %s", a);
+                Format_msLang(lang, v->wrong_unsynced_ms, a, sizeof a);
+                snprintf(line, sizeof line, I18n_tr(lang, "WRONG 2: unsynchronized clock: TPOT %s"), a);
             } else
                 snprintf(line, sizeof line,
                          v->async ? I18n_tr(ui->lang, "WRONG 2: unsynchronized clock: once every pass of an answer was queued (n starts over)")
@@ -167,5 +172,5 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         }
     }
     tl_rect ch = {y, in.x, end - y, in.w};
-    chart(w, ch, v);
+    chart(w, ch, v, ui->lang);
 }

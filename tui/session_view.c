@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "i18n.h"
 #include "tokenloop/engine.h"
 #include "tokenloop/tokenizer.h"
 
@@ -22,16 +23,16 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
     return q;
 }
 
-void SessionView_holdReason(int f, char *out, size_t n)
+void SessionView_holdReason(const char *lang, int f, char *out, size_t n)
 {
     out[0] = 0;
     size_t o = 0;
     if (f & TL_HOLD_PARTIAL_WORD)
-        o += (size_t)snprintf(out + o, n - o, "partial word (no space after it yet)");
+        o += (size_t)snprintf(out + o, n - o, "%s", I18n_tr(lang, "partial word (no space after it yet)"));
     if ((f & TL_HOLD_INCOMPLETE_UTF8) && o < n)
-        o += (size_t)snprintf(out + o, n - o, "%sincomplete UTF-8 character", o ? ", " : "");
+        o += (size_t)snprintf(out + o, n - o, "%s%s", o ? ", " : "", I18n_tr(lang, "incomplete UTF-8 character"));
     if ((f & TL_HOLD_STOP_PREFIX) && o < n)
-        snprintf(out + o, n - o, "%scould become a stop string", o ? ", " : "");
+        snprintf(out + o, n - o, "%s%s", o ? ", " : "", I18n_tr(lang, "could become a stop string"));
 }
 
 static void put_token(tl_sview *sv, const tl_tokenizer *tok, int i, int id, int generated)
@@ -80,8 +81,21 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->add_generation_prompt = tl_session_add_generation_prompt(s);
     v->stream_server = tl_session_stream_mode(s) == TL_STREAM_SERVER;
     tl_session_streamer_flags(s, &v->skip_prompt, &v->skip_special, NULL);
+    /* the code as it is; its "# ..." comment lines are for the class, in its language */
     char *call = tl_session_hf_call(s);
-    snprintf(v->hf_call, sizeof v->hf_call, "%s", call ? call : "");
+    size_t o = 0;
+    v->hf_call[0] = 0;
+    for (char *line = call, *nl; line && *line && o + 1 < sizeof v->hf_call; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        o += (size_t)snprintf(v->hf_call + o, sizeof v->hf_call - o, "%s\n",
+                              line[0] == '#' ? I18n_tr(ui->lang, line) : line);
+        if (!nl)
+            break;
+    }
+    if (o >= sizeof v->hf_call)
+        o = sizeof v->hf_call - 1;
     free(call);
 
     /* prompt */
@@ -160,12 +174,13 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
             if (rank >= 0) {
                 /* the model's probability first: after greedy the final one is 1 whatever it was */
                 char q[32];
-                Format_prob(cs->sample.cand[rank].prob, p, sizeof p);
-                Format_prob(cs->sample.cand[rank].prob_temp, q, sizeof q);
-                snprintf(v->sel_choice, sizeof v->sel_choice, "%s p %s (model, T=1), p(T) %s, rank %d",
-                         cs->forced ? "forced;" : "chosen:", p, q, rank + 1);
+                Format_probLang(ui->lang, cs->sample.cand[rank].prob, p, sizeof p);
+                Format_probLang(ui->lang, cs->sample.cand[rank].prob_temp, q, sizeof q);
+                snprintf(v->sel_choice, sizeof v->sel_choice, I18n_tr(ui->lang, "%s p %s (model, T=1), p(T) %s, rank %d"),
+                         I18n_tr(ui->lang, cs->forced ? "forced;" : "chosen:"), p, q, rank + 1);
             } else
-                snprintf(v->sel_choice, sizeof v->sel_choice, "%s below the top %d", cs->forced ? "forced;" : "chosen:",
+                snprintf(v->sel_choice, sizeof v->sel_choice, I18n_tr(ui->lang, "%s below the top %d"),
+                         I18n_tr(ui->lang, cs->forced ? "forced;" : "chosen:"),
                          cs->sample.n);
         }
     }
@@ -217,7 +232,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->printed = sv->printed;
     snprintf(sv->held, sizeof sv->held, "%s", st && st->held ? st->held : "");
     v->held = sv->held;
-    SessionView_holdReason(st ? st->hold_reason : 0, v->held_reason, sizeof v->held_reason);
+    SessionView_holdReason(ui->lang, st ? st->hold_reason : 0, v->held_reason, sizeof v->held_reason);
 
     /* stop */
     const tl_stop_config *sc = tl_session_stop_config(s);
@@ -242,7 +257,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         case TL_BUDGET_CONTEXT: src = "cut to the positions left in the context"; break;
         default: src = tl_budget_source_name(sc->budget_source); break;
         }
-        snprintf(v->budget_source, sizeof v->budget_source, "%s", src);
+        snprintf(v->budget_source, sizeof v->budget_source, "%s", I18n_tr(ui->lang, src));
         snprintf(v->eos_source, sizeof v->eos_source, "%s", sc->eos_source ? sc->eos_source : "");
     }
     v->generated = ng;
@@ -290,12 +305,12 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
 
     /* what the next key press does */
     if (tl_session_done(s))
-        snprintf(v->next, sizeof v->next, "stopped (%s) \xE2\x80\x94 \xE2\x86\x90 steps back, n starts over",
+        snprintf(v->next, sizeof v->next, I18n_tr(ui->lang, "stopped (%s) \xE2\x80\x94 \xE2\x86\x90 steps back, n starts over"),
                  v->stop_reason[0] ? v->stop_reason : "done");
     else if (nsteps == 0)
-        snprintf(v->next, sizeof v->next, "next: prefill %d tokens", np);
+        snprintf(v->next, sizeof v->next, I18n_tr(ui->lang, "next: prefill %d tokens"), np);
     else
-        snprintf(v->next, sizeof v->next, "next: decode token %d", ng + 1);
+        snprintf(v->next, sizeof v->next, I18n_tr(ui->lang, "next: decode token %d"), ng + 1);
 }
 
 void SessionView_appendPrinted(tl_sview *sv, const char *chunk, size_t len)

@@ -24,6 +24,6 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui);
 void SessionView_appendPrinted(tl_sview *sv, const char *chunk, size_t len);
 void SessionView_free(tl_sview *sv);
 /* "partial word", "incomplete UTF-8", "possible stop string" joined by ", ". */
-void SessionView_holdReason(int flags, char *out, size_t n);
+void SessionView_holdReason(const char *lang, int flags, char *out, size_t n);
 
 #endif

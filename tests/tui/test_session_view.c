@@ -204,11 +204,11 @@ int main(int argc, char **argv)
 
     /* the hold reasons in words */
     char r[96];
-    SessionView_holdReason(TL_HOLD_PARTIAL_WORD | TL_HOLD_INCOMPLETE_UTF8, r, sizeof r);
+    SessionView_holdReason("en", TL_HOLD_PARTIAL_WORD | TL_HOLD_INCOMPLETE_UTF8, r, sizeof r);
     TL_CHECK_STR(r, "partial word (no space after it yet), incomplete UTF-8 character");
-    SessionView_holdReason(TL_HOLD_STOP_PREFIX, r, sizeof r);
+    SessionView_holdReason("en", TL_HOLD_STOP_PREFIX, r, sizeof r);
     TL_CHECK_STR(r, "could become a stop string");
-    SessionView_holdReason(0, r, sizeof r);
+    SessionView_holdReason("en", 0, r, sizeof r);
     TL_CHECK_STR(r, "");
 
     SessionView_free(&sv);
