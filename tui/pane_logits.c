@@ -43,7 +43,9 @@ void Pane_logits(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     if (in.h < 4)
         return;
     int y = in.y + 2;
-    /* columns: mark rank id piece logit p(T) cum cut p_final bar */
+    /* columns: mark rank id piece logit p p(T) cum cut p_final bar. p is the model's own
+     * softmax (T = 1): what it "thinks" before any setting; final is after the cuts (1 under
+     * greedy, whatever the model thought) */
     int pw = in.w >= 90 ? 18 : in.w >= 70 ? 14 : 10;
     /* padded by columns, not bytes: the Vietnamese headers have multi-byte letters */
     char hdr[256], c_piece[64], c_cum[32], c_cut[16], c_final[32];
@@ -51,7 +53,7 @@ void Pane_logits(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     Format_pad(T("cum"), 7, 1, c_cum, sizeof c_cum);
     Format_pad(T("cut"), 3, -1, c_cut, sizeof c_cut);
     Format_pad(T("final"), 7, 1, c_final, sizeof c_final);
-    snprintf(hdr, sizeof hdr, "    # %7s  %s %7s %7s %s %s %s", "id", c_piece, "logit", "p(T)", c_cum, c_cut, c_final);
+    snprintf(hdr, sizeof hdr, "    # %7s  %s %7s %7s %7s %s %s %s", "id", c_piece, "logit", "p", "p(T)", c_cum, c_cut, c_final);
     Draw_text(w, y, in.x, in.w, hdr, Theme_attr(TA_DIM));
     int fixed = Format_widthz(hdr);
     y++;
@@ -70,8 +72,9 @@ void Pane_logits(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
             pmax = v->rows[i].prob_temp;
     for (int i = first; i < n && y < in.y + in.h; i++, y++) {
         const tl_view_row *row = &v->rows[i];
-        char lg[16], pt[16], cu[16], pf[16], piece[128], cut[8];
+        char lg[16], p1[16], pt[16], cu[16], pf[16], piece[128], cut[8];
         Format_logitLang(ui->lang, row->logit, lg, sizeof lg);
+        Format_probLang(ui->lang, row->prob, p1, sizeof p1);
         Format_probLang(ui->lang, row->prob_temp, pt, sizeof pt);
         Format_probLang(ui->lang, row->cum, cu, sizeof cu);
         Format_probLang(ui->lang, row->prob_final, pf, sizeof pf);
@@ -80,9 +83,9 @@ void Pane_logits(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         if (!cut[0])
             strcpy(cut, v->greedy ? " " : "\xC2\xB7");
         char s[400];
-        snprintf(s, sizeof s, "%s %3d %7d  %s %7s %7s %7s %-3s %7s",
+        snprintf(s, sizeof s, "%s %3d %7d  %s %7s %7s %7s %7s %-3s %7s",
                  row->chosen ? (row->forced ? "F\xE2\x96\xB6" : " \xE2\x96\xB6") : "  ", i + 1, row->id,
-                 piece, lg, pt, cu, cut, pf);
+                 piece, lg, p1, pt, cu, cut, pf);
         int sel = ui->active == PANE_LOGITS && i == ui->logit_sel;
         attr_t a = sel ? Theme_attr(TA_SELECTED)
                    : row->chosen ? Theme_attr(TA_CHOSEN)
