@@ -204,7 +204,8 @@ def main():
 
         # l: the lessons panel lists the lessons; Esc hides it
         tmux("send-keys", "-t", "t", "l")
-        s, m = wait_for(lambda s: "Lessons (l)" in s, "the lessons panel", 10)
+        # (the opening strip has the same header: wait for the list itself)
+        s, m = wait_for(lambda s: "Lessons (l)" in s and "1-template" in s, "the lessons panel", 10)
         check(m, "l opens the lessons panel")
         check("1-template" in s, "the lessons panel lists lesson 1")
         tmux("send-keys", "-t", "t", "Enter")
