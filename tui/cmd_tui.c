@@ -39,18 +39,6 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-/* $TOKENLOOP_MODEL, else the bundled model found from the binary (tokenloop/paths.h), else the
- * source tree this binary was built from (a build directory outside the checkout). */
-static const char *default_model(char *buf, size_t n, tl_error *err)
-{
-    if (tl_paths_default_model(buf, n, err) == 0)
-        return buf;
-    snprintf(buf, n, "%s/assets/models/%s", TL_TUI_SOURCE_DIR, TL_DEFAULT_MODEL_NAME);
-    char cfg[4200];
-    snprintf(cfg, sizeof cfg, "%s/config.json", buf);
-    return access(cfg, R_OK) == 0 ? buf : NULL;
-}
-
 static void utf8_locale(void)
 {
     setlocale(LC_ALL, "");
@@ -117,9 +105,10 @@ int cmd_tui(int argc, char **argv)
     char bundled[4096];
     tl_error err;
     if (!model) {
-        model = default_model(bundled, sizeof bundled, &err);
-        if (!model)
+        /* tokenloop/paths.h: $TOKENLOOP_MODEL, the install, a checkout, the source tree */
+        if (tl_paths_default_model(bundled, sizeof bundled, &err))
             return cli_fail(1, "%s", err.msg);
+        model = bundled;
     }
     utf8_locale();
 
