@@ -128,3 +128,67 @@ void tl_chat_config_free(tl_chat_config *cfg)
     free(cfg->eos_token);
     memset(cfg, 0, sizeof *cfg);
 }
+
+/* A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or a low half alone; outside
+ * strings nothing looks like an escape, so scanning the whole text is enough. Returns the
+ * escape's offset or -1. */
+static long lone_surrogate(const char *t, size_t n)
+{
+    for (size_t i = 0; i + 6 <= n; i++) {
+        if (t[i] != '\\') continue;
+        if (t[i + 1] != 'u') {
+            i++;   /* an escaped backslash or quote: skip its second byte */
+            continue;
+        }
+        unsigned v = 0;
+        if (sscanf(t + i + 2, "%4x", &v) != 1) continue;
+        if (v >= 0xDC00 && v <= 0xDFFF) return (long)i;
+        if (v >= 0xD800 && v <= 0xDBFF) {
+            unsigned lo = 0;
+            if (i + 12 > n || t[i + 6] != '\\' || t[i + 7] != 'u' || sscanf(t + i + 8, "%4x", &lo) != 1 ||
+                lo < 0xDC00 || lo > 0xDFFF)
+                return (long)i;
+            i += 11;
+            continue;
+        }
+        i += 5;
+    }
+    return -1;
+}
+
+int tl_chat_messages_check(const char *text, size_t len, tl_error *err)
+{
+    if (!text) return tl_error_set(err, "messages: empty");
+    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
+        return tl_error_set(err, "messages: starts with a UTF-8 byte-order mark (JSON must not; save without it)");
+    if (strlen(text) != len) return tl_error_set(err, "messages: a NUL byte at offset %zu", strlen(text));
+    long sur = lone_surrogate(text, len);
+    if (sur >= 0)
+        return tl_error_set(err, "messages: a lone surrogate escape \"%.6s\" at byte %ld (half of a UTF-16 pair, no character)",
+                            text + sur, sur);
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(text, &end, 1);
+    if (!j) {
+        size_t at = end && end >= text ? (size_t)(end - text) : 0;
+        cJSON *head = cJSON_ParseWithOpts(text, &end, 0);
+        if (head) {
+            at = (size_t)(end - text);
+            cJSON_Delete(head);
+            return tl_error_set(err, "messages: text after the JSON value at byte %zu", at);
+        }
+        return tl_error_set(err, "messages: not valid JSON (at byte %zu)", at);
+    }
+    int rc = 0;
+    if (!cJSON_IsArray(j))
+        rc = tl_error_set(err, "messages: not a JSON array of {\"role\", \"content\"} objects");
+    else {
+        int i = 0;
+        for (const cJSON *m = j->child; m && !rc; m = m->next, i++) {
+            const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+            if (!cJSON_IsObject(m)) rc = tl_error_set(err, "messages: [%d] is not an object", i);
+            else if (!cJSON_IsString(r)) rc = tl_error_set(err, "messages: [%d].role is missing or not a string", i);
+        }
+    }
+    cJSON_Delete(j);
+    return rc;
+}

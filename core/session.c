@@ -288,10 +288,7 @@ void tl_session_free(tl_session *s)
 
 int tl_session_set_messages(tl_session *s, const char *messages_json, tl_error *err)
 {
-    cJSON *j = cJSON_Parse(messages_json ? messages_json : "");
-    int ok = cJSON_IsArray(j);
-    cJSON_Delete(j);
-    if (!ok) return tl_error_set(err, "messages: not a JSON array");
+    if (tl_chat_messages_check(messages_json, messages_json ? strlen(messages_json) : 0, err)) return -1;
     char *copy = strdup(messages_json);
     if (!copy) return tl_error_set(err, "messages: out of memory");
     unprepare(s);

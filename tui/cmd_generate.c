@@ -336,10 +336,13 @@ int cmd_generate(int argc, char **argv)
     } else if (prompt) {
         if (tl_session_set_user(s, system, prompt, &err)) goto fail;
     } else {
-        if (tl_file_read(messages, 16u << 20, &msgs, NULL, &err))
+        size_t mlen = 0;
+        if (tl_file_read(messages, 16u << 20, &msgs, &mlen, &err))
             goto fail;
-        if (tl_session_set_messages(s, msgs, &err)) {
-            snprintf(err.msg, sizeof err.msg, "%s: not a JSON array of messages", messages);
+        /* the file's fault is named as the file's, before the template sees it */
+        tl_error merr;
+        if (tl_chat_messages_check(msgs, mlen, &merr) || tl_session_set_messages(s, msgs, &merr)) {
+            tl_error_set(&err, "%s: %s", messages, merr.msg);
             goto fail;
         }
     }

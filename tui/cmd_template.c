@@ -74,11 +74,9 @@ int cmd_template(int argc, char **argv)
         status = cli_fail(1, "%s", err.msg);
         goto done;
     }
-    if (tl_file_read(mfile, 16u << 20, &messages, NULL, &err)) { status = cli_fail(1, "%s", err.msg); goto done; }
-    cJSON *m = cJSON_Parse(messages);
-    int is_array = cJSON_IsArray(m);
-    cJSON_Delete(m);
-    if (!is_array) { status = cli_fail(1, "%s: not a JSON array of messages", mfile); goto done; }
+    size_t mlen = 0;
+    if (tl_file_read(mfile, 16u << 20, &messages, &mlen, &err)) { status = cli_fail(1, "%s", err.msg); goto done; }
+    if (tl_chat_messages_check(messages, mlen, &err)) { status = cli_fail(1, "%s: %s", mfile, err.msg); goto done; }
     if (tl_template_compile(model ? cfg.template_src : src, &tpl, &err)) {
         status = cli_fail(1, "%s: %s", model ? model : tfile, err.msg);
         goto done;

@@ -61,6 +61,23 @@ TOKENLOOP_MODEL="$ROOT/assets/tokenizer" "$TL" template --messages "$W/user_only
 echo '{"role": "user"}' > "$W/notarray.json"
 [ "$(st "$TL" template --template "$W/raise.jinja" --messages "$W/notarray.json")" = 1 ] && grep -q "not a JSON array" "$W/e" && ok || bad "messages not an array status 1"
 [ "$(st "$TL" template --template "$W/raise.jinja" --messages "$W/missing.json")" = 1 ] && ok || bad "missing messages file status 1"
+# a bad messages file is blamed on the file, in what is wrong with it (not on the template)
+printf '[{"role": "user", "content": "x"}] x' > "$W/trail.json"
+printf '\357\273\277[{"role": "user", "content": "x"}]' > "$W/bom.json"
+printf '[{"role": "user", "content": "\\ud800 x"}]' > "$W/surrogate.json"
+printf '[{"role": "user", "content": "\\ud83d\\ude00"}]' > "$W/pair.json"
+printf '[{"content": "x"}]' > "$W/norole.json"
+for case in "trail:text after the JSON value at byte 34" "bom:starts with a UTF-8 byte-order mark" "surrogate:a lone surrogate escape" \
+            "norole:[0].role is missing"; do
+  f=${case%%:*}; want=${case#*:}
+  for cmd in "template --model $ROOT/assets/tokenizer" "generate --model $ROOT/assets/models/tl-mini-instruct --max-new-tokens 1"; do
+    [ "$(st "$TL" $cmd --messages "$W/$f.json")" = 1 ] &&
+      grep -qF "$W/$f.json: messages: $want" "$W/e" && [ "$(wc -l < "$W/e")" -le 1 ] && ok ||
+      { bad "${cmd%% *}: $f.json: expected '$want', got: $(cat "$W/e")"; }
+  done
+done
+# a surrogate pair is one character, not a lone half
+"$TL" template --model "$ROOT/assets/tokenizer" --messages "$W/pair.json" > "$W/o" && grep -q "$(printf '\360\237\230\200')" "$W/o" && ok || bad "a surrogate pair renders as its character"
 [ "$(st "$TL" template --model "$W/nodir" --messages "$W/m.json")" = 1 ] && grep -q "tokenizer_config.json" "$W/e" && ok || bad "missing model dir status 1"
 for f in "$W/e"; do [ "$(wc -l < "$f")" -le 1 ] || bad "stderr is one line"; done
 

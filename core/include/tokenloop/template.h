@@ -51,6 +51,14 @@ int tl_chat_render(const tl_template *tpl, const char *messages_json,
                    tl_error *err);
 void tl_chat_result_free(tl_chat_result *r);
 
+/* Checks that text is what apply_chat_template takes as messages, and says what is wrong in
+ * the words of the file, not of the template: a UTF-8 byte-order mark, JSON that ends early or
+ * has text after it, a lone surrogate escape (\ud800 is no character; Python would carry it
+ * to the tokenizer, which cannot encode it), not an array, a message that is not an object
+ * with a string "role". 0 when fine; else -1 and err ("messages: ..." — callers prefix the
+ * file name). */
+int tl_chat_messages_check(const char *text, size_t len, tl_error *err);
+
 /* From DIR/tokenizer_config.json: chat_template (a string, or a list of {name, template}, of
  * which "default" is taken) and bos_token/eos_token (strings or {"content": ...}); a missing
  * token is NULL, a missing template is an error. */
