@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int tl_file_read(const char *path, size_t max_bytes, char **out, size_t *len, tl_error *err)
 {
@@ -11,13 +12,17 @@ int tl_file_read(const char *path, size_t max_bytes, char **out, size_t *len, tl
     FILE *f = fopen(path, "rb");
     if (!f)
         return tl_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-    /* Start at the file's size so a regular file is read in one go; pipes grow as they come. */
+    /* A regular file's size is known before reading: refuse one over the limit without
+     * touching its bytes, and read one under it in one go. Pipes grow as they come and are
+     * cut at the limit. */
     size_t cap = 1 << 16, n = 0;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        if (size > 0 && (unsigned long)size <= max_bytes)
-            cap = (size_t)size + 1;
-        rewind(f);
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+        if ((unsigned long long)st.st_size > max_bytes) {
+            fclose(f);
+            return tl_error_set(err, "%s: %lld bytes, more than the limit of %zu", path, (long long)st.st_size, max_bytes);
+        }
+        cap = (size_t)st.st_size + 1;
     }
     char *buf = malloc(cap);
     while (buf) {
@@ -36,7 +41,7 @@ int tl_file_read(const char *path, size_t max_bytes, char **out, size_t *len, tl
         if (n > max_bytes) {
             free(buf);
             fclose(f);
-            return tl_error_set(err, "%s: larger than %zu bytes", path, max_bytes);
+            return tl_error_set(err, "%s: more than the limit of %zu bytes", path, max_bytes);
         }
         if (!got)
             break;

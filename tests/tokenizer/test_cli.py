@@ -112,6 +112,25 @@ try:
         fh.write("café\n".encode("latin-1"))
     expect_fail(1, ["--model", tokdir, "--file", bad], "latin1.txt: not valid UTF-8 at byte 3")
     expect_fail(1, ["--model", tokdir, "--file", tmp], "Is a directory")
+    # a file over the limit is refused from its size, before any of it is read: a sparse 3 GB
+    # file fails at once, and the run's peak memory is that of tokenizing one word (before, it
+    # read up to the 256 MB limit first)
+    big = os.path.join(tmp, "big.txt")
+    with open(big, "wb") as fh:
+        fh.truncate(3 << 30)
+    small = os.path.join(tmp, "small.txt")
+    with open(small, "w") as fh:
+        fh.write("hello")
+    expect_fail(1, ["--model", tokdir, "--file", big], "big.txt: 3221225472 bytes, more than the limit of 268435456")
+
+    def peak_kb(path):
+        probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True); "
+                 "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        r = subprocess.run([sys.executable, "-c", probe, exe, "tokenize", "--model", tokdir, "--file", path],
+                           capture_output=True, text=True, timeout=60)
+        return int(r.stdout.strip() or -1)
+    pb, ps = peak_kb(big), peak_kb(small)
+    check(0 < pb < ps + 32 * 1024, f"refusing a 3 GB file peaked at {pb} KB, tokenizing a word at {ps} KB")
     # --help: status 0, usage on stdout
     p = subprocess.run([exe, "tokenize", "--help"], capture_output=True, timeout=30)
     check(p.returncode == 0 and b"--no-parse-special" in p.stdout, "--help")
