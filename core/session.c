@@ -638,6 +638,21 @@ static int record_stream(tl_session *s, tl_step *st, int end)
     return st->printed && st->held ? 0 : -1;
 }
 
+/* The streamer from the start: the prompt, then generated tokens 0..n_gen-1 (as generate()
+ * puts them). record: each step's printed and held text become what this streamer shows. */
+static int feed_streamer(tl_session *s, int record)
+{
+    tl_streamer_reset(s->streamer);
+    free(s->text);
+    s->text = NULL;
+    if (tl_streamer_put(s->streamer, s->prompt, s->n_prompt)) return -1;
+    for (int i = 0; i < s->n_gen; i++) {
+        if (tl_streamer_put(s->streamer, &s->gen[i], 1)) return -1;
+        if (record && record_stream(s, &s->steps[i], s->done && i == s->n_gen - 1)) return -1;
+    }
+    return 0;
+}
+
 /* A new streamer with the current options, fed the prompt and every generated token again:
  * each step's printed and held text become what this streamer would have shown. */
 static int restream(tl_session *s)
@@ -646,14 +661,7 @@ static int restream(tl_session *s)
     if (!n) return -1;
     tl_streamer_free(s->streamer);
     s->streamer = n;
-    free(s->text);
-    s->text = NULL;
-    if (tl_streamer_put(s->streamer, s->prompt, s->n_prompt)) return -1;
-    for (int i = 0; i < s->n_gen; i++) {
-        if (tl_streamer_put(s->streamer, &s->gen[i], 1)) return -1;
-        if (record_stream(s, &s->steps[i], s->done && i == s->n_gen - 1)) return -1;
-    }
-    return 0;
+    return feed_streamer(s, 1);
 }
 
 /* The budget for this prompt, and room for that many steps. */
@@ -738,11 +746,8 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
 /* Streamer state for generated tokens 0..n_gen-1, by replaying them. */
 static int replay(tl_session *s, int n_keep)
 {
-    tl_streamer_reset(s->streamer);
-    if (tl_streamer_put(s->streamer, s->prompt, s->n_prompt)) return -1;
-    for (int i = 0; i < n_keep; i++)
-        if (tl_streamer_put(s->streamer, &s->gen[i], 1)) return -1;
     s->n_gen = n_keep;
+    if (feed_streamer(s, 0)) return -1;
     s->n_bytes = n_keep ? s->gen_start[n_keep - 1] : 0;
     if (n_keep) {
         size_t len;
@@ -751,8 +756,6 @@ static int replay(tl_session *s, int n_keep)
         s->n_bytes += len;
     }
     if (s->gen_bytes) s->gen_bytes[s->n_bytes] = 0;
-    free(s->text);
-    s->text = NULL;
     return 0;
 }
 
