@@ -26,8 +26,9 @@ import sys
 import tempfile
 import time
 
+import i18n_pairs
+
 TOKENLOOP, LANG, COLS, ROWS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-HERE = os.path.dirname(os.path.abspath(__file__))
 SOCK = "tlhead-%d" % os.getpid()
 failures = []
 PANES = {"prompt": 1, "tokens": 2, "logits": 3, "stream": 4, "stop": 5, "timing": 6}
@@ -40,40 +41,7 @@ def check(cond, msg):
     return cond
 
 
-def c_string(lit):
-    """A C string literal's contents (escapes \\xHH, \\n, \\", \\\\) as text."""
-    out = bytearray()
-    i = 0
-    while i < len(lit):
-        ch = lit[i]
-        if ch == "\\" and i + 1 < len(lit):
-            n = lit[i + 1]
-            if n == "x":
-                j = i + 2
-                while j < len(lit) and j < i + 4 and lit[j] in "0123456789abcdefABCDEF":
-                    j += 1
-                out.append(int(lit[i + 2:j], 16))
-                i = j
-                continue
-            out += {"n": b"\n", "t": b"\t", '"': b'"', "\\": b"\\"}.get(n, n.encode())
-            i += 2
-            continue
-        out += ch.encode()
-        i += 1
-    return out.decode("utf-8")
-
-
-def load_table():
-    table = {}
-    path = os.path.join(HERE, "..", "..", "tui", "i18n_table.h")
-    for line in open(path, encoding="utf-8"):
-        m = re.match(r'\s*\{\s*"((?:[^"\\]|\\.)*)"\s*,\s*"((?:[^"\\]|\\.)*)"\s*\}', line)
-        if m:
-            table[c_string(m.group(1))] = c_string(m.group(2))
-    return table
-
-
-TABLE = load_table()
+TABLE = dict(i18n_pairs.pairs())
 
 
 def tr(en):

@@ -21,8 +21,9 @@ import tempfile
 import time
 import unicodedata
 
+import i18n_pairs
+
 TOKENLOOP, MODEL, COLS, ROWS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tui", "i18n_table.h")
 SOCK = "tlvi-%d" % os.getpid()
 failures = []
 
@@ -34,33 +35,8 @@ def check(cond, msg):
     return cond
 
 
-def c_string(lit):
-    """The bytes of a C string literal's body (UTF-8 text, \\\\ \\" \\n \\xNN escapes)."""
-    out = bytearray()
-    i = 0
-    raw = lit.encode("utf-8")
-    while i < len(raw):
-        c = raw[i]
-        if c == 0x5C:
-            n = chr(raw[i + 1])
-            if n == "x":
-                m = re.match(rb"[0-9A-Fa-f]+", raw[i + 2:])
-                out.append(int(m.group(0), 16) & 0xFF)
-                i += 2 + len(m.group(0))
-                continue
-            out += {"n": b"\n", "t": b"\t", "\\": b"\\", '"': b'"'}[n]
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return out.decode("utf-8")
-
-
 def english_strings():
-    text = open(TABLE, encoding="utf-8").read()
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    lit = r'"((?:[^"\\]|\\.)*)"'
-    pairs = [(c_string(a), c_string(b)) for a, b in re.findall(r"\{\s*%s\s*,\s*%s\s*\}" % (lit, lit), text)]
+    pairs = i18n_pairs.pairs()
     out = []
     vis = "\n".join(vi for _, vi in pairs)
     for en, vi in pairs:

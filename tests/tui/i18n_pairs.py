@@ -1,0 +1,35 @@
+"""The TUI's message table (tui/i18n_table.h) read by the tmux tests: its (English, Vietnamese)
+pairs as text, so a test can say what the screen must (or must not) show in each language."""
+import os
+import re
+
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tui", "i18n_table.h")
+
+
+def c_string(lit):
+    """The text of a C string literal's body (UTF-8, \\\\ \\" \\n \\t \\xNN escapes)."""
+    out = bytearray()
+    i = 0
+    raw = lit.encode("utf-8")
+    while i < len(raw):
+        c = raw[i]
+        if c == 0x5C:
+            n = chr(raw[i + 1])
+            if n == "x":
+                m = re.match(rb"[0-9A-Fa-f]+", raw[i + 2:])
+                out.append(int(m.group(0), 16) & 0xFF)
+                i += 2 + len(m.group(0))
+                continue
+            out += {"n": b"\n", "t": b"\t", "\\": b"\\", '"': b'"'}[n]
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return out.decode("utf-8")
+
+
+def pairs(path=TABLE):
+    """Every {"English", "Vietnamese"} entry, comments left out."""
+    text = re.sub(r"/\*.*?\*/", "", open(path, encoding="utf-8").read(), flags=re.S)
+    lit = r'"((?:[^"\\]|\\.)*)"'
+    return [(c_string(a), c_string(b)) for a, b in re.findall(r"\{\s*%s\s*,\s*%s\s*\}" % (lit, lit), text)]
