@@ -503,11 +503,9 @@ static void key(tl_app *a, int is_code, wint_t ch)
     if (u->lesson_open && !a->welcome) {
         if (LessonCtl_key(&a->lesson, a->s, is_code, ch, u)) {
             if (a->lesson.applied) {
-                /* a lesson step drove the session; the panes read it back on the next fill */
+                /* a lesson step drove the session; the panes read it back on the next fill (the
+                 * highlighted pane LessonCtl sets itself) */
                 a->show_wrong = a->lesson.show_wrong >= 0 ? a->lesson.show_wrong : a->show_wrong;
-                u->lesson_highlight = a->lesson.highlight;
-                if (a->lesson.highlight >= 0)
-                    u->active = a->lesson.highlight;
                 a->lesson.applied = 0;
             }
             return;
