@@ -134,6 +134,25 @@ double tl_metrics_token_unsynced_ms(const tl_metrics *m, int i)
 
 int tl_metrics_count(const tl_metrics *m) { return m->n; }
 
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The unsynchronized reading of a typical pass: a launch that another program preempted
+ * now and then must not hide what the reading measures (the launch, not the work). */
+static double median(const double *v, int n)
+{
+    double *c = malloc(sizeof(double) * (size_t)n);
+    if (!c) return v[n / 2];
+    memcpy(c, v, sizeof(double) * (size_t)n);
+    qsort(c, (size_t)n, sizeof(double), by_value);
+    double r = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    free(c);
+    return r;
+}
+
 tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
 {
     tl_metrics_report r;
@@ -160,25 +179,22 @@ tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
         if (span > 0) r.decode_tokens_per_s = (m->n - 1) / (span / 1e3);
         /* the unsynchronized reading: decode passes only (token 1 on), as the naive code times them */
         int applicable = 1;
-        double sum = 0;
-        for (int i = 1; i < m->n; i++) {
+        for (int i = 1; i < m->n; i++)
             if (m->unsynced[i] < 0) applicable = 0;
-            sum += m->unsynced[i];
-        }
         r.unsynced_applicable = applicable;
-        if (applicable) r.unsynced_tpot_ms = sum / (m->n - 1);
+        if (applicable) r.unsynced_tpot_ms = median(m->unsynced + 1, m->n - 1);
         /* The pace without pauses: a gap made in one run is the wall clock; a gap that
          * waited for a key press counts only the step's own work. */
-        double pace = 0, pass = 0;
+        double work = 0, pass = 0;
         for (int i = 1; i < m->n; i++) {
-            if (m->joined[i]) pace += m->t[i] - m->t[i - 1];
+            if (m->joined[i]) work += m->t[i] - m->t[i - 1];
             else {
-                pace += m->work[i];
+                work += m->work[i];
                 r.paused_gaps++;
             }
             pass += m->pass_ms[i];
         }
-        r.work_ms = pace / (m->n - 1);
+        r.work_ms = work / (m->n - 1);
         r.pass_mean_ms = pass / (m->n - 1);
         r.pace_ms = r.paused_gaps ? r.pass_mean_ms : r.tpot_ms;
         if (span > 0) r.lesson_tokens_per_s = m->n / (span / 1e3);

@@ -162,7 +162,7 @@
 {"WRONG 1: prompt counted as output: %.1f tok/s (right: %s)", "SAI 1: tính cả lời nhắc là đầu ra: %.1f tok/s (đúng: %s)"},
 {"needs 2 tokens", "cần 2 token"},
 {"WRONG 1: prompt counted as output: (no tokens yet)", "SAI 1: tính cả lời nhắc là đầu ra: (chưa có token)"},
-{"WRONG 2: unsynchronized clock: TPOT %s", "SAI 2: đồng hồ không đồng bộ: TPOT %s"},
+{"WRONG 2: unsynchronized clock: TPOT %s (median pass)", "SAI 2: đồng hồ không đồng bộ: TPOT %s (lượt trung vị)"},
 {"WRONG 2: unsynchronized clock: none on %s (synchronous backend)", "SAI 2: đồng hồ không đồng bộ: không có trên %s (backend đồng bộ)"},
 
 /* session_view.c and app.c (their owner wraps these): status line, hold reasons, budgets */

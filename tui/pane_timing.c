@@ -162,7 +162,7 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         if (y < end) {
             if (v->wrong_unsynced_ms >= 0) {
                 Format_msLang(lang, v->wrong_unsynced_ms, a, sizeof a);
-                snprintf(line, sizeof line, I18n_tr(lang, "WRONG 2: unsynchronized clock: TPOT %s"), a);
+                snprintf(line, sizeof line, I18n_tr(lang, "WRONG 2: unsynchronized clock: TPOT %s (median pass)"), a);
             } else
                 snprintf(line, sizeof line,
                          v->async ? I18n_tr(ui->lang, "WRONG 2: unsynchronized clock: once every pass of an answer was queued (n starts over)")

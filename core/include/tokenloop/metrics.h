@@ -44,8 +44,8 @@ typedef struct tl_metrics_report {
     double total_ms;                   /* request start -> last id */
     /* Wrong reading 1: prompt tokens counted as output, over the whole request. */
     double prompt_as_output_tokens_per_s;
-    /* Wrong reading 2: decode passes timed without synchronizing; unsynced_applicable is 0 on
-     * a synchronous backend (the CPU), and then there is no number. */
+    /* Wrong reading 2: decode passes timed without synchronizing, the median over the passes;
+     * unsynced_applicable is 0 on a synchronous backend (the CPU), and then there is no number. */
     int unsynced_applicable;
     double unsynced_tpot_ms;
     double step_bytes, bandwidth_gbs, floor_ms;    /* -1 when the bandwidth is unknown */
