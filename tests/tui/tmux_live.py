@@ -107,7 +107,9 @@ def main():
 
         # the other streamer over the same tokens
         key("h")
-        s, _ = wait_for(lambda s: re.search(r"4 Stream \u00b7 server", s), "the server streamer")
+        # the title and the notice come in one frame: wait for both (a capture can land mid-frame)
+        s, _ = wait_for(lambda s: re.search(r"4 Stream \u00b7 server", s) and "replayed over the same" in s,
+                        "the server streamer")
         check(generated(s) == 5, "h: the same 5 tokens, replayed through the server streamer")
         check("replayed over the same 5 tokens" in s, "h says it replayed the same tokens")
         key("h")
