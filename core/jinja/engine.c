@@ -1020,9 +1020,10 @@ typedef struct P {
     tok *toks;
     size_t ntok, cap, i;
     int depth;
-    size_t lc_pos; /* line/col tracking, monotonic */
+    size_t lc_pos; /* line/col tracking: the lexer asks in increasing order, so one pass */
     int lc_line;
     size_t lc_bol;
+    size_t lc_col; /* code points from lc_bol to lc_pos */
 } P;
 
 #if defined(__GNUC__)
@@ -1052,15 +1053,27 @@ static void pfail(P *p, const tok *t, const char *fmt, ...)
 
 static void linecol(P *p, size_t pos, int *line, int *col)
 {
+    if (pos < p->lc_pos) { /* an error path looking back: count again from the start */
+        p->lc_pos = 0;
+        p->lc_line = 1;
+        p->lc_bol = 0;
+        p->lc_col = 0;
+    }
+    /* counting the column afresh from the line's start for every token made a long
+     * one-line template quadratic (1 MB: 21 s) */
     while (p->lc_pos < pos) {
-        if (p->src[p->lc_pos] == '\n') {
+        unsigned char c = (unsigned char)p->src[p->lc_pos];
+        if (c == '\n') {
             p->lc_line++;
             p->lc_bol = p->lc_pos + 1;
+            p->lc_col = 0;
+        } else if ((c & 0xC0) != 0x80) {
+            p->lc_col++;
         }
         p->lc_pos++;
     }
     *line = p->lc_line;
-    *col = (int)u8_count(p->src + p->lc_bol, pos - p->lc_bol) + 1;
+    *col = (int)p->lc_col + 1;
 }
 
 static tok *emit(P *p, int t, size_t at, size_t n)
