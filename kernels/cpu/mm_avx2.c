@@ -1,5 +1,6 @@
 /* AVX2 + FMA + F16C: weights widened to fp32 in registers, fp32 FMA. Built with
  * -mavx2 -mfma -mf16c; only called after __builtin_cpu_supports says so. */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -31,11 +32,17 @@ static inline __m256 a2_load_bf16(const void *w, int64_t k)
 #define MM_LOADW_BF16(w, k) a2_load_bf16(w, k)
 #include "mm_tmpl.h"
 
+/* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c" */
+static int has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 static int supported(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 }
 
 const tl_cpu_isa tl_cpu_isa_avx2 = {
