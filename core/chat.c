@@ -132,6 +132,18 @@ void tl_chat_config_free(tl_chat_config *cfg)
 /* A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or a low half alone; outside
  * strings nothing looks like an escape, so scanning the whole text is enough. Returns the
  * escape's offset or -1. */
+static int hex4(const char *s, unsigned *v)
+{
+    *v = 0;
+    for (int k = 0; k < 4; k++) {
+        char c = s[k];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        *v = *v * 16 + (unsigned)d;
+    }
+    return 0;
+}
+
 static long lone_surrogate(const char *t, size_t n)
 {
     for (size_t i = 0; i + 6 <= n; i++) {
@@ -141,11 +153,11 @@ static long lone_surrogate(const char *t, size_t n)
             continue;
         }
         unsigned v = 0;
-        if (sscanf(t + i + 2, "%4x", &v) != 1) continue;
+        if (hex4(t + i + 2, &v)) continue;
         if (v >= 0xDC00 && v <= 0xDFFF) return (long)i;
         if (v >= 0xD800 && v <= 0xDBFF) {
             unsigned lo = 0;
-            if (i + 12 > n || t[i + 6] != '\\' || t[i + 7] != 'u' || sscanf(t + i + 8, "%4x", &lo) != 1 ||
+            if (i + 12 > n || t[i + 6] != '\\' || t[i + 7] != 'u' || hex4(t + i + 8, &lo) ||
                 lo < 0xDC00 || lo > 0xDFFF)
                 return (long)i;
             i += 11;
@@ -161,22 +173,26 @@ int tl_chat_messages_check(const char *text, size_t len, tl_error *err)
     if (!text) return tl_error_set(err, "messages: empty");
     if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
         return tl_error_set(err, "messages: starts with a UTF-8 byte-order mark (JSON must not; save without it)");
-    if (strlen(text) != len) return tl_error_set(err, "messages: a NUL byte at offset %zu", strlen(text));
+    const char *nul = memchr(text, 0, len);
+    if (nul) return tl_error_set(err, "messages: a NUL byte at offset %zu", (size_t)(nul - text));
     long sur = lone_surrogate(text, len);
     if (sur >= 0)
         return tl_error_set(err, "messages: a lone surrogate escape \"%.6s\" at byte %ld (half of a UTF-16 pair, no character)",
                             text + sur, sur);
+    /* text need not end in a NUL here (a fuzzer's input does not), so the trailing-text check
+     * is ours, not cJSON's require_null_terminated */
     const char *end = NULL;
-    cJSON *j = cJSON_ParseWithOpts(text, &end, 1);
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!j) {
-        size_t at = end && end >= text ? (size_t)(end - text) : 0;
-        cJSON *head = cJSON_ParseWithOpts(text, &end, 0);
-        if (head) {
-            at = (size_t)(end - text);
-            cJSON_Delete(head);
-            return tl_error_set(err, "messages: text after the JSON value at byte %zu", at);
-        }
+        size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
         return tl_error_set(err, "messages: not valid JSON (at byte %zu)", at);
+    }
+    size_t at = (size_t)(end - text);
+    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
+        at++;
+    if (at < len) {
+        cJSON_Delete(j);
+        return tl_error_set(err, "messages: text after the JSON value at byte %zu", (size_t)(end - text));
     }
     int rc = 0;
     if (!cJSON_IsArray(j))
