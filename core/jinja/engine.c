@@ -1038,6 +1038,8 @@ static void pfail(P *p, const tok *t, const char *fmt, ...)
     va_end(ap);
     if (t && t->t != K_EOF) {
         int n = (int)(t->n > 40 ? 40 : t->n);
+        while (n > 0 && (size_t)n < t->n && ((unsigned char)t->s[n] & 0xC0) == 0x80)
+            n--;   /* do not cut a character in two */
         char txt[48];
         int k = 0;
         for (int i = 0; i < n; i++)
