@@ -18,16 +18,42 @@
 static cJSON *read_json(const char *path, tl_error *err)
 {
     char *text;
-    tl_file_read(path, MAX_JSON, &text, NULL, err);
+    size_t len = 0;
+    tl_file_read(path, MAX_JSON, &text, &len, err);
     if (!text)
         return NULL;
+    /* cJSON would call a byte-order mark malformed JSON at line 1 and stop quietly at a NUL:
+     * say what the byte is instead */
+    if (len == 0) {
+        tl_error_set(err, "%s: malformed JSON: the file is empty", path);
+        free(text);
+        return NULL;
+    }
+    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) {
+        tl_error_set(err, "%s: starts with a UTF-8 byte-order mark (JSON must not; save without it)", path);
+        free(text);
+        return NULL;
+    }
+    if (strlen(text) != len) {
+        tl_error_set(err, "%s: a NUL byte at offset %zu", path, strlen(text));
+        free(text);
+        return NULL;
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
     if (!root) {
+        const char *head_end = NULL;
+        cJSON *head = cJSON_ParseWithOpts(text, &head_end, 0);
+        if (head)
+            end = head_end;
         int line = 1;
         for (const char *c = text; end && c < end; c++)
             line += *c == '\n';
-        tl_error_set(err, "%s: malformed JSON near line %d", path, line);
+        if (head)
+            tl_error_set(err, "%s: text after the JSON value on line %d", path, line);
+        else
+            tl_error_set(err, "%s: malformed JSON near line %d", path, line);
+        cJSON_Delete(head);
     } else if (!cJSON_IsObject(root)) {
         tl_error_set(err, "%s: not a JSON object", path);
         cJSON_Delete(root);
@@ -261,6 +287,11 @@ int tl_gen_config_load(tl_gen_config *g, const char *path, tl_error *err)
         g->has_top_k = cJSON_GetObjectItemCaseSensitive(root, "top_k") != NULL;
         g->has_max_new_tokens = field(root, "max_new_tokens") != NULL;
         g->has_max_length = field(root, "max_length") != NULL;
+        /* transformers refuses to sample at temperature 0 (TemperatureLogitsWarper); the
+         * sampler would skip it and sample at 1, which is neither what the file says nor greedy */
+        if (g->has_do_sample && g->do_sample && g->has_temperature && !(g->temperature > 0))
+            rc = tl_error_set(err, "%s: temperature must be > 0 when do_sample is true (for greedy, do_sample false)",
+                              path);
     }
     cJSON_Delete(root);
     return rc ? -1 : 0;

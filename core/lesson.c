@@ -512,7 +512,7 @@ int tl_lesson_load(tl_lesson **out, const char *path, tl_error *err)
         int si = 0;
         for (const cJSON *st = l->steps->child; st && !rc; st = st->next, si++) {
             if (!cJSON_IsObject(st)) {
-                rc = fail(err, l, si, "step", "", "is not an object");
+                rc = tl_error_set(err, "%s: step %d: is not an object", l->path, si + 1);
                 break;
             }
             for (const cJSON *f = st->child; f && !rc; f = f->next)
@@ -609,7 +609,8 @@ int tl_lesson_list(const char *dir, char ***paths, int *n, tl_error *err)
         snprintf(v[cnt++], plen, "%s/%s", dir, e->d_name);
     }
     closedir(d);
-    qsort(v, (size_t)cnt, sizeof *v, cmp_str);
+    if (cnt)   /* qsort's array must not be NULL, even for no elements (UBSan says so) */
+        qsort(v, (size_t)cnt, sizeof *v, cmp_str);
     *paths = v;
     *n = cnt;
     return 0;

@@ -143,6 +143,13 @@ static int by_begin(const void *a, const void *b)
 static int check_layout(tl_st_file *f, tl_error *err)
 {
     char pa[256], pb[256];
+    /* names first: a name written twice with the same offsets would otherwise be reported as
+     * a tensor overlapping itself */
+    for (int i = 0; i < f->n; i++)
+        for (int k = i + 1; k < f->n; k++)
+            if (!strcmp(f->tensors[i].name, f->tensors[k].name))
+                return tl_error_set(err, "%s: tensor '%s' appears twice in the header", f->path,
+                                    tl_st_printable(f->tensors[i].name, pa, sizeof pa));
     qsort(f->tensors, (size_t)f->n, sizeof *f->tensors, by_begin);
     const tl_st_tensor *prev = NULL;
     for (int i = 0; i < f->n; i++) {
@@ -156,11 +163,6 @@ static int check_layout(tl_st_file *f, tl_error *err)
                                 (unsigned long long)t->begin, (unsigned long long)t->end);
         prev = t;
     }
-    for (int i = 0; i < f->n; i++)
-        for (int k = i + 1; k < f->n; k++)
-            if (!strcmp(f->tensors[i].name, f->tensors[k].name))
-                return tl_error_set(err, "%s: tensor '%s' appears twice in the header", f->path,
-                                    tl_st_printable(f->tensors[i].name, pa, sizeof pa));
     return 0;
 }
 

@@ -26,6 +26,8 @@ struct tl_session {
     tl_template *tpl;
     tl_chat_config chat;
     int have_chat;
+    tl_error chat_err;           /* why there is no chat template: shown when one is needed */
+    char chat_path[4200];        /* tokenizer_config.json, named in template errors */
     tl_sampler *sampler;
     tl_metrics *metrics;
     double bandwidth;            /* bytes/s; 0 unknown, < 0 probe failed */
@@ -203,7 +205,8 @@ static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
     if (!tdir && tl_paths_default_tokenizer(bundled, sizeof bundled, NULL) == 0) tdir = bundled;
     if (tdir && file_exists(tdir, "tokenizer.json")) {
         if (tl_tokenizer_load(&s->tok, tdir, err)) return -1;
-        if (tl_chat_config_load(tdir, &s->chat, NULL) == 0) {
+        snprintf(s->chat_path, sizeof s->chat_path, "%s/tokenizer_config.json", tdir);
+        if (tl_chat_config_load(tdir, &s->chat, &s->chat_err) == 0) {
             s->have_chat = 1;
             tl_error terr;
             if (s->chat.template_src && tl_template_compile(s->chat.template_src, &s->tpl, &terr)) {
@@ -504,15 +507,21 @@ int tl_session_prepare(tl_session *s, tl_error *err)
             free(off);
             return tl_error_set(err, "prompt: no tokenizer (tokenizer.json) for this model");
         }
+        /* the template is the model's file: its errors name tokenizer_config.json */
+        tl_error terr;
         if (!s->tpl) {
-            if (!s->have_chat || !s->chat.template_src)
-                return tl_error_set(err, "prompt: the tokenizer has no chat template");
-            if (tl_template_compile(s->chat.template_src, &s->tpl, err)) return -1;
+            if (!s->have_chat || !s->chat.template_src) {
+                free(off);
+                return tl_error_set(err, "%s", s->chat_err.msg[0] ? s->chat_err.msg
+                                                                    : "prompt: the tokenizer has no chat template");
+            }
+            if (tl_template_compile(s->chat.template_src, &s->tpl, &terr))
+                return tl_error_set(err, "%s: chat_template: %s", s->chat_path, terr.msg);
         }
         if (tl_chat_render(s->tpl, s->messages, s->vars, s->n_vars, s->add_gen_prompt,
-                           s->chat.bos_token, s->chat.eos_token, &s->render, err)) {
+                           s->chat.bos_token, s->chat.eos_token, &s->render, &terr)) {
             free(off);
-            return -1;
+            return tl_error_set(err, "%s: chat_template: %s", s->chat_path, terr.msg);
         }
         s->have_render = 1;
         tl_metrics_templated(s->metrics);
