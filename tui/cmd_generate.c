@@ -279,7 +279,8 @@ int cmd_generate(int argc, char **argv)
         else if (!strcmp(a, "--messages")) messages = v;
         else if (!strcmp(a, "--device")) device = v;
         else if (!strcmp(a, "--max-new-tokens")) {
-            if (parse_int(v, 1, 1 << 24, &max_new)) return cli_fail(2, "--max-new-tokens: %s: expected a positive integer", v);
+            if (parse_int(v, 1, 1 << 24, &max_new))
+                return cli_fail(2, "--max-new-tokens: %s: expected an integer in [1, %d]", v, 1 << 24);
         } else if (!strcmp(a, "--temperature")) {
             if (parse_float(v, &temperature) || temperature <= 0)
                 return cli_fail(2, "--temperature: %s: expected a number > 0 (use --greedy for argmax)", v);
@@ -314,7 +315,9 @@ int cmd_generate(int argc, char **argv)
     if (greedy && (have_t || have_k || have_p)) return cli_fail(2, "--greedy: cannot be combined with --temperature/--top-k/--top-p");
     if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_fail(2, "--device: %s: expected cpu or cuda", device);
     int *ids = NULL, n_ids = 0;
-    if (ids_arg && parse_ids(ids_arg, &ids, &n_ids)) return cli_fail(2, "--ids: %s: expected comma-separated token ids", ids_arg);
+    if (ids_arg && !ids_arg[0]) return cli_fail(2, "--ids: empty (expected comma-separated token ids)");
+    if (ids_arg && parse_ids(ids_arg, &ids, &n_ids))
+        return cli_fail(2, "--ids: %s: expected comma-separated token ids (integers >= 0)", ids_arg);
     char default_model[4096];
     if (!model) {
         tl_error perr = {{0}};

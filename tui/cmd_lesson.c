@@ -109,7 +109,8 @@ int cmd_lesson(int argc, char **argv)
     const char *lang = NULL, *model = NULL, *dir = NULL;
     int verbose = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0;   /* getopt's own two-line complaint would not name the command: ours does */
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
             if (strcmp(optarg, "en") && strcmp(optarg, "vi"))
@@ -120,12 +121,18 @@ int cmd_lesson(int argc, char **argv)
         case 'd': dir = optarg; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case ':': return cli_fail(2, "lesson: %s: missing value", argv[optind - 1]);
+        default:
+            usage(stderr);
+            /* getopt_long sets optopt for a known long option given a value it does not take */
+            if (optopt && !strncmp(argv[optind - 1], "--", 2))
+                return cli_fail(2, "lesson: %s: takes no value", argv[optind - 1]);
+            return cli_fail(2, "lesson: %s: unknown option", argv[optind - 1]);
         }
     }
     if (optind >= argc) {
         usage(stderr);
-        return cli_fail(2, "lesson: expected list or check");
+        return cli_fail(2, "lesson: expected list, check or settings");
     }
     const char *verb = argv[optind++];
     const char *only = optind < argc ? argv[optind++] : NULL;
