@@ -77,14 +77,32 @@ static char *token_text(const cJSON *t)
     return NULL;
 }
 
+/* Offset of the first "\u0000" escape in JSON text (one whose backslash is not itself escaped),
+ * or -1. cJSON turns it into a NUL byte inside a C string, which cuts the string there. */
+static long nul_escape(const char *t)
+{
+    for (const char *p = t; (p = strstr(p, "\\u0000")); p++) {
+        size_t back = 0;
+        while (p - back > t && p[-1 - (long)back] == '\\') back++;
+        if (back % 2 == 0)
+            return (long)(p - t);
+    }
+    return -1;
+}
+
 int tl_chat_config_load(const char *model_dir, tl_chat_config *out, tl_error *err)
 {
     memset(out, 0, sizeof *out);
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer_config.json", model_dir);
     char *text;
-    tl_file_read(path, 64u << 20, &text, NULL, err);
+    tl_file_read_text(path, 64u << 20, &text, NULL, err);
     if (!text) return -1;
+    long nul = nul_escape(text);
+    if (nul >= 0) {
+        free(text);
+        return tl_error_set(err, "%s: a \\u0000 escape (a NUL) at offset %ld: a string here cannot hold one", path, nul);
+    }
     cJSON *root = cJSON_Parse(text);
     free(text);
     if (!root || !cJSON_IsObject(root)) {

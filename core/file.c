@@ -60,3 +60,21 @@ int tl_file_read(const char *path, size_t max_bytes, char **out, size_t *len, tl
         *len = n;
     return 0;
 }
+
+int tl_file_read_text(const char *path, size_t max_bytes, char **out, size_t *len, tl_error *err)
+{
+    size_t n = 0;
+    if (tl_file_read(path, max_bytes, out, &n, err))
+        return -1;
+    /* Parsers that take a C string would stop at the first NUL and never see the rest. */
+    const char *nul = memchr(*out, '\0', n);
+    if (nul) {
+        size_t at = (size_t)(nul - *out);
+        free(*out);
+        *out = NULL;
+        return tl_error_set(err, "%s: a NUL byte at offset %zu", path, at);
+    }
+    if (len)
+        *len = n;
+    return 0;
+}

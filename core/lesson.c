@@ -476,7 +476,7 @@ int tl_lesson_load(tl_lesson **out, const char *path, tl_error *err)
 {
     *out = NULL;
     char *text;
-    tl_file_read(path, 16u << 20, &text, NULL, err);
+    tl_file_read_text(path, 16u << 20, &text, NULL, err);
     if (!text)
         return -1;
     tl_lesson *l = calloc(1, sizeof *l);

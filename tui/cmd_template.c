@@ -70,7 +70,7 @@ int cmd_template(int argc, char **argv)
     int *ids = NULL, nids = 0;
     if (model) {
         if (tl_chat_config_load(model, &cfg, &err)) { status = cli_fail(1, "%s", err.msg); goto done; }
-    } else if (tl_file_read(tfile, 16u << 20, &src, NULL, &err)) {
+    } else if (tl_file_read_text(tfile, 16u << 20, &src, NULL, &err)) {
         status = cli_fail(1, "%s", err.msg);
         goto done;
     }

@@ -98,7 +98,9 @@ def main():
         # from here on, sample hotter: the four tokens stay
         key("g")
         key("T")
-        s, _ = wait_for(lambda s: "from the next token on" in s, "the settings notice")
+        # the notice and the title bar come in one frame: wait for both (a capture can land mid-frame)
+        s, _ = wait_for(lambda s: "from the next token on" in s and "T 0.70" in s.split("\n")[0],
+                        "the settings notice and the new temperature in the title bar")
         check(generated(s) == 4, "g, T after 4 tokens: still 4 tokens (%d)" % generated(s))
         check("T 0.70" in s.split("\n")[0], "the title bar shows the new temperature")
         key("Space")

@@ -10,4 +10,8 @@
  * "<path>: cannot read: <reason>", "<path>: out of memory". */
 int tl_file_read(const char *path, size_t max_bytes, char **out, size_t *len, tl_error *err);
 
+/* The same for text handed on as a C string: a NUL byte anywhere is refused,
+ * "<path>: a NUL byte at offset N". */
+int tl_file_read_text(const char *path, size_t max_bytes, char **out, size_t *len, tl_error *err);
+
 #endif
