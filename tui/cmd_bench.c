@@ -24,6 +24,7 @@ static const char usage[] =
     "usage: tokenloop bench (--model DIR | --synthetic NAME) [--prompt-tokens N] [--new-tokens N]\n"
     "                       [--threads N] [--device cpu|cuda] [--async] [--seed S] [--json]\n"
     "       tokenloop bench --tokenizer ...   (the tokenizer benchmark; see its --help)\n"
+    "       tokenloop bench --template ...    (the template engine benchmark; see its --help)\n"
     "  Runs one prefill of N prompt tokens (default 64) and N decode steps (default 32) and\n"
     "  reports TTFT, TPOT (median and p90), the bytes a decode step reads, this machine's\n"
     "  memory read bandwidth (a short probe), the floor bytes / bandwidth and TPOT / floor.\n"
@@ -159,6 +160,8 @@ int cmd_bench(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokenizer"))
             return cmd_bench_tokenizer(argc, argv);
+        if (!strcmp(argv[i], "--template"))
+            return cmd_bench_template(argc, argv);
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
             return 0;

@@ -12,6 +12,8 @@ int cmd_tui(int argc, char **argv);
 int cmd_lesson(int argc, char **argv);
 /* `tokenloop bench --tokenizer ...`: cmd_bench hands over to this one. */
 int cmd_bench_tokenizer(int argc, char **argv);
+/* `tokenloop bench --template ...`: likewise. */
+int cmd_bench_template(int argc, char **argv);
 
 /* "tokenloop: <what>" on stderr; returns status. */
 int cli_fail(int status, const char *fmt, ...);

@@ -1081,10 +1081,12 @@ static void linecol(P *p, size_t pos, int *line, int *col)
 static tok *emit(P *p, int t, size_t at, size_t n)
 {
     if (p->ntok == p->cap) {
+        /* the tokens live only until the parse ends: outside the template's arena, which
+         * would keep every outgrown copy for the template's life */
         size_t cap = p->cap ? p->cap * 2 : 256;
-        tok *nt = jalloc(&p->j, cap * sizeof *nt);
-        if (p->ntok)
-            memcpy(nt, p->toks, p->ntok * sizeof *nt);
+        tok *nt = cap <= MAX_ARENA / sizeof *nt ? realloc(p->toks, cap * sizeof *nt) : NULL;
+        if (!nt)
+            pfail(p, NULL, "out of memory for the tokens of the template");
         p->toks = nt;
         p->cap = cap;
     }
@@ -2332,6 +2334,7 @@ int tl_template_compile(const char *src, tl_template **out, tl_error *err)
     p->j.err = err;
     p->lc_line = 1;
     if (setjmp(p->j.jb)) {
+        free(p->toks);
         free(p);
         tl_template_free(tpl);
         return -1;
@@ -2355,6 +2358,7 @@ int tl_template_compile(const char *src, tl_template **out, tl_error *err)
     p->i = 0;
     tpl->body = parse_body(p, NULL, NULL);
     analyze(p, tpl->body, NULL, NULL);
+    free(p->toks);
     free(p);
     *out = tpl;
     return 0;

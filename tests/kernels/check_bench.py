@@ -83,5 +83,49 @@ if r.returncode != 0:
 else:
     check("TPOT" in r.stdout, "cuda run output")
 
+# bench --template: the generated templates render to what Jinja2 (as transformers sets it up)
+# renders from the same text, and the 10,000-deep ones stop at the depth limits. No time is
+# compared with anything.
+import re
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+PIECES = ["<|start_header_id|>user<|end_header_id|> ",
+          "{{ messages[0]['role'] }} ",
+          "{% if messages | length > 0 %}yes{% else %}no{% endif %} ",
+          "{{ 'text ' ~ (3 * 7) | string }} ",
+          "{% set x = messages[0]['content'] | trim %}{{ x }} "]
+
+
+def flat(size):
+    out, n, i = [], 0, 0
+    while n < size:
+        out.append(PIECES[i % 5])
+        n += len(PIECES[i % 5])
+        i += 1
+    return "".join(out)
+
+
+env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+msgs = [{"role": "user", "content": "  Hello there  "}]
+r = subprocess.run([exe, "bench", "--template", "--runs", "1"], capture_output=True, text=True, timeout=300)
+check(r.returncode == 0 and not r.stderr, "bench --template exits 0 quietly: " + r.stderr)
+rows = {m.group(1).strip(): m for m in re.finditer(r"^(.{22}) +(\d+) B +([\d.]+) ms +(?:([\d.]+) MB|\?) +(.*)$",
+                                                   r.stdout, re.M)}
+for name, size in (("one line, 64 KB", 64 << 10), ("one line, 1 MB", 1 << 20)):
+    src = flat(size)
+    want = len(env.from_string(src).render(messages=msgs).encode())
+    m = rows.get(name)
+    check(m is not None and int(m.group(2)) == len(src) and ("rendered %d B" % want) in m.group(5),
+          "%s: input %d B, Jinja2 renders %d B; bench printed %r" % (name, len(src), want, m and m.group(0)))
+for name, what in (("10,000 nested ifs", "template nested too deeply"),
+                   ("10,000 nested brackets", "brackets nested too deeply")):
+    m = rows.get(name)
+    check(m is not None and ("error: " in m.group(5)) and what in m.group(5), "%s: the depth limit's error" % name)
+r = run("--template", "--runs", "0")
+check(r.returncode == 2 and r.stderr.strip() == "tokenloop: --runs: expected 1..1000, got '0'", "--template --runs 0")
+r = run("--template", "--bogus")
+check(r.returncode == 2 and r.stderr.strip() == "tokenloop: --bogus: unknown option (see bench --template --help)",
+      "--template --bogus")
+
 print("bench_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
