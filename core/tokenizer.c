@@ -412,7 +412,9 @@ static int add_split(tl_tokenizer *t, const char *pattern, int literal, int beha
         return tl_error_set(err, "%s: out of memory", what);
     int ec;
     PCRE2_SIZE eo;
-    uint32_t opts = PCRE2_UTF | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+    /* No PCRE2_NO_UTF_CHECK here: the pattern comes from the file, and pcre2 reads invalid
+     * UTF-8 in an unchecked pattern out of bounds (the fuzzer found one). */
+    uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)conv, PCRE2_ZERO_TERMINATED, opts, &ec, &eo, NULL);
     free(conv);
     if (!re) {
