@@ -77,12 +77,13 @@ int cmd_template(int argc, char **argv)
     size_t mlen = 0;
     if (tl_file_read(mfile, 16u << 20, &messages, &mlen, &err)) { status = cli_fail(1, "%s", err.msg); goto done; }
     if (tl_chat_messages_check(messages, mlen, &err)) { status = cli_fail(1, "%s: %s", mfile, err.msg); goto done; }
-    if (tl_template_compile(model ? cfg.template_src : src, &tpl, &err)) {
-        status = cli_fail(1, "%s: %s", model ? model : tfile, err.msg);
-        goto done;
-    }
-    if (tl_chat_render(tpl, messages, vars, nv, agp, cfg.bos_token, cfg.eos_token, &res, &err)) {
-        status = cli_fail(1, "%s", err.msg);
+    /* compile and render errors name the file the template came from */
+    char origin[4200];
+    if (model) snprintf(origin, sizeof origin, "%s/tokenizer_config.json: chat_template", model);
+    else snprintf(origin, sizeof origin, "%s", tfile);
+    if (tl_template_compile(model ? cfg.template_src : src, &tpl, &err) ||
+        tl_chat_render(tpl, messages, vars, nv, agp, cfg.bos_token, cfg.eos_token, &res, &err)) {
+        status = cli_fail(1, "%s: %s", origin, err.msg);
         goto done;
     }
     if (!json) {

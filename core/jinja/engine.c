@@ -192,6 +192,18 @@ static void jfail(J *j, const char *fmt, ...)
     longjmp(j->jb, 1);
 }
 
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+static void int_overflow(J *j, long long x, const char *op, long long y)
+{
+    if (!strcmp(op, "-") && x == 0 && y == LLONG_MIN)
+        jfail(j, "integer overflow: -(%lld) does not fit in 64 bits (Python's integers have no limit; "
+              "tokenloop's are 64-bit)", y);
+    jfail(j, "integer overflow: %lld %s %lld does not fit in 64 bits (Python's integers have no limit; "
+          "tokenloop's are 64-bit)", x, op, y);
+}
+
 /* raise_exception: the message alone is the error, as transformers reports it */
 static void jraise(J *j, const char *msg, size_t n)
 {
@@ -864,7 +876,8 @@ static jv jp_value(jp *p, int mark, int content_key)
             errno = 0;
             long long i = strtoll(tmp, &end, 10);
             if (*end) jfail(p->j, "bad JSON: bad number");
-            r = errno ? v_float(strtod(tmp, NULL)) : v_int(i);
+            if (errno) jfail(p->j, "bad JSON: integer %s does not fit in 64 bits (tokenloop's integers are 64-bit)", tmp);
+            r = v_int(i);
         } else {
             double f = strtod(tmp, &end);
             if (*end) jfail(p->j, "bad JSON: bad number");
@@ -2799,12 +2812,17 @@ static jv arith(J *j, int op, jv a, jv b)
     if (!isf) {
         long long x = num_i(a), y = num_i(b), r;
         switch (op) {
-        case '+': if (__builtin_add_overflow(x, y, &r)) return v_float((double)x + (double)y); return v_int(r);
-        case '-': if (__builtin_sub_overflow(x, y, &r)) return v_float((double)x - (double)y); return v_int(r);
-        case '*': if (__builtin_mul_overflow(x, y, &r)) return v_float((double)x * (double)y); return v_int(r);
+        /* Python's ints never overflow; turning the result into a float would print a
+         * different number than transformers does, so say it instead */
+        case '+': if (__builtin_add_overflow(x, y, &r)) int_overflow(j, x, "+", y); return v_int(r);
+        case '-': if (__builtin_sub_overflow(x, y, &r)) int_overflow(j, x, "-", y); return v_int(r);
+        case '*': if (__builtin_mul_overflow(x, y, &r)) int_overflow(j, x, "*", y); return v_int(r);
         case 'F': case '%':
             if (!y) jfail(j, "integer division or modulo by zero");
-            if (x == LLONG_MIN && y == -1) return op == 'F' ? v_float(-(double)x) : v_int(0);
+            if (x == LLONG_MIN && y == -1) {
+                if (op == 'F') int_overflow(j, x, "//", y);
+                return v_int(0);
+            }
             r = x / y;
             if ((x % y) && ((x < 0) != (y < 0))) r--;
             return op == 'F' ? v_int(r) : v_int(x - r * y);
@@ -2812,7 +2830,7 @@ static jv arith(J *j, int op, jv a, jv b)
             if (y >= 0) {
                 long long acc = 1;
                 for (long long k = 0; k < y; k++) {
-                    if (__builtin_mul_overflow(acc, x, &acc)) return v_float(pow((double)x, (double)y));
+                    if (__builtin_mul_overflow(acc, x, &acc)) int_overflow(j, x, "**", y);
                     if (acc == 0 || acc == 1) break;
                 }
                 return v_int(acc);
@@ -3886,6 +3904,7 @@ static jv eval(J *j, node *n, frame *f)
         if (a.t == T_UNDEF) jfail(j, "%s", undef_msg(a));
         if (!is_num(a)) jfail(j, "bad operand type for unary %c: '%s'", n->k == E_NEG ? '-' : '+', type_name(a));
         if (n->k == E_POS) r = a.t == T_BOOL ? v_int(a.u.b) : a;
+        else if (a.t != T_FLOAT && num_i(a) == LLONG_MIN) int_overflow(j, 0, "-", LLONG_MIN);
         else r = a.t == T_FLOAT ? v_float(-a.u.f) : v_int(-num_i(a));
         break;
     }
