@@ -37,6 +37,7 @@ struct tl_session {
     char *messages;
     char *msg_system, *msg_user;  /* the last system / user content of messages */
     int add_gen_prompt;
+    int plain_content;           /* special-token strings in message content are plain text */
     tl_template_var *vars;
     size_t n_vars;
     int *raw_ids;
@@ -364,6 +365,12 @@ void tl_session_set_add_generation_prompt(tl_session *s, int on)
     s->add_gen_prompt = on != 0;
 }
 
+void tl_session_set_parse_special_in_content(tl_session *s, int on)
+{
+    unprepare(s);
+    s->plain_content = !on;
+}
+
 int tl_session_set_template_vars(tl_session *s, const tl_template_var *vars, size_t n, tl_error *err)
 {
     tl_template_var *v = n ? calloc(n, sizeof *v) : NULL;
@@ -529,8 +536,9 @@ int tl_session_prepare(tl_session *s, tl_error *err)
             s->genprompt_at = (long)off_len;
         free(off);
         off = NULL;
-        /* apply_chat_template(tokenize=True): specials parsed, no BOS added (the template has it) */
-        if (tl_tokenizer_encode(s->tok, s->render.text, s->render.len, 0, &s->prompt, &s->n_prompt, err))
+        /* apply_chat_template(tokenize=True): specials parsed, no BOS added (the template has it);
+         * with plain content, only the template's own markers are */
+        if (tl_session_encode_render(s->tok, &s->render, !s->plain_content, &s->prompt, &s->n_prompt, err))
             return -1;
         tl_metrics_tokenized(s->metrics, s->n_prompt);
         if (s->n_prompt <= 0) return tl_error_set(err, "prompt: the rendered prompt is empty");
@@ -863,6 +871,22 @@ const char *tl_session_message(const tl_session *s, const char *role)
 }
 
 int tl_session_add_generation_prompt(const tl_session *s) { return s->add_gen_prompt; }
+int tl_session_parse_special_in_content(const tl_session *s) { return !s->plain_content; }
+
+int tl_session_encode_render(const tl_tokenizer *tok, const tl_chat_result *r, int parse_special_in_content,
+                             int **ids, int *n, tl_error *err)
+{
+    if (parse_special_in_content || !r->n_spans) return tl_tokenizer_encode(tok, r->text, r->len, 0, ids, n, err);
+    size_t (*plain)[2] = malloc(r->n_spans * sizeof *plain);
+    if (!plain) return tl_error_set(err, "prompt: out of memory");
+    for (size_t i = 0; i < r->n_spans; i++) {
+        plain[i][0] = r->spans[i].start;
+        plain[i][1] = r->spans[i].end;
+    }
+    int rc = tl_tokenizer_encode_plain(tok, r->text, r->len, 0, (const size_t (*)[2])plain, r->n_spans, ids, n, err);
+    free(plain);
+    return rc;
+}
 int tl_session_max_new_tokens(const tl_session *s) { return s->request_max_new; }
 
 const char *const *tl_session_stop_strings(const tl_session *s, int *n)

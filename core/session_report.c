@@ -61,6 +61,9 @@ char *tl_session_hf_call(const tl_session *s)
         put(&b, "messages = %s\n", msgs);
         put(&b, "inputs = tok.apply_chat_template(messages, add_generation_prompt=%s, return_tensors=\"pt\", return_dict=True)\n",
             py_bool(tl_session_add_generation_prompt(s)));
+        if (!tl_session_parse_special_in_content(s))
+            put(&b, "# tokenloop encodes message content as plain text (\"<|eot_id|>\" typed by a user stays text);\n"
+                    "# apply_chat_template has no such switch: it parses special tokens everywhere\n");
     } else {
         int n = 0;
         const int *ids = tl_session_prompt_ids(s, &n);
@@ -119,6 +122,7 @@ char *tl_session_settings_json(const tl_session *s)
     cJSON *m = msgs ? cJSON_Parse(msgs) : NULL;
     cJSON_AddItemToObject(o, "messages", m ? m : cJSON_CreateNull());
     cJSON_AddBoolToObject(o, "add_generation_prompt", tl_session_add_generation_prompt(s));
+    cJSON_AddBoolToObject(o, "parse_special_in_content", tl_session_parse_special_in_content(s));
     tl_sampling sp = tl_session_sampling(s);
     cJSON_AddBoolToObject(o, "greedy", sp.greedy);
     /* float settings printed as the decimals they were set from, not float32's 0.6000000238 */

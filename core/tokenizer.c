@@ -1018,6 +1018,10 @@ typedef struct {
     size_t segs_n, segs_cap;
     unsigned char **bufs;  /* prefix-space copies */
     size_t n_bufs;
+    const unsigned char *orig;     /* the caller's text */
+    const size_t (*plain)[2];      /* ranges of orig where special tokens are text */
+    size_t n_plain;
+    size_t map_a, map_b, map_n;    /* a normalized copy of orig[map_a, map_b), map_n bytes */
 } scratch;
 
 static int hent_less(hent x, hent y) { return x.rank != y.rank ? x.rank < y.rank : x.pos < y.pos; }
@@ -1303,6 +1307,20 @@ static size_t prev_char(const unsigned char *p, size_t i)
 static int encode_plain(const tl_tokenizer *t, scratch *s, const unsigned char *text, size_t a, size_t b, int stage,
                         int flags, idvec *out, tl_error *err);
 
+/* Does text[ms, me) (text is orig or the normalized copy) overlap a plain range? */
+static int in_plain(const scratch *s, const unsigned char *text, size_t ms, size_t me)
+{
+    if (!s->n_plain) return 0;
+    if (text != s->orig) {  /* scaled back as the offsets are: approximate */
+        size_t w = s->map_b - s->map_a;
+        ms = s->map_a + (s->map_n ? ms * w / s->map_n : 0);
+        me = s->map_a + (s->map_n ? (me * w + s->map_n - 1) / s->map_n : 0);
+    }
+    for (size_t i = 0; i < s->n_plain; i++)
+        if (ms < s->plain[i][1] && s->plain[i][0] < me) return 1;
+    return 0;
+}
+
 /* Added tokens out of text[a, b) as HF's AddedVocabulary does it: matches are found left to right
  * without overlap; one that is special under TL_TOK_NO_PARSE_SPECIAL, or single_word next to a
  * word character, stays in the text; lstrip/rstrip take the whitespace beside the token. */
@@ -1316,7 +1334,7 @@ static int split_added(const tl_tokenizer *t, scratch *s, const unsigned char *t
         const tl_added *ad = &t->added[k];
         size_t ms = at, me = at + ad->len;
         search = me;
-        if ((flags & TL_TOK_NO_PARSE_SPECIAL) && ad->special)
+        if (ad->special && ((flags & TL_TOK_NO_PARSE_SPECIAL) || in_plain(s, text, a + ms, a + me)))
             continue;
         if (ad->single_word && ((ms > 0 && char_matches(t->word_re, s, p, n, prev_char(p, ms))) ||
                                 (me < n && char_matches(t->word_re, s, p, n, me))))
@@ -1368,6 +1386,9 @@ static int encode_plain(const tl_tokenizer *t, scratch *s, const unsigned char *
     s->bufs = bl;
     s->bufs[s->n_bufs++] = norm;
     size_t first = out->n;
+    s->map_a = a;
+    s->map_b = b;
+    s->map_n = nlen;
     if (split_added(t, s, norm, 0, nlen, 1, flags, out, err))
         return -1;
     for (size_t i = first; i < out->n; i++)
@@ -1375,8 +1396,23 @@ static int encode_plain(const tl_tokenizer *t, scratch *s, const unsigned char *
     return 0;
 }
 
-int tl_tokenizer_encode_offsets(const tl_tokenizer *t, const char *text_, size_t len, int flags, int **ids,
+static int encode_all(const tl_tokenizer *t, const char *text_, size_t len, int flags, const size_t (*plain)[2],
+                      size_t n_plain, int **ids, size_t **starts, int *n, tl_error *err);
+
+int tl_tokenizer_encode_offsets(const tl_tokenizer *t, const char *text, size_t len, int flags, int **ids,
                                 size_t **starts, int *n, tl_error *err)
+{
+    return encode_all(t, text, len, flags, NULL, 0, ids, starts, n, err);
+}
+
+int tl_tokenizer_encode_plain(const tl_tokenizer *t, const char *text, size_t len, int flags,
+                              const size_t (*plain)[2], size_t n_plain, int **ids, int *n, tl_error *err)
+{
+    return encode_all(t, text, len, flags, plain, n_plain, ids, NULL, n, err);
+}
+
+static int encode_all(const tl_tokenizer *t, const char *text_, size_t len, int flags, const size_t (*plain)[2],
+                      size_t n_plain, int **ids, size_t **starts, int *n, tl_error *err)
 {
     *ids = NULL;
     if (starts)
@@ -1390,6 +1426,9 @@ int tl_tokenizer_encode_offsets(const tl_tokenizer *t, const char *text_, size_t
         return tl_error_set(err, "text: too long");
     idvec out = {0};
     scratch s = {0};
+    s.orig = text;
+    s.plain = plain;
+    s.n_plain = n_plain;
     int rc = 0;
     if (flags & TL_TOK_ADD_BOS)
         for (int i = 0; i < t->n_prefix && !rc; i++)

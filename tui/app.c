@@ -584,6 +584,17 @@ static void key(tl_app *a, int is_code, wint_t ch)
                   : "add_generation_prompt off: the model continues the user's text", NULL);
         break;
     }
+    case 'i': {
+        int on = !tl_session_parse_special_in_content(a->s);
+        a->confirm = confirm;
+        if (!confirm_restart(a, 'i', on ? "special tokens in content parsed" : "content as plain text"))
+            break;
+        tl_session_set_parse_special_in_content(a->s, on);
+        apply_request(a);
+        say(a, on ? "special tokens in content parsed, as transformers does: a typed <|eot_id|> ends the turn"
+                  : "content as plain text: a typed <|eot_id|> stays ordinary text tokens", NULL);
+        break;
+    }
     case 'e':
     case 'S': {
         const char *m = tl_session_message(a->s, ch == 'e' ? "user" : "system");

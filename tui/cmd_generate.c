@@ -19,7 +19,8 @@
 
 static const char usage[] =
     "usage: tokenloop generate [--model DIR] (--ids 128000,791,... | --prompt TEXT [--system TEXT] |\n"
-    "                          --messages FILE) [--no-generation-prompt] [--max-new-tokens N]\n"
+    "                          --messages FILE) [--no-generation-prompt] [--no-parse-special-in-content]\n"
+    "                          [--max-new-tokens N]\n"
     "                          [--greedy | --temperature T --top-k K --top-p P] [--seed S] [--top N]\n"
     "                          [--stop STR]... [--stream-mode hf|server] [--device cpu|cuda]\n"
     "                          [--threads N] [--async] [--json]\n"
@@ -32,6 +33,9 @@ static const char usage[] =
     "  --system TEXT      a system message before it\n"
     "  --messages FILE    a JSON array of {\"role\", \"content\"} messages\n"
     "  --no-generation-prompt  do not append the assistant header\n"
+    "  --no-parse-special-in-content  encode message content as plain text: \"<|eot_id|>\" typed\n"
+    "                     in a message stays text (by default it is the special token, as in\n"
+    "                     transformers, so a user can end their turn early: prompt injection)\n"
     "  --max-new-tokens N budget (default: generation_config.json, else 20)\n"
     "  --greedy           argmax; --temperature/--top-k/--top-p sample (defaults from\n"
     "                     generation_config.json, top_k 50)\n"
@@ -245,7 +249,7 @@ int cmd_generate(int argc, char **argv)
 {
     const char *model = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
     const char *device = NULL, *stop[TL_MAX_STOP];
-    int n_stop = 0, json = 0, async = 0, gen_prompt = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
+    int n_stop = 0, json = 0, async = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
     long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
     double temperature = 1, top_p = 1;
     tl_stream_mode mode = TL_STREAM_HF;
@@ -260,6 +264,7 @@ int cmd_generate(int argc, char **argv)
         if (!strcmp(a, "--greedy")) { greedy = 1; continue; }
         if (!strcmp(a, "--async")) { async = 1; continue; }
         if (!strcmp(a, "--no-generation-prompt")) { gen_prompt = 0; continue; }
+        if (!strcmp(a, "--no-parse-special-in-content")) { parse_special = 0; continue; }
         static const char *const with_value[] = {"--model", "--ids", "--prompt", "--system", "--messages",
             "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed", "--top", "--stop",
             "--stream-mode", "--device", "--threads"};
@@ -350,6 +355,7 @@ int cmd_generate(int argc, char **argv)
         }
     }
     tl_session_set_add_generation_prompt(s, gen_prompt);
+    tl_session_set_parse_special_in_content(s, parse_special);
     tl_sampling p = tl_session_sampling(s);
     if (greedy) p.greedy = 1;
     if (have_t || have_k || have_p) p.greedy = 0;

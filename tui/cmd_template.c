@@ -7,24 +7,28 @@
 
 #include "commands.h"
 #include "tokenloop/file.h"
+#include "tokenloop/session.h"
 #include "tokenloop/template.h"
 #include "tokenloop/tokenizer.h"
 
 static const char usage[] =
     "usage: tokenloop template [--model DIR | --template FILE] --messages FILE\n"
-    "                          [--no-generation-prompt] [--var NAME=JSON]... [--json]\n"
+    "                          [--no-generation-prompt] [--no-parse-special-in-content]\n"
+    "                          [--var NAME=JSON]... [--json]\n"
     "  --model DIR      chat_template, bos_token and eos_token from DIR/tokenizer_config.json;\n"
     "                   with --json the render is also tokenized (special tokens parsed);\n"
     "                   the default is $TOKENLOOP_MODEL, else the bundled assets/tokenizer\n"
     "  --template FILE  a Jinja chat template\n"
     "  --messages FILE  a JSON array of messages\n"
+    "  --no-parse-special-in-content  with --json: content's \"<|eot_id|>\" and the like are\n"
+    "                   tokenized as plain text (default: special, as in transformers)\n"
     "  --var NAME=JSON  any template variable: 'bos_token=\"<s>\"', 'tools=[...]', enable_thinking=false\n"
     "  --json           {\"text\": ..., \"ids\": [...], \"content_spans\": [[start, end], ...]}\n";
 
 int cmd_template(int argc, char **argv)
 {
     const char *model = NULL, *tfile = NULL, *mfile = NULL;
-    int agp = 1, json = 0, status = 0;
+    int agp = 1, json = 0, status = 0, parse_special = 1;
     tl_template_var *vars = calloc((size_t)argc + 1, sizeof *vars);
     char **var_names = calloc((size_t)argc + 1, sizeof *var_names);
     size_t nv = 0;
@@ -34,6 +38,7 @@ int cmd_template(int argc, char **argv)
         int has_val = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); goto out; }
         else if (!strcmp(a, "--no-generation-prompt")) agp = 0;
+        else if (!strcmp(a, "--no-parse-special-in-content")) parse_special = 0;
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--model") && has_val) model = argv[++i];
         else if (!strcmp(a, "--template") && has_val) tfile = argv[++i];
@@ -92,7 +97,7 @@ int cmd_template(int argc, char **argv)
     }
     if (model) {
         if (tl_tokenizer_load(&tok, model, &err) ||
-            tl_tokenizer_encode(tok, res.text, res.len, 0, &ids, &nids, &err)) {
+            tl_session_encode_render(tok, &res, parse_special, &ids, &nids, &err)) {
             status = cli_fail(1, "%s", err.msg);
             goto done;
         }

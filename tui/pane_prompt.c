@@ -94,9 +94,11 @@ static void draw_line(void *ctx, int line, size_t a, size_t b, int nl)
 
 void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
-    char title[128];
-    snprintf(title, sizeof title, T("1 Prompt \xC2\xB7 %d tokens \xC2\xB7 add_generation_prompt %s"),
-             v->n_prompt, v->add_generation_prompt ? T("on") : T("off"));
+    char title[192];
+    int n = snprintf(title, sizeof title, T("1 Prompt \xC2\xB7 %d tokens \xC2\xB7 add_generation_prompt %s"),
+                     v->n_prompt, v->add_generation_prompt ? T("on") : T("off"));
+    if (!v->parse_special_in_content && n > 0 && (size_t)n < sizeof title)
+        snprintf(title + n, sizeof title - (size_t)n, "%s", T(" \xC2\xB7 content as plain text"));
     Draw_box(w, r, title, ui->active == PANE_PROMPT);
     tl_rect in = Draw_inner(r);
     if (in.h < 1 || in.w < 4)

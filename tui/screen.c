@@ -75,6 +75,7 @@ static void help(WINDOW *w, int cols, int rows, const tl_ui *ui)
         "m           max_new_tokens (0 = the model's budget)",
         "s           add a stop string (an existing one is removed)",
         "a           add_generation_prompt on / off",
+        "i           <|...|> typed in a message: special tokens / plain text",
         "e / S / x   edit the message / the system prompt / an example",
         "h           streamer: hf TextStreamer \xE2\x86\x94 server mode",
         "w / u       the two wrong timings / async: passes queued like a GPU",

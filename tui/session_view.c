@@ -79,6 +79,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->system_msg = tl_session_message(s, "system");
     v->user_msg = tl_session_message(s, "user");
     v->add_generation_prompt = tl_session_add_generation_prompt(s);
+    v->parse_special_in_content = tl_session_parse_special_in_content(s);
     v->stream_server = tl_session_stream_mode(s) == TL_STREAM_SERVER;
     tl_session_streamer_flags(s, &v->skip_prompt, &v->skip_special, NULL);
     /* the code as it is; its "# ..." comment lines are for the class, in its language */
@@ -108,11 +109,14 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         for (size_t i = 0; i < ns; i++)
             for (size_t b = sp2[i].start; b < sp2[i].end && b < v->prompt_len; b++)
                 sv->style[b] = VSTYLE_CONTENT;
-        /* special-token literals: "<|...|>" that the tokenizer knows as special */
+        /* special-token literals: "<|...|>" that the tokenizer knows as special. Inside message
+         * content they are special too unless the session encodes content as plain text: a
+         * user's "<|eot_id|>" that ends their turn must look like the marker it became */
         if (tok) {
             const char *p = v->prompt;
+            int in_content = tl_session_parse_special_in_content(s);
             for (size_t i = 0; i + 4 <= v->prompt_len; i++) {
-                if (p[i] != '<' || p[i + 1] != '|' || sv->style[i] == VSTYLE_CONTENT)
+                if (p[i] != '<' || p[i + 1] != '|' || (sv->style[i] == VSTYLE_CONTENT && !in_content))
                     continue;
                 const char *end = memchr(p + i + 2, '>', v->prompt_len - i - 2);
                 if (!end || end[-1] != '|' || end - (p + i) > 62)
@@ -123,7 +127,8 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
                 lit[n] = 0;
                 int id = tl_tokenizer_find(tok, lit);
                 if (id >= 0 && tl_tokenizer_is_special(tok, id))
-                    memset(sv->style + i, VSTYLE_SPECIAL, n);
+                    for (size_t b = i; b < i + n; b++)
+                        sv->style[b] = (unsigned char)((sv->style[b] & VSTYLE_CONTENT) | VSTYLE_SPECIAL);
             }
         }
         long gp = tl_session_genprompt_at(s);

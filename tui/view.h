@@ -51,6 +51,7 @@ typedef struct tl_view {
     size_t prompt_len;
     const unsigned char *prompt_style;  /* one VSTYLE_* per byte, may be NULL */
     int add_generation_prompt;
+    int parse_special_in_content;       /* 0: message content is encoded as plain text */
     long genprompt_at;          /* first byte of the generation prompt; -1: none */
 
     /* tokens pane */

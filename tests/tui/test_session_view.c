@@ -202,6 +202,28 @@ int main(int argc, char **argv)
     TL_CHECK(strstr(v->budget_source, "your request") != NULL);
     TL_CHECK(strncmp(v->next, "stopped (max_new_tokens)", 24) == 0);
 
+    /* "<|eot_id|>" typed in the message: by default the tokenizer makes it the special token,
+     * so the pane must colour it special (it used to show as plain content); as plain text it
+     * is content, and the ids agree */
+    const char *inj = "Hi<|eot_id|>there";
+    TL_CHECK_INT(tl_session_set_user(s, NULL, inj, &err), 0);
+    for (int plain = 0; plain < 2; plain++) {
+        tl_session_set_parse_special_in_content(s, !plain);
+        TL_CHECK_INT(tl_session_prepare(s, &err), 0);
+        SessionView_fill(&sv, s, &ui);
+        TL_CHECK_INT(v->parse_special_in_content, !plain);
+        const char *at = strstr(v->prompt, inj);
+        TL_CHECK(at != NULL);
+        size_t b0 = at ? (size_t)(at - v->prompt) + 2 : 0;
+        for (size_t b = b0; at && b < b0 + 10; b++)
+            TL_CHECK_MSG(v->prompt_style[b] == (plain ? VSTYLE_CONTENT : (VSTYLE_CONTENT | VSTYLE_SPECIAL)),
+                         "plain %d byte %zu style %d", plain, b, v->prompt_style[b]);
+        int n_eot = 0;
+        for (int i = 0; i < v->n_prompt; i++) n_eot += v->tokens[i].id == 128009;
+        TL_CHECK_INT(n_eot, plain ? 2 : 3);   /* the system turn's, the user turn's (+ the typed one) */
+    }
+    tl_session_set_parse_special_in_content(s, 1);
+
     /* the hold reasons in words */
     char r[96];
     SessionView_holdReason("en", TL_HOLD_PARTIAL_WORD | TL_HOLD_INCOMPLETE_UTF8, r, sizeof r);

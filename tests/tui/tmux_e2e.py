@@ -202,6 +202,27 @@ def main():
             check(not bad, "wide characters: every pane line keeps its border column %s" % bad[:1])
         screen_sane(s, COLS, ROWS, "after editing")
 
+        # i: a typed <|eot_id|> is a special token (one id) until content is plain text (seven)
+        tmux("send-keys", "-t", "t", "e")
+        wait_for(lambda s: "user message (Enter" in s, "the editor", 10)
+        tmux("send-keys", "-t", "t", "C-u")
+        tmux("send-keys", "-t", "t", "-l", "Hi<|eot_id|>there")
+        tmux("send-keys", "-t", "t", "Enter")
+        s, m = wait_for(lambda s: "user message (Enter" not in s and re.search(r"next: prefill (\d+) tokens", s),
+                        "the injected message", 20)
+        n_special = int(m.group(1)) if m else -1
+        tmux("send-keys", "-t", "t", "i")
+        s, m = wait_for(lambda s: "content as plain text" in s and re.search(r"next: prefill (\d+) tokens", s)
+                        and int(re.search(r"next: prefill (\d+) tokens", s).group(1)) != n_special,
+                        "plain-text content", 20)
+        n_plain = int(re.search(r"next: prefill (\d+) tokens", s).group(1)) if m else -1
+        check(m and n_plain == n_special + 6, "i: <|eot_id|> typed in the message, %d tokens as a special token, "
+              "%d as plain text (want 6 more)" % (n_special, n_plain))
+        tmux("send-keys", "-t", "t", "i")
+        s, m = wait_for(lambda s: "content as plain text" not in s and "next: prefill %d tokens" % n_special in s,
+                        "special tokens in content again", 20)
+        check(m, "i again: the typed marker is the special token again")
+
         # l: the lessons panel lists the lessons; Esc hides it
         tmux("send-keys", "-t", "t", "l")
         # (the opening strip has the same header: wait for the list itself)

@@ -58,6 +58,10 @@ int tl_session_set_user(tl_session *s, const char *system, const char *text, tl_
  * first, others last); content NULL removes the system message. */
 int tl_session_set_message(tl_session *s, const char *role, const char *content, tl_error *err);
 void tl_session_set_add_generation_prompt(tl_session *s, int on);   /* default on */
+/* On (the default, as transformers): "<|eot_id|>" typed inside a message is the special token,
+ * so content can end a turn early (prompt injection). Off: content is encoded as plain text and
+ * only the template's own markers are special. */
+void tl_session_set_parse_special_in_content(tl_session *s, int on);
 /* Extra template variables (date_string, tools, ...); copied. */
 int tl_session_set_template_vars(tl_session *s, const tl_template_var *vars, size_t n, tl_error *err);
 /* Raw prompt ids instead of messages (no template, no tokenizing). */
@@ -76,6 +80,7 @@ void tl_session_set_top_n(tl_session *s, int n);    /* candidates per step, 1..T
 const char *tl_session_messages(const tl_session *s);        /* the JSON array; NULL: none/raw ids */
 const char *tl_session_message(const tl_session *s, const char *role);  /* last of role; NULL */
 int tl_session_add_generation_prompt(const tl_session *s);
+int tl_session_parse_special_in_content(const tl_session *s);
 int tl_session_max_new_tokens(const tl_session *s);          /* as requested; 0: the config's */
 const char *const *tl_session_stop_strings(const tl_session *s, int *n);
 tl_stream_mode tl_session_stream_mode(const tl_session *s);
@@ -88,6 +93,10 @@ char *tl_session_hf_call(const tl_session *s);
 /* The settings as one JSON object (messages, add_generation_prompt, sampling, budget, stop
  * strings, streamer), malloc'd: what `generate --json` and `lesson settings` print. */
 char *tl_session_settings_json(const tl_session *s);
+
+/* The prompt ids of a render, as the session makes them (used by `template --json` too). */
+int tl_session_encode_render(const tl_tokenizer *tok, const tl_chat_result *r, int parse_special_in_content,
+                             int **ids, int *n, tl_error *err);
 
 /* Render and tokenize now (otherwise the first step does it). The request's clock starts here. */
 int tl_session_prepare(tl_session *s, tl_error *err);
