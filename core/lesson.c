@@ -85,7 +85,8 @@ static const char *const num_fields[] = {
     "first_decode_ms", "median_decode_ms", "kept", "n_eos", "template_ms", "tokenize_ms",
     "ref_tokens_per_s", "floor_tokens_per_s", "iter_chunks", "first_prob_temp", "first_prob_final",
     "last_prob_temp", "last_prob_final", "user_tokens", "user_words", "tokens_per_word",
-    "stop_string_tokens", "tokenized_count", "unsynced_tpot_ms", "pass_mean_ms", "unsynced_percent", NULL,
+    "stop_string_tokens", "tokenized_count", "unsynced_tpot_ms", "pass_mean_ms", "unsynced_percent",
+    "prompt_special", NULL,
 };
 static const char *const str_fields[] = {
     "stop_reason", "stop_detail", "budget_source", "text", "streamed", "held_back", "printed",
@@ -268,7 +269,6 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
     const int *gen_ids = tl_session_generated_ids(s, &n_gen);
     const tl_step *first = n_steps ? tl_session_step_at(s, 0) : NULL;
     const tl_step *last = n_steps ? tl_session_step_at(s, n_steps - 1) : NULL;
-    (void)prompt_ids;
 
     out->kind = F_NUM;
     out->num = NAN;
@@ -276,6 +276,11 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
     if (in_list(num_fields, name)) {
         double v = NAN;
         if (!strcmp(name, "prompt_tokens")) v = n_prompt;
+        else if (!strcmp(name, "prompt_special")) {
+            const tl_tokenizer *tok = tl_session_tokenizer(s);
+            v = tok ? 0 : NAN;
+            for (int i = 0; tok && i < n_prompt; i++) v += tl_tokenizer_is_special(tok, prompt_ids[i]);
+        }
         else if (!strcmp(name, "generated")) v = n_gen;
         else if (!strcmp(name, "steps")) v = n_steps;
         else if (!strcmp(name, "position")) v = tl_engine_pos(tl_session_engine(s));
@@ -367,7 +372,7 @@ static const char *const action_names[] = {
     "reset", "system", "user", "messages", "raw_prompt", "generation_prompt", "greedy",
     "sampling", "defaults", "max_new_tokens", "stop_strings", "stream_mode", "step", "run",
     "rewind", "force", "force_rank", "highlight", "wrong_readings", "remember", "top_n",
-    "run_iter", "tokenize", "async", NULL,
+    "run_iter", "tokenize", "async", "parse_special_in_content", NULL,
 };
 static const char *const panes[] = { "prompt", "tokens", "logits", "stream", "stop", "timing", "", NULL };
 
@@ -377,6 +382,12 @@ static int fail(tl_error *err, const tl_lesson *l, int step, const char *what, c
     if (step < 0)
         return tl_error_set(err, "%s: %s%s%s", l->path, field ? field : "", field ? ": " : "", msg);
     return tl_error_set(err, "%s: step %d: %s \"%s\": %s", l->path, step + 1, what, field, msg);
+}
+
+/* An integer in [0, max]: checked before any cast (a cast of 1e300 to int is undefined) */
+static int is_count(const cJSON *v, double max)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= max && v->valuedouble == floor(v->valuedouble);
 }
 
 static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *err)
@@ -397,22 +408,33 @@ static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *er
                 ok = ok && cJSON_IsString(e);
     } else if (!strcmp(k, "generation_prompt") || !strcmp(k, "greedy") || !strcmp(k, "wrong_readings")
                || !strcmp(k, "reset") || !strcmp(k, "run") || !strcmp(k, "defaults")
-               || !strcmp(k, "run_iter") || !strcmp(k, "async"))
+               || !strcmp(k, "run_iter") || !strcmp(k, "async") || !strcmp(k, "parse_special_in_content"))
         ok = cJSON_IsBool(v);
     else if (!strcmp(k, "max_new_tokens") || !strcmp(k, "step") || !strcmp(k, "rewind")
              || !strcmp(k, "top_n") || !strcmp(k, "force_rank"))
-        ok = cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble == (int)v->valuedouble;
+        ok = is_count(v, 16777216);
     else if (!strcmp(k, "sampling")) {
         ok = cJSON_IsObject(v);
-        for (const cJSON *e = ok ? v->child : NULL; e; e = e->next)
+        for (const cJSON *e = ok ? v->child : NULL; e; e = e->next) {
             if (!(cJSON_IsNumber(e) && (!strcmp(e->string, "temperature") || !strcmp(e->string, "top_k")
                                         || !strcmp(e->string, "top_p") || !strcmp(e->string, "seed")))
                 && !(cJSON_IsBool(e) && !strcmp(e->string, "greedy")))
                 return fail(err, l, si, "action", k, "takes greedy, temperature, top_k, top_p, seed");
+            /* the ranges of generate's options */
+            double x = e->valuedouble;
+            if (!strcmp(e->string, "temperature") && !(x > 0 && isfinite(x)))
+                return fail(err, l, si, "action", k, "temperature must be a finite number > 0");
+            if (!strcmp(e->string, "top_p") && !(x > 0 && x <= 1))
+                return fail(err, l, si, "action", k, "top_p must be a number in (0, 1]");
+            if (!strcmp(e->string, "top_k") && !is_count(e, 2147483647.0))
+                return fail(err, l, si, "action", k, "top_k must be an integer >= 0");
+            if (!strcmp(e->string, "seed") && !is_count(e, 9007199254740992.0))
+                return fail(err, l, si, "action", k, "seed must be an integer in [0, 2^53]");
+        }
     } else if (!strcmp(k, "stream_mode"))
         ok = cJSON_IsString(v) && (!strcmp(v->valuestring, "hf") || !strcmp(v->valuestring, "server"));
     else if (!strcmp(k, "force"))
-        ok = cJSON_IsString(v) || (cJSON_IsNumber(v) && v->valuedouble >= 0);
+        ok = cJSON_IsString(v) || is_count(v, 2147483647.0);
     else if (!strcmp(k, "highlight"))
         ok = cJSON_IsString(v) && in_list(panes, v->valuestring);
     else if (!strcmp(k, "remember")) {
@@ -745,6 +767,8 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
         return rc;
     } else if (!strcmp(k, "generation_prompt")) {
         tl_session_set_add_generation_prompt(s, cJSON_IsTrue(v));
+    } else if (!strcmp(k, "parse_special_in_content")) {
+        tl_session_set_parse_special_in_content(s, cJSON_IsTrue(v));
     } else if (!strcmp(k, "greedy")) {
         tl_sampling p = tl_session_sampling(s);
         p.greedy = cJSON_IsTrue(v);
@@ -757,6 +781,7 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
         tl_session_set_stop_strings(s, NULL, 0, err);
         tl_session_set_stream_mode(s, TL_STREAM_HF);
         tl_session_set_add_generation_prompt(s, 1);
+        tl_session_set_parse_special_in_content(s, 1);
     } else if (!strcmp(k, "sampling")) {
         tl_sampling p = tl_session_sampling(s);
         for (const cJSON *e = v->child; e; e = e->next) {
