@@ -1317,7 +1317,7 @@ static int in_plain(const scratch *s, const unsigned char *text, size_t ms, size
         me = s->map_a + (s->map_n ? (me * w + s->map_n - 1) / s->map_n : 0);
     }
     for (size_t i = 0; i < s->n_plain; i++)
-        if (ms < s->plain[i][1] && s->plain[i][0] < me) return 1;
+        if (s->plain[i][0] < s->plain[i][1] && ms < s->plain[i][1] && s->plain[i][0] < me) return 1;
     return 0;
 }
 
