@@ -72,6 +72,16 @@ try:
     ids = json.loads(out1)["ids"] if rc1 == 0 else []
     check(128000 not in ids and 128009 in ids, "no BOS without --add-bos; <|eot_id|> parsed")
 
+    # a NUL byte in a --file is a byte like any other (it used to be feared to cut the text): it
+    # is the byte-level token of byte 0, which GPT-2's bytes_to_unicode maps to U+0100 'Ā'
+    vocab = json.load(open(os.path.join(tokdir, "tokenizer.json"), encoding="utf-8"))["model"]["vocab"]
+    f0 = os.path.join(tmp, "nul.txt")
+    with open(f0, "wb") as fh:
+        fh.write(b"a\0b")
+    rc, out, err = run("--model", tokdir, "--file", f0, "--json")
+    want = [vocab["a"], vocab["\u0100"], vocab["b"]]
+    check(rc == 0 and json.loads(out)["ids"] == want, f"--file with a NUL byte: {out.strip()} {err.strip()}, want ids {want}")
+
     # plain output: a count line, then id and display form per token
     rc, out, _ = run("--model", tokdir, "--text", "a b\n")
     lines = out.splitlines()
