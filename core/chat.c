@@ -261,6 +261,8 @@ int tl_chat_messages_check(const char *text, size_t len, tl_error *err)
     int rc = 0;
     if (!cJSON_IsArray(j))
         rc = tl_error_set(err, "messages: not a JSON array of {\"role\", \"content\"} objects");
+    else if (!j->child)
+        rc = tl_error_set(err, "messages: an empty conversation (apply_chat_template refuses one too: give at least one message)");
     else {
         int i = 0;
         for (const cJSON *m = j->child; m && !rc; m = m->next, i++) {

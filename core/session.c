@@ -331,9 +331,20 @@ int tl_session_set_message(tl_session *s, const char *role, const char *content,
         if (!strcmp(role, "system")) cJSON_InsertItemInArray(arr, 0, m);
         else cJSON_AddItemToArray(arr, m);
     }
+    int empty = arr && !arr->child;
     char *js = arr ? cJSON_PrintUnformatted(arr) : NULL;
     cJSON_Delete(arr);
     if (!js) return tl_error_set(err, "messages: out of memory");
+    if (empty) {
+        /* removing the only message leaves an empty conversation, a state while editing that
+         * tl_chat_messages_check refuses in a file; tl_session_prepare refuses to render it */
+        unprepare(s);
+        free(s->messages);
+        s->messages = js;
+        s->have_raw = 0;
+        cache_messages(s);
+        return 0;
+    }
     int rc = tl_session_set_messages(s, js, err);
     free(js);
     return rc;
@@ -509,6 +520,10 @@ int tl_session_prepare(tl_session *s, tl_error *err)
         if (!s->messages) {
             free(off);
             return tl_error_set(err, "prompt: no messages and no prompt ids");
+        }
+        if (!strcmp(s->messages, "[]")) {
+            free(off);
+            return tl_error_set(err, "prompt: an empty conversation (apply_chat_template refuses one too: give a message)");
         }
         if (!s->tok) {
             free(off);
