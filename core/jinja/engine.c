@@ -17,6 +17,8 @@
 #include <time.h>
 #include <wctype.h>
 
+#include <utf8proc.h>
+
 #include "jinja/jinja.h"
 
 enum {
@@ -519,6 +521,23 @@ static const char *type_name(jv v)
 
 static void put_repr(sb *b, jv v);
 
+/* Python's str.isprintable for one character: not a control, format, surrogate, private-use
+ * or unassigned character, and no separator but the ASCII space (utf8proc's Unicode tables) */
+static int py_printable(unsigned cp)
+{
+    if (cp == ' ') return 1;
+    switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* repr(str) as Python writes it (how a list or dict of strings prints): \xNN, \uNNNN or
+ * \UNNNNNNNN for what is not printable */
 static void put_str_repr(sb *b, const jstr *s)
 {
     int has_sq = memchr(s->p, '\'', s->len) != NULL, has_dq = memchr(s->p, '"', s->len) != NULL;
@@ -531,9 +550,9 @@ static void put_str_repr(sb *b, const jstr *s)
         else if (cp == '\n') sb_puts(b, "\\n");
         else if (cp == '\r') sb_puts(b, "\\r");
         else if (cp == '\t') sb_puts(b, "\\t");
-        else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || cp == 0xad) {
+        else if (!py_printable(cp)) {
             char t[16];
-            snprintf(t, sizeof t, "\\x%02x", cp);
+            snprintf(t, sizeof t, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
             sb_puts(b, t);
         } else
             sb_put(b, s->p + i, k);

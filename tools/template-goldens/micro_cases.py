@@ -32,6 +32,9 @@ CASES = [
     ("print_str_repr", "{{ ['it\\'s', 'say \"hi\"', 'both \\' \"', 'nl\\n', 'tab\\t', 'back\\\\slash', 'ünï'] }}", {}),
     ("print_floats", "{{ 0.1 + 0.2 }}|{{ 1 / 3 }}|{{ 10 / 2 }}|{{ 1e16 }}|{{ 1.5e-5 }}|{{ 123456789.123 }}|{{ 2 ** 0.5 }}|{{ -0.0 }}|{{ 1e100 }}", {}),
     ("print_context_values", "{{ messages[1] }}|{{ d }}|{{ f }}|{{ none }}|{{ t }}|{{ u }}", M),
+    # repr of a list of strings escapes what str.isprintable says is not printable
+    ("print_str_repr_unicode", "{{ s2 }}|{{ s2 | list }}",
+     {"s2": ["a\u00a0b\u200bc\u2028d\u3000e\ufeff\ue000f\u0378g\u00adh\u00e9\U0001f999 \x85\x7f\U000e0001"]}),
     ("string_escapes", "{{ 'a\\nb\\tc\\\\d\\'e\\\"f\\x41\\u00e9\\U0001F600' }}", {}),
     # arithmetic and operators
     ("arith_int", "{{ 7 + 3 }} {{ 7 - 10 }} {{ 7 * 3 }} {{ 7 / 2 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 % -3 }} {{ 2 ** 10 }} {{ 2 ** -1 }}", {}),
