@@ -458,6 +458,79 @@ static void u8_put(sb *b, unsigned cp)
 
 /* ---------------------------------------------------------------- Python formatting */
 
+/* The flags, width and precision of a %-spec ("%-08.3"); width and precision -1 when absent */
+static void spec_parse(const char *spec, int *left, int *zero, char *sign, long *width, long *prec)
+{
+    const char *p = spec + 1;
+    *left = *zero = 0;
+    *sign = 0;
+    for (; *p && strchr("#0- +", *p); p++) {
+        if (*p == '-') *left = 1;
+        else if (*p == '0') *zero = 1;
+        else if (*p == '+') *sign = '+';
+        else if (*p == ' ' && *sign != '+') *sign = ' ';
+    }
+    *width = *p >= '0' && *p <= '9' ? strtol(p, (char **)&p, 10) : -1;
+    *prec = *p == '.' ? strtol(p + 1, NULL, 10) : -1;
+}
+
+/* head (sign and prefix) + body padded to the spec's width as Python's %-format does: spaces on
+ * the left, on the right with '-', zeros between head and body with '0' (numbers only) */
+static void py_pad(sb *r, const char *spec, const char *body, size_t n, const char *head)
+{
+    int left, zero;
+    char sign;
+    long width, prec;
+    spec_parse(spec, &left, &zero, &sign, &width, &prec);
+    size_t hn = strlen(head), len = hn + u8_count(body, n);
+    size_t pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
+    if (pad > MAX_STRING) jfail(r->j, "format too wide");
+    if (!left && !(zero && hn + n && *head))
+        for (size_t i = 0; i < pad; i++) sb_putc(r, ' ');
+    sb_puts(r, head);
+    if (!left && zero && *head)
+        for (size_t i = 0; i < pad; i++) sb_putc(r, '0');
+    sb_put(r, body, n);
+    if (left)
+        for (size_t i = 0; i < pad; i++) sb_putc(r, ' ');
+}
+
+/* %d %i %u %o %x %X of a 64-bit integer as Python formats it: a minus sign, not two's
+ * complement, for negative numbers in every base; '#' gives 0o / 0x / 0X; precision is a
+ * minimum number of digits */
+static void py_int_format(J *j, sb *r, const char *spec, char conv, long long v)
+{
+    (void)j;
+    int left, zero;
+    char sign;
+    long width, prec;
+    spec_parse(spec, &left, &zero, &sign, &width, &prec);
+    unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    const char *digits = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+    unsigned base = conv == 'o' ? 8 : conv == 'x' || conv == 'X' ? 16 : 10;
+    char buf[96];
+    size_t n = 0;
+    do {
+        buf[sizeof buf - 1 - n++] = digits[m % base];
+        m /= base;
+    } while (m);
+    while (prec > 0 && n < (size_t)prec && n < 64) buf[sizeof buf - 1 - n++] = '0';
+    char head[8];
+    size_t h = 0;
+    if (v < 0) head[h++] = '-';
+    else if (sign) head[h++] = sign;
+    if (strchr(spec, '#') && base != 10) {
+        head[h++] = '0';
+        head[h++] = conv == 'o' ? 'o' : conv;
+    }
+    head[h] = 0;
+    if (zero && !left && !h) {   /* zeros with no sign or prefix: still numbers, so pad with 0 */
+        long len = (long)n;
+        while (width > len && n < sizeof buf - 1) buf[sizeof buf - 1 - n++] = '0', len++;
+    }
+    py_pad(r, spec, buf + sizeof buf - n, n, head);
+}
+
 /* repr(float) as Python writes it: the shortest digits that round-trip */
 static void fmt_float(char *out, size_t cap, double d)
 {
@@ -2791,24 +2864,49 @@ static jv arith(J *j, int op, jv a, jv b)
                 if (c == 's') put_str(&t, x);
                 else put_repr(&t, x);
                 jv tv = sb_val(&t);
-                spec[sl++] = 's';
                 spec[sl] = 0;
-                int w = snprintf(NULL, 0, spec, tv.u.s->p);
-                if (w < 0 || (size_t)w > MAX_STRING) jfail(j, "format too wide");
-                char *o = jalloc(j, (size_t)w + 1);
-                snprintf(o, (size_t)w + 1, spec, tv.u.s->p);
-                sb_put(&r, o, (size_t)w);
-            } else if (strchr("diouxXeEfFgGc", c) && c) {
+                /* width and precision count characters, as Python's do (C's count bytes) */
+                int left, zero;
+                char sign;
+                long width, prec;
+                spec_parse(spec, &left, &zero, &sign, &width, &prec);
+                size_t n = tv.u.s->len;
+                if (prec >= 0) n = u8_offset(tv.u.s->p, tv.u.s->len, (size_t)prec);
+                py_pad(&r, spec, tv.u.s->p, n, "");
+            } else if (c == 'c') {
+                /* chr(x), or a one-character string, padded as %s is */
+                sb t;
+                sb_init(&t, j);
+                if (x.t == T_STR && u8_count(x.u.s->p, x.u.s->len) == 1) {
+                    sb_put(&t, x.u.s->p, x.u.s->len);
+                } else if (x.t == T_INT || x.t == T_BOOL) {
+                    long long cp = num_i(x);
+                    if (cp < 0 || cp > 0x10FFFF) jfail(j, "%%c arg not in range(0x110000)");
+                    if (cp >= 0xD800 && cp <= 0xDFFF) jfail(j, "%%c: U+%04llX is a surrogate, no character", cp);
+                    u8_put(&t, (unsigned)cp);
+                } else
+                    jfail(j, "%%c requires int or char");
+                spec[sl] = 0;
+                jv tv = sb_val(&t);
+                py_pad(&r, spec, tv.u.s->p, tv.u.s->len, "");
+            } else if (strchr("diouxX", c) && c) {
+                if (!is_num(x) || (x.t == T_FLOAT && strchr("oxX", c)))
+                    jfail(j, "%%%c format: %s is required, not %s", c, strchr("oxX", c) ? "an integer" : "a real number",
+                          type_name(x));
+                long long v;
+                if (x.t == T_FLOAT) {
+                    /* int(x): a float past 64 bits cannot be converted (a C cast would be undefined) */
+                    if (!(x.u.f > -9.3e18 && x.u.f < 9.3e18) || x.u.f != x.u.f)
+                        jfail(j, "%%%c format: %g does not fit in 64 bits (tokenloop's integers are 64-bit)", c, x.u.f);
+                    v = (long long)x.u.f;
+                } else
+                    v = num_i(x);
+                spec[sl] = 0;
+                py_int_format(j, &r, spec, c, v);
+            } else if (strchr("eEfFgG", c) && c) {
                 if (!is_num(x)) jfail(j, "%%%c format: a real number is required, not %s", c, type_name(x));
                 char o[512];
-                if (strchr("diouxXc", c)) {
-                    if (c == 'i' || c == 'u') c = 'd';
-                    spec[sl++] = 'l';
-                    spec[sl++] = 'l';
-                    spec[sl++] = c;
-                    spec[sl] = 0;
-                    snprintf(o, sizeof o, spec, x.t == T_FLOAT ? (long long)x.u.f : num_i(x));
-                } else {
+                {
                     spec[sl++] = c;
                     spec[sl] = 0;
                     snprintf(o, sizeof o, spec, num_f(x));

@@ -35,6 +35,10 @@ CASES = [
     # repr of a list of strings escapes what str.isprintable says is not printable
     ("print_str_repr_unicode", "{{ s2 }}|{{ s2 | list }}",
      {"s2": ["a\u00a0b\u200bc\u2028d\u3000e\ufeff\ue000f\u0378g\u00adh\u00e9\U0001f999 \x85\x7f\U000e0001"]}),
+    # %-formatting as Python does it: %c, signs, bases with a minus sign, '#' prefixes, widths in characters
+    ("percent_format_python", open(__file__.replace("micro_cases.py", "percent_format.jinja")).read(), {}),
+    ("percent_c_range", "{{ '%c' % 1114112 }}", {}),
+    ("percent_x_float", "{{ '%x' % 2.5 }}", {}),
     ("string_escapes", "{{ 'a\\nb\\tc\\\\d\\'e\\\"f\\x41\\u00e9\\U0001F600' }}", {}),
     # arithmetic and operators
     ("arith_int", "{{ 7 + 3 }} {{ 7 - 10 }} {{ 7 * 3 }} {{ 7 / 2 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 % -3 }} {{ 2 ** 10 }} {{ 2 ** -1 }}", {}),
