@@ -189,7 +189,7 @@ static long lone_surrogate(const char *t, size_t n)
 
 /* The first integer literal (no '.', 'e' or 'E') outside strings that a 64-bit integer cannot
  * hold; the template engine would refuse it later and blame the template. Returns its offset
- * or -1; *n gets its length. The text is valid JSON when this runs. */
+ * or -1; *len gets its length. The text is valid JSON when this runs (no leading zeros). */
 static long big_int(const char *t, size_t n, size_t *len)
 {
     for (size_t i = 0; i < n; i++) {
@@ -199,28 +199,24 @@ static long big_int(const char *t, size_t n, size_t *len)
             continue;
         }
         if (t[i] != '-' && (t[i] < '0' || t[i] > '9')) continue;
-        size_t b = i, digits = 0;
-        if (t[i] == '-') i++;
-        while (i < n && t[i] == '0') i++;
-        size_t s0 = i;
-        while (i < n && t[i] >= '0' && t[i] <= '9') i++;
-        digits = i - s0;
-        int frac = i < n && (t[i] == '.' || t[i] == 'e' || t[i] == 'E');
-        while (i < n && (t[i] == '.' || t[i] == 'e' || t[i] == 'E' || t[i] == '+' || t[i] == '-' ||
-                         (t[i] >= '0' && t[i] <= '9')))
-            i++;
-        if (!frac && digits >= 19) {
-            char tmp[32];
-            if (digits > 19) { *len = i - b; return (long)b; }
-            size_t k = 0;
-            if (t[b] == '-') tmp[k++] = '-';
-            memcpy(tmp + k, t + s0, digits);
-            tmp[k + digits] = 0;
+        size_t b = i++;
+        while (i < n && t[i] && strchr("0123456789.eE+-", t[i])) i++;
+        size_t k = i - b;
+        if (memchr(t + b, '.', k) || memchr(t + b, 'e', k) || memchr(t + b, 'E', k) || k < 19) continue;
+        /* the text need not end in a NUL, so strtoll reads a copy */
+        char tmp[32];
+        int big = k >= sizeof tmp;
+        if (!big) {
+            memcpy(tmp, t + b, k);
+            tmp[k] = 0;
             errno = 0;
             (void)strtoll(tmp, NULL, 10);
-            if (errno == ERANGE) { *len = i - b; return (long)b; }
+            big = errno == ERANGE;
         }
-        i--;
+        if (big) {
+            *len = k;
+            return (long)b;
+        }
     }
     return -1;
 }

@@ -290,16 +290,22 @@ void tl_session_free(tl_session *s)
 
 /* --- the request --- */
 
+/* The conversation becomes owned (already checked). */
+static void store_messages(tl_session *s, char *owned)
+{
+    unprepare(s);
+    free(s->messages);
+    s->messages = owned;
+    s->have_raw = 0;
+    cache_messages(s);
+}
+
 int tl_session_set_messages(tl_session *s, const char *messages_json, tl_error *err)
 {
     if (tl_chat_messages_check(messages_json, messages_json ? strlen(messages_json) : 0, err)) return -1;
     char *copy = strdup(messages_json);
     if (!copy) return tl_error_set(err, "messages: out of memory");
-    unprepare(s);
-    free(s->messages);
-    s->messages = copy;
-    s->have_raw = 0;
-    cache_messages(s);
+    store_messages(s, copy);
     return 0;
 }
 
@@ -335,19 +341,14 @@ int tl_session_set_message(tl_session *s, const char *role, const char *content,
     char *js = arr ? cJSON_PrintUnformatted(arr) : NULL;
     cJSON_Delete(arr);
     if (!js) return tl_error_set(err, "messages: out of memory");
-    if (empty) {
-        /* removing the only message leaves an empty conversation, a state while editing that
-         * tl_chat_messages_check refuses in a file; tl_session_prepare refuses to render it */
-        unprepare(s);
-        free(s->messages);
-        s->messages = js;
-        s->have_raw = 0;
-        cache_messages(s);
-        return 0;
+    /* removing the only message leaves an empty conversation ("[]"), a state while editing that
+     * tl_chat_messages_check refuses in a file; tl_session_prepare refuses to render it */
+    if (!empty && tl_chat_messages_check(js, strlen(js), err)) {
+        free(js);
+        return -1;
     }
-    int rc = tl_session_set_messages(s, js, err);
-    free(js);
-    return rc;
+    store_messages(s, js);
+    return 0;
 }
 
 int tl_session_set_user(tl_session *s, const char *system, const char *text, tl_error *err)
@@ -553,7 +554,8 @@ int tl_session_prepare(tl_session *s, tl_error *err)
         off = NULL;
         /* apply_chat_template(tokenize=True): specials parsed, no BOS added (the template has it);
          * with plain content, only the template's own markers are */
-        if (tl_session_encode_render(s->tok, &s->render, !s->plain_content, &s->prompt, &s->n_prompt, err))
+        if (tl_tokenizer_encode_plain(s->tok, s->render.text, s->render.len, 0, s->render.spans,
+                                      s->plain_content ? s->render.n_spans : 0, &s->prompt, &s->n_prompt, err))
             return -1;
         tl_metrics_tokenized(s->metrics, s->n_prompt);
         if (s->n_prompt <= 0) return tl_error_set(err, "prompt: the rendered prompt is empty");
@@ -888,20 +890,6 @@ const char *tl_session_message(const tl_session *s, const char *role)
 int tl_session_add_generation_prompt(const tl_session *s) { return s->add_gen_prompt; }
 int tl_session_parse_special_in_content(const tl_session *s) { return !s->plain_content; }
 
-int tl_session_encode_render(const tl_tokenizer *tok, const tl_chat_result *r, int parse_special_in_content,
-                             int **ids, int *n, tl_error *err)
-{
-    if (parse_special_in_content || !r->n_spans) return tl_tokenizer_encode(tok, r->text, r->len, 0, ids, n, err);
-    size_t (*plain)[2] = malloc(r->n_spans * sizeof *plain);
-    if (!plain) return tl_error_set(err, "prompt: out of memory");
-    for (size_t i = 0; i < r->n_spans; i++) {
-        plain[i][0] = r->spans[i].start;
-        plain[i][1] = r->spans[i].end;
-    }
-    int rc = tl_tokenizer_encode_plain(tok, r->text, r->len, 0, (const size_t (*)[2])plain, r->n_spans, ids, n, err);
-    free(plain);
-    return rc;
-}
 int tl_session_max_new_tokens(const tl_session *s) { return s->request_max_new; }
 
 const char *const *tl_session_stop_strings(const tl_session *s, int *n)

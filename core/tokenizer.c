@@ -1019,7 +1019,7 @@ typedef struct {
     unsigned char **bufs;  /* prefix-space copies */
     size_t n_bufs;
     const unsigned char *orig;     /* the caller's text */
-    const size_t (*plain)[2];      /* ranges of orig where special tokens are text */
+    const tl_span *plain;          /* ranges of orig where special tokens are text */
     size_t n_plain;
     size_t map_a, map_b, map_n;    /* a normalized copy of orig[map_a, map_b), map_n bytes */
 } scratch;
@@ -1317,7 +1317,7 @@ static int in_plain(const scratch *s, const unsigned char *text, size_t ms, size
         me = s->map_a + (s->map_n ? (me * w + s->map_n - 1) / s->map_n : 0);
     }
     for (size_t i = 0; i < s->n_plain; i++)
-        if (s->plain[i][0] < s->plain[i][1] && ms < s->plain[i][1] && s->plain[i][0] < me) return 1;
+        if (s->plain[i].start < s->plain[i].end && ms < s->plain[i].end && s->plain[i].start < me) return 1;
     return 0;
 }
 
@@ -1396,7 +1396,7 @@ static int encode_plain(const tl_tokenizer *t, scratch *s, const unsigned char *
     return 0;
 }
 
-static int encode_all(const tl_tokenizer *t, const char *text_, size_t len, int flags, const size_t (*plain)[2],
+static int encode_all(const tl_tokenizer *t, const char *text_, size_t len, int flags, const tl_span *plain,
                       size_t n_plain, int **ids, size_t **starts, int *n, tl_error *err);
 
 int tl_tokenizer_encode_offsets(const tl_tokenizer *t, const char *text, size_t len, int flags, int **ids,
@@ -1406,12 +1406,12 @@ int tl_tokenizer_encode_offsets(const tl_tokenizer *t, const char *text, size_t 
 }
 
 int tl_tokenizer_encode_plain(const tl_tokenizer *t, const char *text, size_t len, int flags,
-                              const size_t (*plain)[2], size_t n_plain, int **ids, int *n, tl_error *err)
+                              const tl_span *plain, size_t n_plain, int **ids, int *n, tl_error *err)
 {
     return encode_all(t, text, len, flags, plain, n_plain, ids, NULL, n, err);
 }
 
-static int encode_all(const tl_tokenizer *t, const char *text_, size_t len, int flags, const size_t (*plain)[2],
+static int encode_all(const tl_tokenizer *t, const char *text_, size_t len, int flags, const tl_span *plain,
                       size_t n_plain, int **ids, size_t **starts, int *n, tl_error *err)
 {
     *ids = NULL;

@@ -7,7 +7,6 @@
 
 #include "commands.h"
 #include "tokenloop/file.h"
-#include "tokenloop/session.h"
 #include "tokenloop/template.h"
 #include "tokenloop/tokenizer.h"
 
@@ -97,7 +96,8 @@ int cmd_template(int argc, char **argv)
     }
     if (model) {
         if (tl_tokenizer_load(&tok, model, &err) ||
-            tl_session_encode_render(tok, &res, parse_special, &ids, &nids, &err)) {
+            tl_tokenizer_encode_plain(tok, res.text, res.len, 0, res.spans, parse_special ? 0 : res.n_spans,
+                                      &ids, &nids, &err)) {
             status = cli_fail(1, "%s", err.msg);
             goto done;
         }

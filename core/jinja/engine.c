@@ -199,9 +199,6 @@ __attribute__((noreturn))
 #endif
 static void int_overflow(J *j, long long x, const char *op, long long y)
 {
-    if (!strcmp(op, "-") && x == 0 && y == LLONG_MIN)
-        jfail(j, "integer overflow: -(%lld) does not fit in 64 bits (Python's integers have no limit; "
-              "tokenloop's are 64-bit)", y);
     jfail(j, "integer overflow: %lld %s %lld does not fit in 64 bits (Python's integers have no limit; "
           "tokenloop's are 64-bit)", x, op, y);
 }
@@ -485,10 +482,10 @@ static void py_pad(sb *r, const char *spec, const char *body, size_t n, const ch
     size_t hn = strlen(head), len = hn + u8_count(body, n);
     size_t pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
     if (pad > MAX_STRING) jfail(r->j, "format too wide");
-    if (!left && !(zero && hn + n && *head))
+    if (!left && !(zero && hn))
         for (size_t i = 0; i < pad; i++) sb_putc(r, ' ');
     sb_puts(r, head);
-    if (!left && zero && *head)
+    if (!left && zero && hn)
         for (size_t i = 0; i < pad; i++) sb_putc(r, '0');
     sb_put(r, body, n);
     if (left)
@@ -498,9 +495,8 @@ static void py_pad(sb *r, const char *spec, const char *body, size_t n, const ch
 /* %d %i %u %o %x %X of a 64-bit integer as Python formats it: a minus sign, not two's
  * complement, for negative numbers in every base; '#' gives 0o / 0x / 0X; precision is a
  * minimum number of digits */
-static void py_int_format(J *j, sb *r, const char *spec, char conv, long long v)
+static void py_int_format(sb *r, const char *spec, char conv, long long v)
 {
-    (void)j;
     int left, zero;
     char sign;
     long width, prec;
@@ -2896,13 +2892,13 @@ static jv arith(J *j, int op, jv a, jv b)
                 long long v;
                 if (x.t == T_FLOAT) {
                     /* int(x): a float past 64 bits cannot be converted (a C cast would be undefined) */
-                    if (!(x.u.f > -9.3e18 && x.u.f < 9.3e18) || x.u.f != x.u.f)
+                    if (!(x.u.f >= -9223372036854775808.0 && x.u.f < 9223372036854775808.0))
                         jfail(j, "%%%c format: %g does not fit in 64 bits (tokenloop's integers are 64-bit)", c, x.u.f);
                     v = (long long)x.u.f;
                 } else
                     v = num_i(x);
                 spec[sl] = 0;
-                py_int_format(j, &r, spec, c, v);
+                py_int_format(&r, spec, c, v);
             } else if (strchr("eEfFgG", c) && c) {
                 if (!is_num(x)) jfail(j, "%%%c format: a real number is required, not %s", c, type_name(x));
                 char o[512];
@@ -4021,7 +4017,9 @@ static jv eval(J *j, node *n, frame *f)
         if (a.t == T_UNDEF) jfail(j, "%s", undef_msg(a));
         if (!is_num(a)) jfail(j, "bad operand type for unary %c: '%s'", n->k == E_NEG ? '-' : '+', type_name(a));
         if (n->k == E_POS) r = a.t == T_BOOL ? v_int(a.u.b) : a;
-        else if (a.t != T_FLOAT && num_i(a) == LLONG_MIN) int_overflow(j, 0, "-", LLONG_MIN);
+        else if (a.t != T_FLOAT && num_i(a) == LLONG_MIN)
+            jfail(j, "integer overflow: -(%lld) does not fit in 64 bits (Python's integers have no limit; "
+                  "tokenloop's are 64-bit)", LLONG_MIN);
         else r = a.t == T_FLOAT ? v_float(-a.u.f) : v_int(-num_i(a));
         break;
     }

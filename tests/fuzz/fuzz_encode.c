@@ -51,10 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* plain ranges: [a, b) from data[1]; [0, len) must equal NO_PARSE_SPECIAL, [x, x) the default */
     size_t a = len ? (data[1] * len) / 256 : 0, b = len ? a + (data[1] % 7) * len / 6 : 0;
     if (b > len) b = len;
-    size_t r[3][2] = {{a, b}, {0, len}, {a, a}};
+    tl_span r[3] = {{a, b}, {0, len}, {a, a}};
     for (int k = 0; k < 3; k++) {
         int *p = NULL, np = 0;
-        if (tl_tokenizer_encode_plain(tok, text, len, flags, (const size_t (*)[2])&r[k], 1, &p, &np, &err))
+        if (tl_tokenizer_encode_plain(tok, text, len, flags, &r[k], 1, &p, &np, &err))
             tlf_fail(err.msg);
         if (k == 0) {
             int sk = (flags & TL_TOK_ADD_BOS) && np && p[0] == tl_tokenizer_bos(tok);

@@ -94,10 +94,6 @@ char *tl_session_hf_call(const tl_session *s);
  * strings, streamer), malloc'd: what `generate --json` and `lesson settings` print. */
 char *tl_session_settings_json(const tl_session *s);
 
-/* The prompt ids of a render, as the session makes them (used by `template --json` too). */
-int tl_session_encode_render(const tl_tokenizer *tok, const tl_chat_result *r, int parse_special_in_content,
-                             int **ids, int *n, tl_error *err);
-
 /* Render and tokenize now (otherwise the first step does it). The request's clock starts here. */
 int tl_session_prepare(tl_session *s, tl_error *err);
 

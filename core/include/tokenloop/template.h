@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "tokenloop/error.h"
+#include "tokenloop/span.h"
 
 typedef struct tl_template tl_template;
 
@@ -23,11 +24,6 @@ void tl_template_free(tl_template *tpl);
  * (raise_exception, an undefined value used where Jinja2 errors, a limit) returns -1. */
 int tl_template_render(const tl_template *tpl, const cJSON *context, char **out, size_t *out_len,
                        tl_error *err);
-
-/* A byte range [start, end) of a render. */
-typedef struct tl_span {
-    size_t start, end;
-} tl_span;
 
 typedef struct tl_chat_result {
     char *text;          /* the render, NUL-terminated */

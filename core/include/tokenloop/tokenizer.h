@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include "tokenloop/error.h"
+#include "tokenloop/span.h"
 
 typedef struct tl_tokenizer tl_tokenizer;
 
@@ -27,12 +28,13 @@ int tl_tokenizer_encode(const tl_tokenizer *tok, const char *text, size_t len, i
                         int **ids, int *n, tl_error *err);
 int tl_tokenizer_encode_offsets(const tl_tokenizer *tok, const char *text, size_t len, int flags,
                                 int **ids, size_t **starts, int *n, tl_error *err);
-/* As tl_tokenizer_encode, but a special token whose text overlaps one of the byte ranges
- * plain[i] = [start, end) of text is encoded as plain text there: message content typed by a
- * user, while the template's own markers stay special. Everything else (splits, merges) is as
- * in one encode of the whole text, so content without special-token strings gets the same ids. */
+/* As tl_tokenizer_encode, but a special token whose text overlaps one of the ranges plain[i]
+ * of text is encoded as plain text there: message content typed by a user, while the
+ * template's own markers stay special. Everything else (splits, merges) is as in one encode of
+ * the whole text, so content without special-token strings gets the same ids; n_plain 0 is
+ * tl_tokenizer_encode. */
 int tl_tokenizer_encode_plain(const tl_tokenizer *tok, const char *text, size_t len, int flags,
-                              const size_t (*plain)[2], size_t n_plain, int **ids, int *n, tl_error *err);
+                              const tl_span *plain, size_t n_plain, int **ids, int *n, tl_error *err);
 
 /* The bytes the ids stand for (special tokens as their text), NUL-terminated and malloc'ed.
  * When the bytes end inside a UTF-8 character, that unfinished tail is left out of *text and its
