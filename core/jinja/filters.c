@@ -1,0 +1,419 @@
+/* Jinja2's filters (x | trim, x | map(...), ...), and the sorting they share. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jinja/internal.h"
+
+typedef struct sortctx {
+    int case_insensitive, reverse;
+    const char *attr;
+} sortctx;
+
+static jv attr_path(J *j, jv v, const char *path)
+{
+    if (!path) return v;
+    const char *p = path;
+    while (*p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        jv key;
+        if (n && isdigit((unsigned char)p[0])) key = v_int(atoll(p));
+        else key = v_str(j, p, n);
+        v = get_item(j, v, key);
+        p += n;
+        if (*p == '.') p++;
+    }
+    return v;
+}
+
+static jv sort_key(J *j, jv v, sortctx *c)
+{
+    v = attr_path(j, v, c->attr);
+    if (c->case_insensitive && v.t == T_STR) return str_lower_upper(j, v, 0);
+    return v;
+}
+
+static void msort(J *j, jv *keys, jv *vals, size_t n, int reverse)
+{
+    if (n < 2) return;
+    jv *tk = jalloc(j, n * sizeof(jv)), *tv = jalloc(j, n * sizeof(jv));
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi) {
+                int c = py_cmp(j, keys[b], keys[a], "<");
+                if (reverse) c = -c;
+                if (c < 0) { tk[o] = keys[b]; tv[o++] = vals[b++]; }
+                else { tk[o] = keys[a]; tv[o++] = vals[a++]; }
+            }
+            while (a < mid) { tk[o] = keys[a]; tv[o++] = vals[a++]; }
+            while (b < hi) { tk[o] = keys[b]; tv[o++] = vals[b++]; }
+        }
+        memcpy(keys, tk, n * sizeof(jv));
+        memcpy(vals, tv, n * sizeof(jv));
+    }
+}
+
+static jv lit_undef(J *j, const char *msg) { return v_undef(jstrdup(j, msg, strlen(msg))); }
+
+/* Jinja2's select, map, unique, batch, items and reverse return iterators: true whatever they
+ * hold, without len() or [] */
+static jv v_gen(jlist *l)
+{
+    l->gen = 1;
+    return v_list(l);
+}
+
+static jv filter_select(J *j, jv v, jargs *A, int attr_mode, int reject, frame *f)
+{
+    (void)f;
+    if (!truthy(v)) return v_gen(list_new(j, 1)); /* Jinja2 iterates only a true value */
+    jlist *in = iter_list(j, v), *out = list_new(j, in->n);
+    const char *attr = NULL;
+    int first = 0;
+    if (attr_mode) {
+        jv a = arg(A, 0, "attr", v_undef(NULL));
+        if (a.t != T_STR) jfail(j, "selectattr: an attribute name is needed");
+        attr = a.u.s->p;
+        first = 1;
+    }
+    const char *test = NULL;
+    if (A->n > first) {
+        if (A->a[first].t != T_STR) jfail(j, "select: a test name is needed");
+        test = A->a[first].u.s->p;
+    }
+    jargs TA = {A->n > first + 1 ? A->a + first + 1 : NULL, A->n > first + 1 ? A->n - first - 1 : 0, A->kn, A->kv, A->nk};
+    for (size_t i = 0; i < in->n; i++) {
+        jv x = attr ? attr_path(j, in->it[i], attr) : in->it[i];
+        int ok = test ? apply_test(j, test, x, &TA) : truthy(x);
+        if (ok != reject) list_push(j, out, in->it[i]);
+    }
+    return v_gen(out);
+}
+
+jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
+{
+    if (!strcmp(name, "safe") || !strcmp(name, "string")) return !strcmp(name, "safe") ? v : to_str(j, v);
+    if (!strcmp(name, "trim")) {
+        jv c = arg(A, 0, "chars", v_none());
+        return str_strip(j, to_str(j, v), c.t == T_STR ? c.u.s : NULL, 3);
+    }
+    if (!strcmp(name, "upper") || !strcmp(name, "lower")) return str_lower_upper(j, v, name[0] == 'u');
+    if (!strcmp(name, "title")) return str_title(j, to_str(j, v).u.s, 1);
+    if (!strcmp(name, "capitalize")) return str_case(j, to_str(j, v).u.s, 2);
+    if (!strcmp(name, "length") || !strcmp(name, "count")) return v_int((long long)py_len(j, v));
+    if (!strcmp(name, "replace")) {
+        jv o = to_str(j, arg(A, 0, "old", v_undef(NULL))), n = to_str(j, arg(A, 1, "new", v_undef(NULL)));
+        jv c = arg(A, 2, "count", v_none());
+        return str_replace(j, to_str(j, v).u.s, o.u.s, n.u.s, c.t == T_NONE ? -1 : num_i(c));
+    }
+    if (!strcmp(name, "join")) {
+        jv d = arg(A, 0, "d", v_str(j, "", 0));
+        jv at = arg(A, 1, "attribute", v_none());
+        jlist *l = iter_list(j, v);
+        jv ds = to_str(j, d);
+        sb r;
+        sb_init(&r, j);
+        for (size_t i = 0; i < l->n; i++) {
+            if (i) sb_put_str(&r, ds.u.s);
+            put_str(&r, at.t == T_NONE ? l->it[i] : attr_path(j, l->it[i], to_str(j, at).u.s->p));
+        }
+        return sb_val(&r);
+    }
+    if (!strcmp(name, "default") || !strcmp(name, "d")) {
+        jv dv = arg(A, 0, "default_value", v_str(j, "", 0));
+        int boolean = truthy(arg(A, 1, "boolean", v_bool(0)));
+        if (v.t == T_UNDEF || (boolean && !truthy(v))) return dv;
+        return v;
+    }
+    if (!strcmp(name, "first") || !strcmp(name, "last")) {
+        if (v.t == T_STR || v.t == T_LIST || v.t == T_DICT || v.t == T_UNDEF) {
+            if (name[0] == 'l' && v.t == T_LIST && v.u.l->gen) jfail(j, "'generator' object is not reversible");
+            jlist *l = iter_list(j, v);
+            if (!l->n) return lit_undef(j, name[0] == 'f' ? "No first item, sequence was empty." : "No last item, sequence was empty.");
+            return l->it[name[0] == 'f' ? 0 : l->n - 1];
+        }
+        jfail(j, "'%s' object is not iterable", type_name(v));
+    }
+    if (!strcmp(name, "list")) {
+        jlist *l = iter_list(j, v), *r = list_new(j, l->n);
+        for (size_t i = 0; i < l->n; i++) list_push(j, r, l->it[i]);
+        return v_list(r);
+    }
+    if (!strcmp(name, "items")) {
+        if (v.t == T_UNDEF) return v_gen(list_new(j, 1));
+        if (v.t != T_DICT) jfail(j, "Can only get item pairs from a mapping.");
+        jlist *r = list_new(j, v.u.d->n);
+        for (size_t i = 0; i < v.u.d->n; i++) {
+            jlist *t = list_new(j, 2);
+            t->tuple = 1;
+            list_push(j, t, v.u.d->k[i]);
+            list_push(j, t, v.u.d->v[i]);
+            list_push(j, r, v_list(t));
+        }
+        return v_gen(r);
+    }
+    if (!strcmp(name, "map")) {
+        if (!truthy(v)) return v_gen(list_new(j, 1));
+        jlist *l = iter_list(j, v), *r = list_new(j, l->n);
+        if (has_arg(A, -1, "attribute")) {
+            jv at = to_str(j, arg(A, -1, "attribute", v_none()));
+            jv dflt = arg(A, -1, "default", v_undef(NULL));
+            for (size_t i = 0; i < l->n; i++) {
+                jv x = attr_path(j, l->it[i], at.u.s->p);
+                if (x.t == T_UNDEF && has_arg(A, -1, "default")) x = dflt;
+                list_push(j, r, x);
+            }
+            return v_gen(r);
+        }
+        if (A->n < 1 || A->a[0].t != T_STR) jfail(j, "map: a filter name or attribute= is needed");
+        jargs FA = {A->a + 1, A->n - 1, A->kn, A->kv, A->nk};
+        for (size_t i = 0; i < l->n; i++) list_push(j, r, apply_filter(j, A->a[0].u.s->p, l->it[i], &FA, f));
+        return v_gen(r);
+    }
+    if (!strcmp(name, "select")) return filter_select(j, v, A, 0, 0, f);
+    if (!strcmp(name, "reject")) return filter_select(j, v, A, 0, 1, f);
+    if (!strcmp(name, "selectattr")) return filter_select(j, v, A, 1, 0, f);
+    if (!strcmp(name, "rejectattr")) return filter_select(j, v, A, 1, 1, f);
+    if (!strcmp(name, "dictsort")) {
+        if (v.t != T_DICT) jfail(j, "You can only sort by either \"key\" or \"value\"");
+        int cs = truthy(arg(A, 0, "case_sensitive", v_bool(0)));
+        jv by = arg(A, 1, "by", v_cstr(j, "key"));
+        int rev = truthy(arg(A, 2, "reverse", v_bool(0)));
+        int byv = by.t == T_STR && !strcmp(by.u.s->p, "value");
+        size_t n = v.u.d->n;
+        jv *keys = jalloc(j, (n + 1) * sizeof(jv)), *vals = jalloc(j, (n + 1) * sizeof(jv));
+        sortctx c = {!cs, rev, NULL};
+        for (size_t i = 0; i < n; i++) {
+            jlist *t = list_new(j, 2);
+            t->tuple = 1;
+            list_push(j, t, v.u.d->k[i]);
+            list_push(j, t, v.u.d->v[i]);
+            vals[i] = v_list(t);
+            keys[i] = sort_key(j, byv ? v.u.d->v[i] : v.u.d->k[i], &c);
+        }
+        msort(j, keys, vals, n, rev);
+        jlist *r = list_new(j, n);
+        for (size_t i = 0; i < n; i++) list_push(j, r, vals[i]);
+        return v_list(r);
+    }
+    if (!strcmp(name, "sort")) {
+        int rev = truthy(arg(A, 0, "reverse", v_bool(0)));
+        int cs = truthy(arg(A, 1, "case_sensitive", v_bool(0)));
+        jv at = arg(A, 2, "attribute", v_none());
+        sortctx c = {!cs, rev, at.t == T_STR ? at.u.s->p : NULL};
+        jlist *l = iter_list(j, v);
+        size_t n = l->n;
+        jv *keys = jalloc(j, (n + 1) * sizeof(jv)), *vals = jalloc(j, (n + 1) * sizeof(jv));
+        for (size_t i = 0; i < n; i++) { vals[i] = l->it[i]; keys[i] = sort_key(j, l->it[i], &c); }
+        msort(j, keys, vals, n, rev);
+        jlist *r = list_new(j, n);
+        for (size_t i = 0; i < n; i++) list_push(j, r, vals[i]);
+        return v_list(r);
+    }
+    if (!strcmp(name, "unique")) {
+        int cs = truthy(arg(A, 0, "case_sensitive", v_bool(0)));
+        jv at = arg(A, 1, "attribute", v_none());
+        sortctx c = {!cs, 0, at.t == T_STR ? at.u.s->p : NULL};
+        jlist *l = iter_list(j, v), *r = list_new(j, l->n), *seen = list_new(j, l->n);
+        for (size_t i = 0; i < l->n; i++) {
+            jv k = sort_key(j, l->it[i], &c);
+            if ((k.t == T_LIST && !k.u.l->tuple) || k.t == T_DICT || k.t == T_NS)
+                jfail(j, "unhashable type: '%s'", type_name(k));
+            if (contains(j, v_list(seen), k)) continue;
+            list_push(j, seen, k);
+            list_push(j, r, l->it[i]);
+        }
+        return v_gen(r);
+    }
+    if (!strcmp(name, "reverse")) {
+        if (v.t == T_STR) return do_slice(j, v, v_none(), v_none(), v_int(-1));
+        jlist *l = iter_list(j, v), *r = list_new(j, l->n);
+        for (size_t i = l->n; i > 0; i--) list_push(j, r, l->it[i - 1]);
+        if (v.t == T_LIST && v.u.l->gen) return v_list(r); /* reversed() failed: a list */
+        return v_gen(r);
+    }
+    if (!strcmp(name, "int")) {
+        jv d = arg(A, 0, "default", v_int(0));
+        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
+        if (v.t == T_INT) return v;
+        if (v.t == T_BOOL) return v_int(v.u.b);
+        if (v.t == T_FLOAT) return isfinite(v.u.f) ? v_int((long long)v.u.f) : d;
+        if (v.t == T_STR) {
+            jv s = str_strip(j, v, NULL, 3);
+            char *e;
+            errno = 0;
+            long long i = strtoll(s.u.s->p, &e, 10);
+            if (s.u.s->len && !*e && !errno) return v_int(i);
+            double x = strtod(s.u.s->p, &e);
+            if (s.u.s->len && !*e && isfinite(x)) return v_int((long long)x);
+        }
+        return d;
+    }
+    if (!strcmp(name, "float")) {
+        jv d = arg(A, 0, "default", v_float(0));
+        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
+        if (is_num(v)) return v_float(num_f(v));
+        if (v.t == T_STR) {
+            jv s = str_strip(j, v, NULL, 3);
+            char *e;
+            double x = strtod(s.u.s->p, &e);
+            if (s.u.s->len && !*e) return v_float(x);
+        }
+        return d;
+    }
+    if (!strcmp(name, "abs")) {
+        if (v.t == T_FLOAT) return v_float(fabs(v.u.f));
+        if (is_num(v)) return v_int(llabs(num_i(v)));
+        jfail(j, "bad operand type for abs(): '%s'", type_name(v));
+    }
+    if (!strcmp(name, "round")) {
+        long long prec = num_i(arg(A, 0, "precision", v_int(0)));
+        jv m = arg(A, 1, "method", v_cstr(j, "common"));
+        if (!is_num(v)) jfail(j, "type %s doesn't define __round__ method", type_name(v));
+        double x = num_f(v), s = pow(10, (double)prec);
+        const char *ms = m.t == T_STR ? m.u.s->p : "common";
+        if (!strcmp(ms, "common")) {
+            if (v.t != T_FLOAT && prec >= 0) return v_int(num_i(v)); /* round(int, n) is that int */
+            if (prec < 0 || prec > 300) return v_float(nearbyint(x * s) / s);
+            char buf[400]; /* Python rounds the exact binary value, as printf does */
+            snprintf(buf, sizeof buf, "%.*f", (int)prec, x);
+            return v_float(strtod(buf, NULL));
+        }
+        if (!strcmp(ms, "ceil")) return v_float(ceil(x * s) / s);
+        if (!strcmp(ms, "floor")) return v_float(floor(x * s) / s);
+        jfail(j, "method must be common, ceil or floor");
+    }
+    if (!strcmp(name, "indent")) {
+        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
+        if (v.t != T_STR) jfail(j, "unsupported operand type(s) for +=: '%s' and 'str'", type_name(v));
+        jv w = arg(A, 0, "width", v_int(4));
+        int first = truthy(arg(A, 1, "first", v_bool(0))), blank = truthy(arg(A, 2, "blank", v_bool(0)));
+        sb ind;
+        sb_init(&ind, j);
+        if (w.t == T_STR) sb_put_str(&ind, w.u.s);
+        else for (long long i = 0; i < num_i(w) && i < 256; i++) sb_putc(&ind, ' ');
+        jv indv = sb_val(&ind);
+        jv s = to_str(j, v);
+        /* s + "\n", splitlines */
+        jstr *str = s.u.s;
+        sb r;
+        sb_init(&r, j);
+        if (first) sb_put_str(&r, indv.u.s);
+        size_t i = 0;
+        int lineno = 0;
+        while (i < str->len || (i == str->len && lineno == 0)) {
+            size_t e = i;
+            while (e < str->len && str->p[e] != '\n' && str->p[e] != '\r') e++;
+            int empty = e == i;
+            if (lineno) {
+                sb_putc(&r, '\n');
+                if (blank || !empty) sb_put_str(&r, indv.u.s);
+            }
+            sb_put_sub(&r, str, i, e);
+            lineno++;
+            if (e >= str->len) break;
+            i = e + (str->p[e] == '\r' && e + 1 < str->len && str->p[e + 1] == '\n' ? 2 : 1);
+            if (i >= str->len) break;
+        }
+        return sb_val(&r);
+    }
+    if (!strcmp(name, "tojson")) return tojson(j, v, A);
+    if (!strcmp(name, "escape") || !strcmp(name, "e") || !strcmp(name, "forceescape")) {
+        jv s = to_str(j, v);
+        sb r;
+        sb_init(&r, j);
+        for (size_t i = 0; i < s.u.s->len; i++) {
+            char c = s.u.s->p[i];
+            if (c == '&') sb_puts(&r, "&amp;");
+            else if (c == '<') sb_puts(&r, "&lt;");
+            else if (c == '>') sb_puts(&r, "&gt;");
+            else if (c == '"') sb_puts(&r, "&#34;");
+            else if (c == '\'') sb_puts(&r, "&#39;");
+            else sb_putc(&r, c);
+        }
+        return sb_val(&r);
+    }
+    if (!strcmp(name, "wordcount")) {
+        jv s = to_str(j, v);
+        long long n = 0;
+        int in = 0;
+        for (size_t i = 0; i < s.u.s->len; i++) {
+            unsigned char c = (unsigned char)s.u.s->p[i];
+            int w = isalnum(c) || c == '_' || c >= 0x80;
+            if (w && !in) n++;
+            in = w;
+        }
+        return v_int(n);
+    }
+    if (!strcmp(name, "batch")) {
+        long long n = num_i(arg(A, 0, "linecount", v_int(1)));
+        if (n <= 0) jfail(j, "batch: linecount must be positive");
+        int fill = has_arg(A, 1, "fill_with");
+        jv fw = arg(A, 1, "fill_with", v_none());
+        jlist *l = iter_list(j, v), *r = list_new(j, 4), *cur = NULL;
+        for (size_t i = 0; i < l->n; i++) {
+            if (!cur || (long long)cur->n == n) { cur = list_new(j, (size_t)(n < 64 ? n : 64)); list_push(j, r, v_list(cur)); }
+            list_push(j, cur, l->it[i]);
+        }
+        if (cur && fill) while ((long long)cur->n < n) list_push(j, cur, fw);
+        return v_gen(r);
+    }
+    if (!strcmp(name, "sum")) {
+        jv at = arg(A, 0, "attribute", v_none());
+        jv acc = arg(A, 1, "start", v_int(0));
+        jlist *l = iter_list(j, v);
+        for (size_t i = 0; i < l->n; i++)
+            acc = arith(j, '+', acc, at.t == T_STR ? attr_path(j, l->it[i], at.u.s->p) : l->it[i]);
+        return acc;
+    }
+    if (!strcmp(name, "min") || !strcmp(name, "max")) {
+        int cs = truthy(arg(A, 0, "case_sensitive", v_bool(0)));
+        jv at = arg(A, 1, "attribute", v_none());
+        sortctx c = {!cs, 0, at.t == T_STR ? at.u.s->p : NULL};
+        jlist *l = iter_list(j, v);
+        if (!l->n) return lit_undef(j, name[1] == 'i' ? "No smallest item, sequence was empty." : "No largest item, sequence was empty.");
+        size_t best = 0;
+        jv bk = sort_key(j, l->it[0], &c);
+        for (size_t i = 1; i < l->n; i++) {
+            jv k = sort_key(j, l->it[i], &c);
+            int cmp = py_cmp(j, k, bk, "<");
+            if (name[1] == 'i' ? cmp < 0 : cmp > 0) { best = i; bk = k; }
+        }
+        return l->it[best];
+    }
+    if (!strcmp(name, "attr")) {
+        /* getattr only: a dict's keys are not attributes */
+        const char *nm = to_str(j, arg(A, 0, "name", v_undef(NULL))).u.s->p;
+        jv m;
+        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
+        if (v.t == T_NS) return get_attr(j, v, nm);
+        if (method_of(j, v, nm, &m)) return m;
+        return v_undef(jprintf(j, "'%s' has no attribute '%s'", obj_repr(v), nm));
+    }
+    if (!strcmp(name, "format")) {
+        jlist *t = list_new(j, (size_t)A->n + 1);
+        t->tuple = 1;
+        for (int i = 0; i < A->n; i++) list_push(j, t, A->a[i]);
+        return arith(j, '%', to_str(j, v), v_list(t));
+    }
+    if (!strcmp(name, "center")) {
+        long long w = num_i(arg(A, 0, "width", v_int(80)));
+        jv s = to_str(j, v);
+        long long n = (long long)u8_count(s.u.s->p, s.u.s->len);
+        if (w <= n) return s;
+        long long pad = w - n, left = pad / 2 + (pad & w & 1);
+        sb r;
+        sb_init(&r, j);
+        for (long long i = 0; i < left; i++) sb_putc(&r, ' ');
+        sb_put_str(&r, s.u.s);
+        for (long long i = 0; i < pad - left; i++) sb_putc(&r, ' ');
+        return sb_val(&r);
+    }
+    jfail(j, "No filter named '%s'.", name);
+}

@@ -1,0 +1,290 @@
+/* What the files of the Jinja engine share: the value model, the AST, the compile and render
+ * state, and the functions one file defines for another. The chat layer sees only jinja.h.
+ * Everything a render allocates lives in one arena, and errors unwind with longjmp (jfail,
+ * pfail), so a failing render cannot leak. */
+#ifndef TOKENLOOP_JINJA_INTERNAL_H
+#define TOKENLOOP_JINJA_INTERNAL_H
+
+#include <setjmp.h>
+#include <stddef.h>
+
+#include "jinja/jinja.h"
+
+enum {
+    MAX_DEPTH = 500,                 /* nested calls/expressions/blocks */
+    MAX_PARSE_DEPTH = 200,
+};
+static const size_t MAX_STRING = 32u << 20;        /* one string or the output */
+static const size_t MAX_ARENA = 512u << 20;
+static const long long MAX_ITERS = 1000000;         /* loop iterations per render */
+
+#if defined(__GNUC__)
+#define TL_NORETURN __attribute__((noreturn))
+#define TL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define TL_NORETURN
+#define TL_PRINTF(f, a)
+#endif
+
+/* ---- arena (values.c) */
+
+typedef struct ablk {
+    struct ablk *next;
+    size_t used, cap;
+    max_align_t data[];
+} ablk;
+
+typedef struct arena {
+    ablk *head;
+    size_t total;
+} arena;
+
+void arena_free(arena *a);
+
+/* ---- values */
+
+enum { T_UNDEF, T_NONE, T_BOOL, T_INT, T_FLOAT, T_STR, T_LIST, T_DICT, T_NS, T_FUNC };
+
+typedef struct jstr {
+    size_t len;
+    const char *p;
+    size_t nsp;
+    tl_span *sp;
+} jstr;
+
+struct jlist;
+struct jdict;
+struct jfunc;
+
+typedef struct jv {
+    int t;
+    union {
+        int b;
+        long long i;
+        double f;
+        jstr *s;
+        struct jlist *l;
+        struct jdict *d;
+        struct jfunc *fn;
+        const char *undef; /* the message of the error its use raises */
+    } u;
+} jv;
+
+typedef struct jlist {
+    size_t n, cap;
+    jv *it;
+    int tuple;
+    int gen; /* a lazy filter's result: Jinja2 has a generator there */
+} jlist;
+
+typedef struct jdict {
+    size_t n, cap;
+    jv *k, *v;
+} jdict;
+
+struct node;
+struct frame;
+
+enum { F_BUILTIN, F_METHOD, F_MACRO, F_CALLER };
+
+typedef struct jfunc {
+    int kind;
+    const char *name;
+    jv self;
+    struct node *macro;
+    struct frame *closure;
+} jfunc;
+
+typedef struct frame {
+    struct frame *parent;
+    jdict vars;
+} frame;
+
+/* ---- AST */
+
+enum {
+    E_CONST, E_NAME, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER, E_TEST, E_BIN, E_NEG, E_POS,
+    E_NOT, E_AND, E_OR, E_CMP, E_COND, E_LIST, E_TUPLE, E_DICT, E_CONCAT, E_BLOCKINPUT,
+    S_TEXT, S_OUT, S_IF, S_FOR, S_SET, S_SETBLOCK, S_MACRO, S_CALLBLOCK, S_FILTERBLOCK, S_BREAK,
+    S_CONTINUE, S_WITH, S_BODY
+};
+
+enum { C_EQ = 1, C_NE, C_LT, C_LE, C_GT, C_GE, C_IN, C_NOTIN }; /* E_CMP's operators */
+
+typedef struct node {
+    int k, op, line, col;
+    struct node *a, *b, *c, *d, *next;
+    struct node **v, **v2;
+    int nv, nv2;
+    const char *name, *attr;
+    const char **names;
+    int nnames;
+    jv val;
+} node;
+
+/* ---- render state */
+
+typedef struct J {
+    arena *ar;
+    jmp_buf jb;
+    tl_error *err;
+    int depth;
+    long long iters;
+    int line;
+    frame *root;
+    jstr *block_input;
+} J;
+
+/* a call's arguments: positional a[0..n), keyword kn[i] = kv[i] */
+typedef struct jargs {
+    jv *a;
+    int n;
+    const char **kn;
+    jv *kv;
+    int nk;
+} jargs;
+
+TL_PRINTF(2, 3) TL_NORETURN void jfail(J *j, const char *fmt, ...);
+TL_NORETURN void int_overflow(J *j, long long x, const char *op, long long y);
+TL_NORETURN void jraise(J *j, const char *msg, size_t n);
+void *jalloc(J *j, size_t n);
+char *jstrdup(J *j, const char *s, size_t n);
+TL_PRINTF(2, 3) const char *jprintf(J *j, const char *fmt, ...);
+
+static inline jv v_undef(const char *msg) { jv v = {.t = T_UNDEF}; v.u.undef = msg; return v; }
+static inline jv v_none(void) { jv v = {.t = T_NONE}; return v; }
+static inline jv v_bool(int b) { jv v = {.t = T_BOOL}; v.u.b = !!b; return v; }
+static inline jv v_int(long long i) { jv v = {.t = T_INT}; v.u.i = i; return v; }
+static inline jv v_float(double f) { jv v = {.t = T_FLOAT}; v.u.f = f; return v; }
+static inline jv v_list(jlist *l) { jv v = {.t = T_LIST}; v.u.l = l; return v; }
+static inline jv v_dict(jdict *d) { jv v = {.t = T_DICT}; v.u.d = d; return v; }
+static inline int is_num(jv v) { return v.t == T_BOOL || v.t == T_INT || v.t == T_FLOAT; }
+static inline double num_f(jv v) { return v.t == T_FLOAT ? v.u.f : v.t == T_INT ? (double)v.u.i : (double)v.u.b; }
+static inline long long num_i(jv v) { return v.t == T_INT ? v.u.i : v.u.b; }
+static inline const char *undef_msg(jv v) { return v.u.undef ? v.u.undef : "undefined value"; }
+
+jv v_str(J *j, const char *s, size_t n);
+jv v_cstr(J *j, const char *s);
+jv mk_func(J *j, int kind, const char *name, jv self);
+jlist *list_new(J *j, size_t cap);
+void list_push(J *j, jlist *l, jv v);
+jdict *dict_new(J *j);
+long dict_find(jdict *d, jv k);
+long dict_find_s(jdict *d, const char *s);
+void dict_set(J *j, jdict *d, jv k, jv v);
+void dict_set_s(J *j, jdict *d, const char *k, jv v);
+const char *type_name(jv v);
+const char *obj_repr(jv v);
+int truthy(jv v);
+int py_eq(jv a, jv b);
+int py_cmp(J *j, jv a, jv b, const char *op);
+
+/* ---- string builder and UTF-8 (strbuf.c): a string with its provenance spans */
+
+typedef struct sb {
+    J *j;
+    char *p;
+    size_t len, cap;
+    tl_span *sp;
+    size_t nsp, spcap;
+} sb;
+
+void sb_init(sb *b, J *j);
+void sb_put(sb *b, const char *s, size_t n);
+void sb_puts(sb *b, const char *s);
+void sb_putc(sb *b, char c);
+void sb_span(sb *b, size_t start, size_t end);
+void sb_put_sub(sb *b, const jstr *s, size_t a, size_t e);
+void sb_put_str(sb *b, const jstr *s);
+jv sb_val(sb *b);
+jv v_sub(J *j, const jstr *s, size_t a, size_t e);
+size_t u8_next(const char *s, size_t n, size_t i, unsigned *cp);
+size_t u8_count(const char *s, size_t n);
+size_t u8_offset(const char *s, size_t n, size_t ci);
+void u8_put(sb *b, unsigned cp);
+int py_isspace(unsigned c);
+int is_ws(char c);
+
+/* ---- Python's str(), repr() and formatting (pyfmt.c) */
+
+void fmt_float(char *out, size_t cap, double d);
+void put_str(sb *b, jv v);
+void put_repr(sb *b, jv v);
+jv to_str(J *j, jv v);
+jv py_percent(J *j, jstr *f, jv args);
+void put_format(J *j, sb *r, jstr *f, jargs *A);
+
+/* ---- Python's str methods (strings.c) */
+
+jv str_case(J *j, jstr *s, int mode);
+jv str_lower_upper(J *j, jv v, int up);
+jv str_title(J *j, jstr *s, int jinja_filter);
+jv str_strip(J *j, jv v, const jstr *chars, int which);
+jv str_replace(J *j, jstr *s, jstr *old, jstr *new_, long long count);
+jv str_split(J *j, jstr *s, jv sep, long long maxsplit);
+
+/* ---- JSON (json.c) */
+
+jv json_parse(J *j, const char *s, int mark);
+jv tojson(J *j, jv v, jargs *A);
+
+/* ---- compiling (lexer.c, parser.c, scope.c) */
+
+enum { K_DATA, K_VBEGIN, K_VEND, K_BBEGIN, K_BEND, K_NAME, K_STR, K_INT, K_FLOAT, K_OP, K_EOF };
+
+typedef struct tok {
+    int t;
+    const char *s;
+    size_t n;
+    int line, col;
+    jv val;
+} tok;
+
+typedef struct P {
+    J j;
+    const char *src;
+    size_t len;
+    tok *toks;
+    size_t ntok, cap, i;
+    int depth;
+    size_t lc_pos; /* line/col tracking: the lexer asks in increasing order, so one pass */
+    int lc_line;
+    size_t lc_bol;
+    size_t lc_col; /* code points from lc_bol to lc_pos */
+} P;
+
+typedef struct nvec {
+    node **v;
+    int n, cap;
+} nvec;
+
+TL_PRINTF(3, 4) TL_NORETURN void pfail(P *p, const tok *t, const char *fmt, ...);
+void lex(P *p);
+node *parse_body(P *p, const char *const *ends, const char *what);
+void nv_push(P *p, nvec *v, node *x);
+void analyze_scopes(P *p, node *body);
+
+/* ---- rendering: operators (ops.c), tests, filters, methods and globals, the AST walk */
+
+jv get_attr(J *j, jv obj, const char *name);
+jv get_item(J *j, jv obj, jv key);
+jv do_slice(J *j, jv obj, jv st, jv sp, jv se);
+jlist *iter_list(J *j, jv v);
+size_t py_len(J *j, jv v);
+int contains(J *j, jv container, jv item);
+jv arith(J *j, int op, jv a, jv b);
+
+int apply_test(J *j, const char *name, jv v, jargs *A);
+jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f);
+int method_of(J *j, jv obj, const char *name, jv *out);
+jv call_method(J *j, jv self, const char *name, jargs *A);
+int global_of(J *j, const char *name, jv *out);
+jv call_global(J *j, jfunc *fn, jargs *A);
+
+jv arg(jargs *A, int pos, const char *name, jv def);
+int has_arg(jargs *A, int pos, const char *name);
+frame *frame_new(J *j, frame *parent);
+void bind_undef_start(J *j, frame *f, const node *body);
+int exec(J *j, node *n, frame *f, sb *out);
+
+#endif

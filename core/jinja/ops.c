@@ -1,0 +1,272 @@
+/* Python's operators on values: attribute and item access, slicing, iteration, len(), 'in'
+ * and arithmetic, with the errors Python raises where Jinja2 lets them through. */
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "jinja/internal.h"
+
+jv get_attr(J *j, jv obj, const char *name)
+{
+    jv m;
+    if (obj.t == T_UNDEF) jfail(j, "%s", undef_msg(obj));
+    if (obj.t == T_DICT && method_of(j, obj, name, &m)) return m;
+    if (obj.t == T_DICT || obj.t == T_NS) {
+        long i = dict_find_s(obj.u.d, name);
+        if (i >= 0) return obj.u.d->v[i];
+    } else if (method_of(j, obj, name, &m))
+        return m;
+    return v_undef(jprintf(j, "'%s' has no attribute '%s'", obj_repr(obj), name));
+}
+
+static jv str_char(J *j, jstr *s, long long idx)
+{
+    long long n = (long long)u8_count(s->p, s->len);
+    if (idx < 0) idx += n;
+    if (idx < 0 || idx >= n) return v_undef(jprintf(j, "str object has no element %lld", idx));
+    size_t a = u8_offset(s->p, s->len, (size_t)idx);
+    size_t k = u8_next(s->p, s->len, a, NULL);
+    return v_sub(j, s, a, a + k);
+}
+
+jv get_item(J *j, jv obj, jv key)
+{
+    if (obj.t == T_UNDEF) jfail(j, "%s", undef_msg(obj));
+    if (obj.t == T_DICT) {
+        long i = dict_find(obj.u.d, key);
+        if (i >= 0) return obj.u.d->v[i];
+    } else if (obj.t == T_LIST && obj.u.l->gen) {
+        return v_undef("'generator' object is not subscriptable"); /* getitem's TypeError: undefined */
+    } else if ((obj.t == T_LIST || obj.t == T_STR) && (key.t == T_INT || key.t == T_BOOL)) {
+        long long idx = num_i(key);
+        if (obj.t == T_STR) return str_char(j, obj.u.s, idx);
+        long long n = (long long)obj.u.l->n;
+        if (idx < 0) idx += n;
+        if (idx >= 0 && idx < n) return obj.u.l->it[idx];
+    }
+    if (key.t == T_STR) {
+        jv m;
+        const char *name = key.u.s->p;
+        if (obj.t != T_NS && method_of(j, obj, name, &m)) return m;
+        if (obj.t == T_NS) return get_attr(j, obj, name);
+        return v_undef(jprintf(j, "'%s' has no attribute '%s'", obj_repr(obj), name));
+    }
+    sb b;
+    sb_init(&b, j);
+    put_repr(&b, key);
+    jv r = sb_val(&b);
+    return v_undef(jprintf(j, "%s has no element %s", obj_repr(obj), r.u.s->p));
+}
+
+/* Python's slice.indices */
+static void slice_idx(long long n, jv st, jv sp, jv se, long long *start, long long *stop, long long *step, J *j)
+{
+    *step = se.t == T_NONE || se.t == T_UNDEF ? 1 : num_i(se);
+    if (*step == 0) jfail(j, "slice step cannot be zero");
+    long long lo = *step < 0 ? -1 : 0, hi = *step < 0 ? n - 1 : n;
+    if (st.t == T_NONE || st.t == T_UNDEF) *start = *step < 0 ? hi : lo;
+    else {
+        *start = num_i(st);
+        if (*start < 0) { *start += n; if (*start < lo) *start = lo; }
+        else if (*start > hi) *start = hi;
+    }
+    if (sp.t == T_NONE || sp.t == T_UNDEF) *stop = *step < 0 ? lo : hi;
+    else {
+        *stop = num_i(sp);
+        if (*stop < 0) { *stop += n; if (*stop < lo) *stop = lo; }
+        else if (*stop > hi) *stop = hi;
+    }
+}
+
+jv do_slice(J *j, jv obj, jv st, jv sp, jv se)
+{
+    jv parts[3] = {st, sp, se};
+    for (int i = 0; i < 3; i++)
+        if (parts[i].t != T_NONE && parts[i].t != T_UNDEF && parts[i].t != T_INT && parts[i].t != T_BOOL)
+            jfail(j, "slice indices must be integers or None");
+    if (obj.t == T_UNDEF) jfail(j, "%s", undef_msg(obj));
+    long long a, b, s;
+    if (obj.t == T_LIST && obj.u.l->gen) jfail(j, "'generator' object is not subscriptable");
+    if (obj.t == T_LIST) {
+        jlist *l = obj.u.l, *r = list_new(j, l->n);
+        slice_idx((long long)l->n, st, sp, se, &a, &b, &s, j);
+        for (long long i = a; s > 0 ? i < b : i > b; i += s) list_push(j, r, l->it[i]);
+        r->tuple = l->tuple;
+        return v_list(r);
+    }
+    if (obj.t == T_STR) {
+        jstr *str = obj.u.s;
+        long long n = (long long)u8_count(str->p, str->len);
+        slice_idx(n, st, sp, se, &a, &b, &s, j);
+        if (s == 1) {
+            if (b <= a) return v_str(j, "", 0);
+            size_t x = u8_offset(str->p, str->len, (size_t)a);
+            size_t y = x + u8_offset(str->p + x, str->len - x, (size_t)(b - a));
+            return v_sub(j, str, x, y);
+        }
+        size_t *off = jalloc(j, ((size_t)n + 1) * sizeof *off);
+        size_t o = 0;
+        for (long long i = 0; i < n; i++) { off[i] = o; o += u8_next(str->p, str->len, o, NULL); }
+        off[n] = o;
+        sb r;
+        sb_init(&r, j);
+        for (long long i = a; s > 0 ? i < b : i > b; i += s) sb_put_sub(&r, str, off[i], off[i + 1]);
+        return sb_val(&r);
+    }
+    /* Jinja2 slices with Python's own [] (not through getitem): anything else fails */
+    if (obj.t == T_DICT) jfail(j, "unhashable type: 'slice'");
+    jfail(j, "'%s' object is not subscriptable", type_name(obj));
+}
+
+/* the items a for loop (or list()) walks */
+jlist *iter_list(J *j, jv v)
+{
+    switch (v.t) {
+    case T_UNDEF: return list_new(j, 1);
+    case T_LIST: return v.u.l;
+    case T_DICT: {
+        jlist *l = list_new(j, v.u.d->n);
+        for (size_t i = 0; i < v.u.d->n; i++) list_push(j, l, v.u.d->k[i]);
+        return l;
+    }
+    case T_STR: {
+        jstr *s = v.u.s;
+        jlist *l = list_new(j, s->len);
+        for (size_t i = 0; i < s->len;) {
+            size_t k = u8_next(s->p, s->len, i, NULL);
+            list_push(j, l, v_sub(j, s, i, i + k));
+            i += k;
+        }
+        return l;
+    }
+    default: jfail(j, "'%s' object is not iterable", type_name(v));
+    }
+}
+
+size_t py_len(J *j, jv v)
+{
+    switch (v.t) {
+    case T_UNDEF: return 0;
+    case T_STR: return u8_count(v.u.s->p, v.u.s->len);
+    case T_LIST:
+        if (v.u.l->gen) jfail(j, "object of type 'generator' has no len()");
+        return v.u.l->n;
+    case T_DICT: case T_NS: return v.u.d->n;
+    default: jfail(j, "object of type '%s' has no len()", type_name(v));
+    }
+}
+
+int contains(J *j, jv container, jv item)
+{
+    switch (container.t) {
+    case T_UNDEF: return 0;
+    case T_STR: {
+        if (item.t != T_STR) jfail(j, "'in <string>' requires string as left operand, not %s", type_name(item));
+        jstr *h = container.u.s, *n = item.u.s;
+        if (!n->len) return 1;
+        for (size_t i = 0; i + n->len <= h->len; i++)
+            if (!memcmp(h->p + i, n->p, n->len)) return 1;
+        return 0;
+    }
+    case T_LIST:
+        for (size_t i = 0; i < container.u.l->n; i++)
+            if (py_eq(container.u.l->it[i], item)) return 1;
+        return 0;
+    case T_DICT:
+        if ((item.t == T_LIST && !item.u.l->tuple) || item.t == T_DICT || item.t == T_NS)
+            jfail(j, "unhashable type: '%s'", type_name(item));
+        return dict_find(container.u.d, item) >= 0;
+    default: jfail(j, "argument of type '%s' is not iterable", type_name(container));
+    }
+}
+
+jv arith(J *j, int op, jv a, jv b)
+{
+    if (a.t == T_UNDEF) jfail(j, "%s", undef_msg(a));
+    if (b.t == T_UNDEF) jfail(j, "%s", undef_msg(b));
+    if (op == '+' && a.t == T_STR && b.t == T_STR) {
+        sb r;
+        sb_init(&r, j);
+        sb_put_str(&r, a.u.s);
+        sb_put_str(&r, b.u.s);
+        return sb_val(&r);
+    }
+    if (op == '+' && a.t == T_LIST && b.t == T_LIST && a.u.l->tuple == b.u.l->tuple) {
+        jlist *l = list_new(j, a.u.l->n + b.u.l->n);
+        for (size_t i = 0; i < a.u.l->n; i++) list_push(j, l, a.u.l->it[i]);
+        for (size_t i = 0; i < b.u.l->n; i++) list_push(j, l, b.u.l->it[i]);
+        l->tuple = a.u.l->tuple;
+        return v_list(l);
+    }
+    if (op == '*' && ((a.t == T_STR || a.t == T_LIST) && (b.t == T_INT || b.t == T_BOOL)))
+        { jv t = a; a = b; b = t; }
+    if (op == '*' && (a.t == T_INT || a.t == T_BOOL) && (b.t == T_STR || b.t == T_LIST)) {
+        long long n = num_i(a);
+        if (b.t == T_STR) {
+            sb r;
+            sb_init(&r, j);
+            if (n > 0 && b.u.s->len && (size_t)n > MAX_STRING / b.u.s->len) jfail(j, "output too long");
+            for (long long i = 0; i < n; i++) sb_put_str(&r, b.u.s);
+            return sb_val(&r);
+        }
+        if (n > 0 && b.u.l->n && (size_t)n > (1u << 20) / b.u.l->n) jfail(j, "list too long");
+        if (b.u.l->gen) jfail(j, "unsupported operand type(s) for *: 'int' and 'generator'");
+        jlist *l = list_new(j, 4);
+        for (long long i = 0; i < n; i++)
+            for (size_t k = 0; k < b.u.l->n; k++) list_push(j, l, b.u.l->it[k]);
+        l->tuple = b.u.l->tuple;
+        return v_list(l);
+    }
+    if (op == '%' && a.t == T_STR) return py_percent(j, a.u.s, b); /* printf-style formatting */
+    if (!is_num(a) || !is_num(b))
+        jfail(j, "unsupported operand type(s) for %s: '%s' and '%s'",
+              op == 'P' ? "**" : op == 'F' ? "//" : (const char[]){(char)op, 0}, type_name(a), type_name(b));
+    int isf = a.t == T_FLOAT || b.t == T_FLOAT;
+    if (op == '/') {
+        if (num_f(b) == 0) jfail(j, "division by zero");
+        return v_float(num_f(a) / num_f(b));
+    }
+    if (!isf) {
+        long long x = num_i(a), y = num_i(b), r;
+        switch (op) {
+        /* Python's ints never overflow; turning the result into a float would print a
+         * different number than transformers does, so say it instead */
+        case '+': if (__builtin_add_overflow(x, y, &r)) int_overflow(j, x, "+", y); return v_int(r);
+        case '-': if (__builtin_sub_overflow(x, y, &r)) int_overflow(j, x, "-", y); return v_int(r);
+        case '*': if (__builtin_mul_overflow(x, y, &r)) int_overflow(j, x, "*", y); return v_int(r);
+        case 'F': case '%':
+            if (!y) jfail(j, "integer division or modulo by zero");
+            if (x == LLONG_MIN && y == -1) {
+                if (op == 'F') int_overflow(j, x, "//", y);
+                return v_int(0);
+            }
+            r = x / y;
+            if ((x % y) && ((x < 0) != (y < 0))) r--;
+            return op == 'F' ? v_int(r) : v_int(x - r * y);
+        case 'P':
+            if (y >= 0) {
+                long long acc = 1;
+                for (long long k = 0; k < y; k++) {
+                    if (__builtin_mul_overflow(acc, x, &acc)) int_overflow(j, x, "**", y);
+                    if (acc == 0 || acc == 1) break;
+                }
+                return v_int(acc);
+            }
+            return v_float(pow((double)x, (double)y));
+        }
+    }
+    double x = num_f(a), y = num_f(b);
+    switch (op) {
+    case '+': return v_float(x + y);
+    case '-': return v_float(x - y);
+    case '*': return v_float(x * y);
+    case 'F': if (y == 0) jfail(j, "float floor division by zero"); return v_float(floor(x / y));
+    case '%': {
+        if (y == 0) jfail(j, "float modulo");
+        double m = fmod(x, y);
+        if (m && ((m < 0) != (y < 0))) m += y;
+        return v_float(m);
+    }
+    default: return v_float(pow(x, y));
+    }
+}

@@ -1,0 +1,357 @@
+/* How Python writes values: str(), repr(), float repr, printf-style % formatting and
+ * str.format. Kept together because they must agree byte for byte with CPython's output. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "jinja/internal.h"
+
+/* The flags, width and precision of a %-spec ("%-08.3"); width and precision -1 when absent */
+static void spec_parse(const char *spec, int *left, int *zero, char *sign, long *width, long *prec)
+{
+    const char *p = spec + 1;
+    *left = *zero = 0;
+    *sign = 0;
+    for (; *p && strchr("#0- +", *p); p++) {
+        if (*p == '-') *left = 1;
+        else if (*p == '0') *zero = 1;
+        else if (*p == '+') *sign = '+';
+        else if (*p == ' ' && *sign != '+') *sign = ' ';
+    }
+    *width = *p >= '0' && *p <= '9' ? strtol(p, (char **)&p, 10) : -1;
+    *prec = *p == '.' ? strtol(p + 1, NULL, 10) : -1;
+}
+
+/* head (sign and prefix) + body padded to the spec's width as Python's %-format does: spaces on
+ * the left, on the right with '-', zeros between head and body with '0' (numbers only) */
+static void py_pad(sb *r, const char *spec, const char *body, size_t n, const char *head)
+{
+    int left, zero;
+    char sign;
+    long width, prec;
+    spec_parse(spec, &left, &zero, &sign, &width, &prec);
+    size_t hn = strlen(head), len = hn + u8_count(body, n);
+    size_t pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
+    if (pad > MAX_STRING) jfail(r->j, "format too wide");
+    if (!left && !(zero && hn))
+        for (size_t i = 0; i < pad; i++) sb_putc(r, ' ');
+    sb_puts(r, head);
+    if (!left && zero && hn)
+        for (size_t i = 0; i < pad; i++) sb_putc(r, '0');
+    sb_put(r, body, n);
+    if (left)
+        for (size_t i = 0; i < pad; i++) sb_putc(r, ' ');
+}
+
+/* %d %i %u %o %x %X of a 64-bit integer as Python formats it: a minus sign, not two's
+ * complement, for negative numbers in every base; '#' gives 0o / 0x / 0X; precision is a
+ * minimum number of digits */
+static void py_int_format(sb *r, const char *spec, char conv, long long v)
+{
+    int left, zero;
+    char sign;
+    long width, prec;
+    spec_parse(spec, &left, &zero, &sign, &width, &prec);
+    unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    const char *digits = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+    unsigned base = conv == 'o' ? 8 : conv == 'x' || conv == 'X' ? 16 : 10;
+    char buf[96];
+    size_t n = 0;
+    do {
+        buf[sizeof buf - 1 - n++] = digits[m % base];
+        m /= base;
+    } while (m);
+    while (prec > 0 && n < (size_t)prec && n < 64) buf[sizeof buf - 1 - n++] = '0';
+    char head[8];
+    size_t h = 0;
+    if (v < 0) head[h++] = '-';
+    else if (sign) head[h++] = sign;
+    if (strchr(spec, '#') && base != 10) {
+        head[h++] = '0';
+        head[h++] = conv == 'o' ? 'o' : conv;
+    }
+    head[h] = 0;
+    if (zero && !left && !h) {   /* zeros with no sign or prefix: still numbers, so pad with 0 */
+        long len = (long)n;
+        while (width > len && n < sizeof buf - 1) buf[sizeof buf - 1 - n++] = '0', len++;
+    }
+    py_pad(r, spec, buf + sizeof buf - n, n, head);
+}
+
+/* repr(float) as Python writes it: the shortest digits that round-trip */
+void fmt_float(char *out, size_t cap, double d)
+{
+    if (isnan(d)) { snprintf(out, cap, "nan"); return; }
+    if (isinf(d)) { snprintf(out, cap, d < 0 ? "-inf" : "inf"); return; }
+    char tmp[64];
+    int prec;
+    for (prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
+        if (strtod(tmp, NULL) == d)
+            break;
+    }
+    char digits[32];
+    int nd = 0, neg = 0;
+    const char *p = tmp;
+    if (*p == '-') { neg = 1; p++; }
+    for (; *p && *p != 'e'; p++)
+        if (isdigit((unsigned char)*p))
+            digits[nd++] = *p;
+    int e = atoi(p + 1);
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    digits[nd] = 0;
+    char *o = out;
+    size_t left = cap;
+#define PUT(...) do { int w_ = snprintf(o, left, __VA_ARGS__); if (w_ < 0 || (size_t)w_ >= left) return; o += w_; left -= (size_t)w_; } while (0)
+    if (neg) PUT("-");
+    if (e >= -4 && e < 16) {
+        if (e >= 0) {
+            for (int i = 0; i <= e; i++) PUT("%c", i < nd ? digits[i] : '0');
+            PUT(".");
+            if (nd > e + 1) PUT("%s", digits + e + 1); else PUT("0");
+        } else {
+            PUT("0.");
+            for (int i = 0; i < -e - 1; i++) PUT("0");
+            PUT("%s", digits);
+        }
+    } else {
+        PUT("%c", digits[0]);
+        if (nd > 1) PUT(".%s", digits + 1);
+        PUT("e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
+    }
+#undef PUT
+}
+
+/* Python's str.isprintable for one character: not a control, format, surrogate, private-use
+ * or unassigned character, and no separator but the ASCII space (utf8proc's Unicode tables) */
+static int py_printable(unsigned cp)
+{
+    if (cp == ' ') return 1;
+    switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* repr(str) as Python writes it (how a list or dict of strings prints): \xNN, \uNNNN or
+ * \UNNNNNNNN for what is not printable */
+static void put_str_repr(sb *b, const jstr *s)
+{
+    int has_sq = memchr(s->p, '\'', s->len) != NULL, has_dq = memchr(s->p, '"', s->len) != NULL;
+    char q = has_sq && !has_dq ? '"' : '\'';
+    sb_putc(b, q);
+    for (size_t i = 0; i < s->len;) {
+        unsigned cp;
+        size_t k = u8_next(s->p, s->len, i, &cp);
+        if (cp == (unsigned char)q || cp == '\\') { sb_putc(b, '\\'); sb_putc(b, (char)cp); }
+        else if (cp == '\n') sb_puts(b, "\\n");
+        else if (cp == '\r') sb_puts(b, "\\r");
+        else if (cp == '\t') sb_puts(b, "\\t");
+        else if (!py_printable(cp)) {
+            char t[16];
+            snprintf(t, sizeof t, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
+            sb_puts(b, t);
+        } else
+            sb_put(b, s->p + i, k);
+        i += k;
+    }
+    sb_putc(b, q);
+}
+
+/* str(v) */
+void put_str(sb *b, jv v)
+{
+    char t[64];
+    switch (v.t) {
+    case T_UNDEF: return;
+    case T_NONE: sb_puts(b, "None"); return;
+    case T_BOOL: sb_puts(b, v.u.b ? "True" : "False"); return;
+    case T_INT: snprintf(t, sizeof t, "%lld", v.u.i); sb_puts(b, t); return;
+    case T_FLOAT: fmt_float(t, sizeof t, v.u.f); sb_puts(b, t); return;
+    case T_STR: sb_put_str(b, v.u.s); return;
+    case T_NS:
+        sb_puts(b, "<Namespace ");
+        { jv d = v; d.t = T_DICT; put_repr(b, d); }
+        sb_puts(b, ">");
+        return;
+    case T_FUNC: sb_puts(b, "<function "); sb_puts(b, v.u.fn->name ? v.u.fn->name : "?"); sb_puts(b, ">"); return;
+    default: put_repr(b, v);
+    }
+}
+
+void put_repr(sb *b, jv v)
+{
+    if (++b->j->depth > MAX_DEPTH)
+        jfail(b->j, "value nested too deeply");
+    switch (v.t) {
+    case T_STR: put_str_repr(b, v.u.s); break;
+    case T_LIST: {
+        jlist *l = v.u.l;
+        if (l->gen) { sb_puts(b, "<generator object>"); break; }
+        sb_putc(b, l->tuple ? '(' : '[');
+        for (size_t i = 0; i < l->n; i++) {
+            if (i) sb_puts(b, ", ");
+            put_repr(b, l->it[i]);
+        }
+        if (l->tuple && l->n == 1) sb_putc(b, ',');
+        sb_putc(b, l->tuple ? ')' : ']');
+        break;
+    }
+    case T_DICT: {
+        jdict *d = v.u.d;
+        sb_putc(b, '{');
+        for (size_t i = 0; i < d->n; i++) {
+            if (i) sb_puts(b, ", ");
+            put_repr(b, d->k[i]);
+            sb_puts(b, ": ");
+            put_repr(b, d->v[i]);
+        }
+        sb_putc(b, '}');
+        break;
+    }
+    case T_UNDEF: sb_puts(b, "Undefined"); break;
+    default: put_str(b, v);
+    }
+    b->j->depth--;
+}
+
+jv to_str(J *j, jv v)
+{
+    if (v.t == T_STR)
+        return v;
+    sb b;
+    sb_init(&b, j);
+    put_str(&b, v);
+    return sb_val(&b);
+}
+
+/* str % args: printf-style formatting as Python does it */
+jv py_percent(J *j, jstr *f, jv b)
+{
+    jlist *args = b.t == T_LIST && b.u.l->tuple ? b.u.l : NULL;
+    size_t ai = 0;
+    int used = 0;
+    sb r;
+    sb_init(&r, j);
+    for (size_t i = 0; i < f->len; i++) {
+        if (f->p[i] != '%' || i + 1 >= f->len) { sb_putc(&r, f->p[i]); continue; }
+        char c = f->p[++i];
+        if (c == '%') { sb_putc(&r, '%'); continue; }
+        /* %[flags][width][.precision]conversion, as C's printf for numbers */
+        char spec[32];
+        size_t sl = 0;
+        spec[sl++] = '%';
+        while (i < f->len && strchr("#0- +", f->p[i]) && sl < 8) spec[sl++] = f->p[i++];
+        while (i < f->len && isdigit((unsigned char)f->p[i]) && sl < 16) spec[sl++] = f->p[i++];
+        if (i < f->len && f->p[i] == '.') {
+            spec[sl++] = f->p[i++];
+            while (i < f->len && isdigit((unsigned char)f->p[i]) && sl < 24) spec[sl++] = f->p[i++];
+        }
+        if (i >= f->len) jfail(j, "incomplete format");
+        c = f->p[i];
+        jv x = args ? (ai < args->n ? args->it[ai++] : v_undef(NULL)) : b;
+        if (args && x.t == T_UNDEF && !x.u.undef) jfail(j, "not enough arguments for format string");
+        if (!args && used++) jfail(j, "not enough arguments for format string");
+        if ((c == 's' || c == 'r') && sl == 1) {
+            if (c == 's') put_str(&r, x);
+            else put_repr(&r, x);
+        } else if (c == 's' || c == 'r') {
+            sb t;
+            sb_init(&t, j);
+            if (c == 's') put_str(&t, x);
+            else put_repr(&t, x);
+            jv tv = sb_val(&t);
+            spec[sl] = 0;
+            /* width and precision count characters, as Python's do (C's count bytes) */
+            int left, zero;
+            char sign;
+            long width, prec;
+            spec_parse(spec, &left, &zero, &sign, &width, &prec);
+            size_t n = tv.u.s->len;
+            if (prec >= 0) n = u8_offset(tv.u.s->p, tv.u.s->len, (size_t)prec);
+            py_pad(&r, spec, tv.u.s->p, n, "");
+        } else if (c == 'c') {
+            /* chr(x), or a one-character string, padded as %s is */
+            sb t;
+            sb_init(&t, j);
+            if (x.t == T_STR && u8_count(x.u.s->p, x.u.s->len) == 1) {
+                sb_put(&t, x.u.s->p, x.u.s->len);
+            } else if (x.t == T_INT || x.t == T_BOOL) {
+                long long cp = num_i(x);
+                if (cp < 0 || cp > 0x10FFFF) jfail(j, "%%c arg not in range(0x110000)");
+                if (cp >= 0xD800 && cp <= 0xDFFF) jfail(j, "%%c: U+%04llX is a surrogate, no character", cp);
+                u8_put(&t, (unsigned)cp);
+            } else
+                jfail(j, "%%c requires int or char");
+            spec[sl] = 0;
+            jv tv = sb_val(&t);
+            py_pad(&r, spec, tv.u.s->p, tv.u.s->len, "");
+        } else if (strchr("diouxX", c) && c) {
+            if (!is_num(x) || (x.t == T_FLOAT && strchr("oxX", c)))
+                jfail(j, "%%%c format: %s is required, not %s", c, strchr("oxX", c) ? "an integer" : "a real number",
+                      type_name(x));
+            long long v;
+            if (x.t == T_FLOAT) {
+                /* int(x): a float past 64 bits cannot be converted (a C cast would be undefined) */
+                if (!(x.u.f >= -9223372036854775808.0 && x.u.f < 9223372036854775808.0))
+                    jfail(j, "%%%c format: %g does not fit in 64 bits (tokenloop's integers are 64-bit)", c, x.u.f);
+                v = (long long)x.u.f;
+            } else
+                v = num_i(x);
+            spec[sl] = 0;
+            py_int_format(&r, spec, c, v);
+        } else if (strchr("eEfFgG", c) && c) {
+            if (!is_num(x)) jfail(j, "%%%c format: a real number is required, not %s", c, type_name(x));
+            char o[512];
+            {
+                spec[sl++] = c;
+                spec[sl] = 0;
+                snprintf(o, sizeof o, spec, num_f(x));
+            }
+            sb_puts(&r, o);
+        } else jfail(j, "unsupported format character '%c'", c);
+    }
+    if ((args && ai < args->n) || (!args && !used && b.t != T_DICT && b.t != T_LIST))
+        jfail(j, "not all arguments converted during string formatting");
+    return sb_val(&r);
+}
+
+void put_format(J *j, sb *r, jstr *f, jargs *A)
+{
+    int auto_i = 0;
+    for (size_t i = 0; i < f->len; i++) {
+        char c = f->p[i];
+        if (c == '{' && i + 1 < f->len && f->p[i + 1] == '{') { sb_putc(r, '{'); i++; continue; }
+        if (c == '}' && i + 1 < f->len && f->p[i + 1] == '}') { sb_putc(r, '}'); i++; continue; }
+        if (c != '{') { sb_putc(r, c); continue; }
+        size_t e = i + 1;
+        while (e < f->len && f->p[e] != '}') e++;
+        if (e >= f->len) jfail(j, "Single '{' encountered in format string");
+        const char *field = f->p + i + 1;
+        size_t fn = e - i - 1;
+        const char *colon = memchr(field, ':', fn);
+        if (colon && colon + 1 < field + fn) jfail(j, "str.format: format specs ('%.*s') are not supported", (int)fn, field);
+        if (colon) fn = (size_t)(colon - field);
+        if (memchr(field, '!', fn) || memchr(field, '.', fn) || memchr(field, '[', fn))
+            jfail(j, "str.format: conversions and field access ('%.*s') are not supported", (int)fn, field);
+        jv x;
+        if (!fn) x = auto_i < A->n ? A->a[auto_i++] : v_undef(NULL);
+        else if (isdigit((unsigned char)field[0])) { int k = atoi(field); x = k < A->n ? A->a[k] : v_undef(NULL); }
+        else {
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)(fn < 63 ? fn : 63), field);
+            x = arg(A, -1, name, v_undef(NULL));
+        }
+        if (x.t == T_UNDEF && !x.u.undef) jfail(j, "Replacement index out of range for format()");
+        put_str(r, x);
+        i = e;
+    }
+}

@@ -1,0 +1,174 @@
+/* Python's str operations shared by filters and methods: case mappings, strip, replace,
+ * split. */
+#include <ctype.h>
+#include <locale.h>
+#include <pthread.h>
+#include <string.h>
+#include <wctype.h>
+
+#include "jinja/internal.h"
+
+/* Unicode simple case mappings from glibc's C.UTF-8 (ASCII only where that locale is missing) */
+static locale_t utf8_locale;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+static void utf8_init(void) { utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0); }
+
+static unsigned cp_case(unsigned c, int up)
+{
+    if (c < 0x80) return (unsigned)(up ? toupper((int)c) : tolower((int)c));
+    pthread_once(&utf8_once, utf8_init);
+    if (!utf8_locale) return c;
+    return (unsigned)(up ? towupper_l((wint_t)c, utf8_locale) : towlower_l((wint_t)c, utf8_locale));
+}
+
+static int cp_alpha(unsigned c)
+{
+    if (c < 0x80) return isalpha((int)c);
+    pthread_once(&utf8_once, utf8_init);
+    return utf8_locale ? iswalpha_l((wint_t)c, utf8_locale) != 0 : 1;
+}
+
+/* mode: 0 lower, 1 upper, 2 capitalize, 3 str.title, 4 Jinja's title filter */
+jv str_case(J *j, jstr *s, int mode)
+{
+    sb r;
+    sb_init(&r, j);
+    int prev = 0;
+    size_t idx = 0;
+    for (size_t i = 0; i < s->len; idx++) {
+        unsigned cp;
+        size_t k = u8_next(s->p, s->len, i, &cp);
+        int up;
+        if (mode < 2) up = mode;
+        else if (mode == 2) up = idx == 0;
+        else if (mode == 3) { int a = cp_alpha(cp); up = !prev; if (!a) { prev = 0; u8_put(&r, cp); i += k; continue; } prev = 1; }
+        else {
+            int sepc = cp == '-' || py_isspace(cp) || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+            if (sepc) { prev = 0; u8_put(&r, cp); i += k; continue; }
+            up = !prev;
+            prev = 1;
+        }
+        u8_put(&r, cp_case(cp, up));
+        i += k;
+    }
+    if (r.len == s->len) /* same length: the bytes stay where they were */
+        for (size_t i = 0; i < s->nsp; i++) sb_span(&r, s->sp[i].start, s->sp[i].end);
+    return sb_val(&r);
+}
+
+jv str_lower_upper(J *j, jv v, int up) { return str_case(j, to_str(j, v).u.s, up); }
+
+static int cp_in(const jstr *chars, unsigned cp)
+{
+    for (size_t i = 0; i < chars->len;) {
+        unsigned c;
+        i += u8_next(chars->p, chars->len, i, &c);
+        if (c == cp) return 1;
+    }
+    return 0;
+}
+
+/* strip: which 1 = left, 2 = right, 3 = both; chars NULL = whitespace */
+jv str_strip(J *j, jv v, const jstr *chars, int which)
+{
+    jstr *s = v.u.s;
+    size_t a = 0, e = s->len;
+    if (which & 1)
+        while (a < e) {
+            unsigned cp;
+            size_t k = u8_next(s->p, s->len, a, &cp);
+            if (chars ? !cp_in(chars, cp) : !py_isspace(cp)) break;
+            a += k;
+        }
+    if (which & 2)
+        while (e > a) {
+            size_t st = e - 1;
+            while (st > a && ((unsigned char)s->p[st] & 0xC0) == 0x80) st--;
+            unsigned cp;
+            u8_next(s->p, s->len, st, &cp);
+            if (chars ? !cp_in(chars, cp) : !py_isspace(cp)) break;
+            e = st;
+        }
+    return v_sub(j, s, a, e);
+}
+
+static const char *find_sub(const char *h, size_t hn, const char *n, size_t nn)
+{
+    if (!nn) return h;
+    for (size_t i = 0; i + nn <= hn; i++)
+        if (!memcmp(h + i, n, nn)) return h + i;
+    return NULL;
+}
+
+jv str_replace(J *j, jstr *s, jstr *old, jstr *new_, long long count)
+{
+    sb r;
+    sb_init(&r, j);
+    size_t i = 0;
+    long long done = 0;
+    if (!old->len) {
+        for (; i <= s->len && (count < 0 || done < count); done++) {
+            sb_put_str(&r, new_);
+            if (i == s->len) { i++; break; }
+            size_t k = u8_next(s->p, s->len, i, NULL);
+            sb_put_sub(&r, s, i, i + k);
+            i += k;
+        }
+        if (i < s->len) sb_put_sub(&r, s, i, s->len);
+        return sb_val(&r);
+    }
+    while (count < 0 || done < count) {
+        const char *f = find_sub(s->p + i, s->len - i, old->p, old->len);
+        if (!f) break;
+        size_t at = (size_t)(f - s->p);
+        sb_put_sub(&r, s, i, at);
+        sb_put_str(&r, new_);
+        i = at + old->len;
+        done++;
+    }
+    sb_put_sub(&r, s, i, s->len);
+    return sb_val(&r);
+}
+
+jv str_split(J *j, jstr *s, jv sep, long long maxsplit)
+{
+    jlist *l = list_new(j, 4);
+    size_t i = 0;
+    if (sep.t == T_NONE || sep.t == T_UNDEF) {
+        for (;;) {
+            while (i < s->len) {
+                unsigned cp;
+                size_t k = u8_next(s->p, s->len, i, &cp);
+                if (!py_isspace(cp)) break;
+                i += k;
+            }
+            if (i >= s->len) break;
+            if (maxsplit >= 0 && (long long)l->n >= maxsplit) { /* the rest, trailing space kept */
+                list_push(j, l, v_sub(j, s, i, s->len));
+                break;
+            }
+            size_t st = i;
+            while (i < s->len) {
+                unsigned cp;
+                size_t k = u8_next(s->p, s->len, i, &cp);
+                if (py_isspace(cp)) break;
+                i += k;
+            }
+            list_push(j, l, v_sub(j, s, st, i));
+        }
+        return v_list(l);
+    }
+    if (sep.t != T_STR) jfail(j, "must be str or None, not %s", type_name(sep));
+    jstr *d = sep.u.s;
+    if (!d->len) jfail(j, "empty separator");
+    for (;;) {
+        const char *f = maxsplit >= 0 && (long long)l->n >= maxsplit ? NULL : find_sub(s->p + i, s->len - i, d->p, d->len);
+        if (!f) { list_push(j, l, v_sub(j, s, i, s->len)); break; }
+        size_t at = (size_t)(f - s->p);
+        list_push(j, l, v_sub(j, s, i, at));
+        i = at + d->len;
+    }
+    return v_list(l);
+}
+
+jv str_title(J *j, jstr *s, int jinja_filter) { return str_case(j, s, jinja_filter ? 4 : 3); }
