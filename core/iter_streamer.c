@@ -24,6 +24,7 @@ struct tl_iter {
     pthread_cond_t cv;
     chunk *head, *tail;
     int ended;                  /* the producer pushed the end marker */
+    int started;                /* the first step was seen */
     atomic_int cancel;
     int rc;
     tl_error err;
@@ -45,11 +46,22 @@ static void push(tl_iter *it, const char *text, size_t len)
     pthread_mutex_unlock(&it->mu);
 }
 
+/* Chunks as TextIteratorStreamer queues them: one per put() that printed something, and
+ * end()'s flush on its own. Empty strings, which transformers also queues, carry nothing. */
 static int on_step(void *ctx, tl_session *s, const tl_step *st)
 {
-    (void)s;
     tl_iter *it = ctx;
-    if (st->printed && st->printed[0]) push(it, st->printed, strlen(st->printed));
+    size_t n = st->printed ? strlen(st->printed) : 0, cut = st->end_at < n ? st->end_at : n;
+    if (!it->started) {
+        /* Printed before this step: the prompt (skip_prompt off) and any steps the session took
+         * before the iterator started, so the chunks always add up to the streamed text. */
+        size_t all;
+        const char *text = tl_session_streamed(s, &all);
+        if (all > n) push(it, text, all - n);
+        it->started = 1;
+    }
+    if (cut) push(it, st->printed, cut);
+    if (n > cut) push(it, st->printed + cut, n - cut);
     return atomic_load(&it->cancel);
 }
 

@@ -649,6 +649,7 @@ static int record_stream(tl_session *s, tl_step *st, int end)
     size_t pl;
     const char *printed = tl_streamer_printed(s->streamer, &pl);
     char *pr = dupn(printed, pl);
+    st->end_at = pl;
     if (end) {
         tl_streamer_end(s->streamer);
         size_t el;

@@ -115,6 +115,7 @@ typedef struct tl_step {
     char piece[64];             /* display form of the chosen token (tl_tokenizer_display) */
     tl_sample_report sample;    /* the top-N candidates and what each stage did */
     char *printed;              /* text the streamer printed this step (NUL-terminated) */
+    size_t end_at;              /* printed[end_at..]: what end() flushed when generation stopped here */
     char *held;                 /* the streamer's held-back buffer after this step */
     int hold_reason;            /* TL_HOLD_* flags */
     tl_stop_result stop;        /* reason TL_STOP_NONE unless this step stopped generation */
