@@ -23,9 +23,9 @@ int tl_template_compile(const char *src, tl_template **out, tl_error *err)
     *out = NULL;
     if (!src) return tl_error_set(err, "template: no source");
     tl_template *tpl = calloc(1, sizeof *tpl);
-    if (!tpl) return tl_error_set(err, "template: out of memory");
+    if (!tpl) return tl_error_set(err, "template: MemoryError: out of memory");
     P *p = calloc(1, sizeof *p);
-    if (!p) { free(tpl); return tl_error_set(err, "template: out of memory"); }
+    if (!p) { free(tpl); return tl_error_set(err, "template: MemoryError: out of memory"); }
     p->j.ar = &tpl->ar;
     p->j.err = err;
     p->lc_line = 1;
@@ -70,7 +70,7 @@ int tl_jinja_render_vars(const tl_template *tpl, const tl_jinja_var *vars, size_
     if (n_spans) *n_spans = 0;
     arena ar = {0};
     J *j = calloc(1, sizeof *j);
-    if (!j) return tl_error_set(err, "template: out of memory");
+    if (!j) return tl_error_set(err, "template: MemoryError: out of memory");
     j->ar = &ar;
     j->err = err;
     if (setjmp(j->jb)) {
@@ -96,7 +96,7 @@ int tl_jinja_render_vars(const tl_template *tpl, const tl_jinja_var *vars, size_
     if (!text || (spans && o.nsp && !sp)) {
         free(text);
         free(sp);
-        jfail(j, "out of memory");
+        jfail(j, JE_MEMORY, "out of memory");
     }
     if (o.len) memcpy(text, o.p, o.len);
     text[o.len] = 0;
@@ -118,13 +118,13 @@ int tl_template_render(const tl_template *tpl, const cJSON *context, char **out,
     if (context && !cJSON_IsObject(context)) return tl_error_set(err, "template: the context must be a JSON object");
     if (context) cJSON_ArrayForEach(it, context) n++;
     tl_jinja_var *vars = calloc(n + 1, sizeof *vars);
-    if (!vars) return tl_error_set(err, "template: out of memory");
+    if (!vars) return tl_error_set(err, "template: MemoryError: out of memory");
     size_t k = 0;
     int rc = 0;
     if (context) cJSON_ArrayForEach(it, context) {
         vars[k].name = it->string;
         vars[k].json = cJSON_PrintUnformatted(it);
-        if (!vars[k].json) rc = tl_error_set(err, "template: out of memory");
+        if (!vars[k].json) rc = tl_error_set(err, "template: MemoryError: out of memory");
         k++;
     }
     if (!rc) rc = tl_jinja_render_vars(tpl, vars, n, out, out_len, NULL, NULL, err);

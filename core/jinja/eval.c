@@ -61,9 +61,9 @@ static void bind(J *j, frame *f, node *target, jv v)
     jlist *l;
     if (v.t == T_LIST) l = v.u.l;
     else if (v.t == T_STR || v.t == T_DICT) l = iter_list(j, v);
-    else jfail(j, "cannot unpack non-iterable %s object", type_name(v));
-    if ((int)l->n < target->nv) jfail(j, "not enough values to unpack (expected %d, got %zu)", target->nv, l->n);
-    if ((int)l->n > target->nv) jfail(j, "too many values to unpack (expected %d)", target->nv);
+    else jfail(j, JE_TYPE, "cannot unpack non-iterable %s object", type_name(v));
+    if ((int)l->n < target->nv) jfail(j, JE_VALUE, "not enough values to unpack (expected %d, got %zu)", target->nv, l->n);
+    if ((int)l->n > target->nv) jfail(j, JE_VALUE, "too many values to unpack (expected %d)", target->nv);
     for (int i = 0; i < target->nv; i++) bind(j, f, target->v[i], l->it[i]);
 }
 
@@ -72,12 +72,12 @@ static jv call_macro(J *j, jfunc *fn, jargs *A, jv caller)
     node *m = fn->macro;
     frame *mf = frame_new(j, fn->closure);
     if (A->n > m->nnames)
-        jfail(j, "macro '%s' takes not more than %d argument(s)", m->name ? m->name : "caller", m->nnames);
+        jfail(j, JE_TYPE, "macro '%s' takes not more than %d argument(s)", m->name ? m->name : "caller", m->nnames);
     for (int i = 0; i < A->nk; i++) {
         int k;
         for (k = 0; k < m->nnames; k++)
             if (!strcmp(m->names[k], A->kn[i])) break;
-        if (k == m->nnames) jfail(j, "macro '%s' takes no keyword argument '%s'", m->name ? m->name : "caller", A->kn[i]);
+        if (k == m->nnames) jfail(j, JE_TYPE, "macro '%s' takes no keyword argument '%s'", m->name ? m->name : "caller", A->kn[i]);
     }
     for (int k = 0; k < m->nnames; k++) {
         jv v;
@@ -97,8 +97,8 @@ static jv call_macro(J *j, jfunc *fn, jargs *A, jv caller)
 
 static jv call_value(J *j, jv fnv, jargs *A, jv caller)
 {
-    if (fnv.t == T_UNDEF) jfail(j, "%s", undef_msg(fnv));
-    if (fnv.t != T_FUNC) jfail(j, "'%s' object is not callable", type_name(fnv));
+    if (fnv.t == T_UNDEF) jfail_undef(j, fnv);
+    if (fnv.t != T_FUNC) jfail(j, JE_TYPE, "'%s' object is not callable", type_name(fnv));
     jfunc *fn = fnv.u.fn;
     if (fn->kind == F_MACRO || fn->kind == F_CALLER) return call_macro(j, fn, A, caller);
     if (fn->kind == F_METHOD) return call_method(j, fn->self, fn->name, A);
@@ -107,7 +107,7 @@ static jv call_value(J *j, jv fnv, jargs *A, jv caller)
 
 static jv eval(J *j, node *n, frame *f)
 {
-    if (++j->depth > MAX_DEPTH) jfail(j, "maximum recursion depth exceeded");
+    if (++j->depth > MAX_DEPTH) jfail(j, JE_RECURSION, "maximum recursion depth exceeded");
     int saved_line = j->line;
     j->line = n->line;
     jv r;
@@ -147,11 +147,11 @@ static jv eval(J *j, node *n, frame *f)
     case E_BIN: { jv a = eval(j, n->a, f); r = arith(j, n->op, a, eval(j, n->b, f)); break; }
     case E_NEG: case E_POS: {
         jv a = eval(j, n->a, f);
-        if (a.t == T_UNDEF) jfail(j, "%s", undef_msg(a));
-        if (!is_num(a)) jfail(j, "bad operand type for unary %c: '%s'", n->k == E_NEG ? '-' : '+', type_name(a));
+        if (a.t == T_UNDEF) jfail_undef(j, a);
+        if (!is_num(a)) jfail(j, JE_TYPE, "bad operand type for unary %c: '%s'", n->k == E_NEG ? '-' : '+', type_name(a));
         if (n->k == E_POS) r = a.t == T_BOOL ? v_int(a.u.b) : a;
         else if (a.t != T_FLOAT && num_i(a) == LLONG_MIN)
-            jfail(j, "integer overflow: -(%lld) does not fit in 64 bits (Python's integers have no limit; "
+            jfail(j, JE_OVERFLOW, "integer overflow: -(%lld) does not fit in 64 bits (Python's integers have no limit; "
                   "tokenloop's are 64-bit)", LLONG_MIN);
         else r = a.t == T_FLOAT ? v_float(-a.u.f) : v_int(-num_i(a));
         break;
@@ -195,8 +195,8 @@ static jv eval(J *j, node *n, frame *f)
         jdict *d = dict_new(j);
         for (int i = 0; i < n->nv; i++) {
             jv k = eval(j, n->v[i], f);
-            if (k.t == T_LIST && !k.u.l->tuple) jfail(j, "unhashable type: 'list'");
-            if (k.t == T_DICT) jfail(j, "unhashable type: 'dict'");
+            if (k.t == T_LIST && !k.u.l->tuple) jfail(j, JE_TYPE, "unhashable type: 'list'");
+            if (k.t == T_DICT) jfail(j, JE_TYPE, "unhashable type: 'dict'");
             dict_set(j, d, k, eval(j, n->v2[i], f));
         }
         r = v_dict(d);
@@ -209,7 +209,7 @@ static jv eval(J *j, node *n, frame *f)
         r = sb_val(&b);
         break;
     }
-    default: jfail(j, "internal error: bad expression node %d", n->k);
+    default: jfail(j, JE_RUNTIME, "internal error: bad expression node %d", n->k);
     }
     j->line = saved_line;
     j->depth--;
@@ -233,7 +233,7 @@ static int exec_for(J *j, node *n, frame *f, sb *out)
     if (n->b) {
         jlist *kept = list_new(j, items->n + 1);
         for (size_t i = 0; i < items->n; i++) {
-            if (++j->iters > MAX_ITERS) jfail(j, "too many loop iterations (limit %lld)", MAX_ITERS);
+            if (++j->iters > MAX_ITERS) jfail(j, JE_LIMIT, "too many loop iterations (limit %lld)", MAX_ITERS);
             bind(j, lf, n->d, items->it[i]);
             if (truthy(eval(j, n->b, lf))) list_push(j, kept, items->it[i]);
         }
@@ -251,7 +251,7 @@ static int exec_for(J *j, node *n, frame *f, sb *out)
     jv target_key = n->d->k == E_NAME ? v_cstr(j, n->d->name) : v_none();
     lf = frame_new(j, f);
     for (size_t i = 0; i < cnt; i++) {
-        if (++j->iters > MAX_ITERS) jfail(j, "too many loop iterations (limit %lld)", MAX_ITERS);
+        if (++j->iters > MAX_ITERS) jfail(j, JE_LIMIT, "too many loop iterations (limit %lld)", MAX_ITERS);
         /* as Jinja2: what the body sets lasts for one iteration only (nothing can hold on to
          * the iteration's frame past it, so it is emptied and reused) */
         lf->vars.n = 0;
@@ -284,7 +284,7 @@ static int exec_for(J *j, node *n, frame *f, sb *out)
 
 int exec(J *j, node *n, frame *f, sb *out)
 {
-    if (++j->depth > MAX_DEPTH) jfail(j, "maximum recursion depth exceeded");
+    if (++j->depth > MAX_DEPTH) jfail(j, JE_RECURSION, "maximum recursion depth exceeded");
     int r = X_NORMAL;
     j->line = n->line;
     switch (n->k) {
@@ -322,7 +322,7 @@ int exec(J *j, node *n, frame *f, sb *out)
         }
         if (n->d->k == E_ATTR) {
             jv ns = lookup(j, f, n->d->name);
-            if (ns.t != T_NS) jfail(j, "cannot assign attribute on non-namespace object");
+            if (ns.t != T_NS) jfail(j, JE_RUNTIME, "cannot assign attribute on non-namespace object");
             dict_set_s(j, ns.u.d, n->d->attr, v);
         } else
             bind(j, f, n->d, v);
@@ -367,7 +367,7 @@ int exec(J *j, node *n, frame *f, sb *out)
         r = exec(j, n->b, wf, out);
         break;
     }
-    default: jfail(j, "internal error: bad statement node %d", n->k);
+    default: jfail(j, JE_RUNTIME, "internal error: bad statement node %d", n->k);
     }
     j->depth--;
     return r;

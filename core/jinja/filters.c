@@ -78,13 +78,13 @@ static jv filter_select(J *j, jv v, jargs *A, int attr_mode, int reject, frame *
     int first = 0;
     if (attr_mode) {
         jv a = arg(A, 0, "attr", v_undef(NULL));
-        if (a.t != T_STR) jfail(j, "selectattr: an attribute name is needed");
+        if (a.t != T_STR) jfail(j, JE_TYPE, "selectattr: an attribute name is needed");
         attr = a.u.s->p;
         first = 1;
     }
     const char *test = NULL;
     if (A->n > first) {
-        if (A->a[first].t != T_STR) jfail(j, "select: a test name is needed");
+        if (A->a[first].t != T_STR) jfail(j, JE_TYPE, "select: a test name is needed");
         test = A->a[first].u.s->p;
     }
     jargs TA = {A->n > first + 1 ? A->a + first + 1 : NULL, A->n > first + 1 ? A->n - first - 1 : 0, A->kn, A->kv, A->nk};
@@ -133,12 +133,12 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "first") || !strcmp(name, "last")) {
         if (v.t == T_STR || v.t == T_LIST || v.t == T_DICT || v.t == T_UNDEF) {
-            if (name[0] == 'l' && v.t == T_LIST && v.u.l->gen) jfail(j, "'generator' object is not reversible");
+            if (name[0] == 'l' && v.t == T_LIST && v.u.l->gen) jfail(j, JE_TYPE, "'generator' object is not reversible");
             jlist *l = iter_list(j, v);
             if (!l->n) return lit_undef(j, name[0] == 'f' ? "No first item, sequence was empty." : "No last item, sequence was empty.");
             return l->it[name[0] == 'f' ? 0 : l->n - 1];
         }
-        jfail(j, "'%s' object is not iterable", type_name(v));
+        jfail(j, JE_TYPE, "'%s' object is not %s", type_name(v), name[0] == 'f' ? "iterable" : "reversible");
     }
     if (!strcmp(name, "list")) {
         jlist *l = iter_list(j, v), *r = list_new(j, l->n);
@@ -147,7 +147,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "items")) {
         if (v.t == T_UNDEF) return v_gen(list_new(j, 1));
-        if (v.t != T_DICT) jfail(j, "Can only get item pairs from a mapping.");
+        if (v.t != T_DICT) jfail(j, JE_TYPE, "Can only get item pairs from a mapping.");
         jlist *r = list_new(j, v.u.d->n);
         for (size_t i = 0; i < v.u.d->n; i++) {
             jlist *t = list_new(j, 2);
@@ -171,7 +171,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
             }
             return v_gen(r);
         }
-        if (A->n < 1 || A->a[0].t != T_STR) jfail(j, "map: a filter name or attribute= is needed");
+        if (A->n < 1 || A->a[0].t != T_STR) jfail(j, JE_FILTERARG, "map: a filter name or attribute= is needed");
         jargs FA = {A->a + 1, A->n - 1, A->kn, A->kv, A->nk};
         for (size_t i = 0; i < l->n; i++) list_push(j, r, apply_filter(j, A->a[0].u.s->p, l->it[i], &FA, f));
         return v_gen(r);
@@ -181,11 +181,14 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     if (!strcmp(name, "selectattr")) return filter_select(j, v, A, 1, 0, f);
     if (!strcmp(name, "rejectattr")) return filter_select(j, v, A, 1, 1, f);
     if (!strcmp(name, "dictsort")) {
-        if (v.t != T_DICT) jfail(j, "You can only sort by either \"key\" or \"value\"");
         int cs = truthy(arg(A, 0, "case_sensitive", v_bool(0)));
         jv by = arg(A, 1, "by", v_cstr(j, "key"));
         int rev = truthy(arg(A, 2, "reverse", v_bool(0)));
-        int byv = by.t == T_STR && !strcmp(by.u.s->p, "value");
+        int byk = by.t == T_STR && by.u.s->len == 3 && !memcmp(by.u.s->p, "key", 3);
+        int byv = by.t == T_STR && by.u.s->len == 5 && !memcmp(by.u.s->p, "value", 5);
+        if (!byk && !byv) jfail(j, JE_FILTERARG, "You can only sort by either \"key\" or \"value\"");
+        if (v.t == T_UNDEF) jfail_undef(j, v);
+        if (v.t != T_DICT) jfail(j, JE_ATTRIBUTE, "'%s' object has no attribute 'items'", type_name(v)); /* value.items() */
         size_t n = v.u.d->n;
         jv *keys = jalloc(j, (n + 1) * sizeof(jv)), *vals = jalloc(j, (n + 1) * sizeof(jv));
         sortctx c = {!cs, rev, NULL};
@@ -224,7 +227,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         for (size_t i = 0; i < l->n; i++) {
             jv k = sort_key(j, l->it[i], &c);
             if ((k.t == T_LIST && !k.u.l->tuple) || k.t == T_DICT || k.t == T_NS)
-                jfail(j, "unhashable type: '%s'", type_name(k));
+                jfail(j, JE_TYPE, "unhashable type: '%s'", type_name(k));
             if (contains(j, v_list(seen), k)) continue;
             list_push(j, seen, k);
             list_push(j, r, l->it[i]);
@@ -233,6 +236,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "reverse")) {
         if (v.t == T_STR) return do_slice(j, v, v_none(), v_none(), v_int(-1));
+        if (v.t != T_LIST && v.t != T_DICT && v.t != T_UNDEF) jfail(j, JE_FILTERARG, "argument must be iterable");
         jlist *l = iter_list(j, v), *r = list_new(j, l->n);
         for (size_t i = l->n; i > 0; i--) list_push(j, r, l->it[i - 1]);
         if (v.t == T_LIST && v.u.l->gen) return v_list(r); /* reversed() failed: a list */
@@ -240,7 +244,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "int")) {
         jv d = arg(A, 0, "default", v_int(0));
-        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
+        if (v.t == T_UNDEF) jfail_undef(j, v);
         if (v.t == T_INT) return v;
         if (v.t == T_BOOL) return v_int(v.u.b);
         if (v.t == T_FLOAT) return isfinite(v.u.f) ? v_int((long long)v.u.f) : d;
@@ -257,7 +261,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "float")) {
         jv d = arg(A, 0, "default", v_float(0));
-        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
+        if (v.t == T_UNDEF) jfail_undef(j, v);
         if (is_num(v)) return v_float(num_f(v));
         if (v.t == T_STR) {
             jv s = str_strip(j, v, NULL, 3);
@@ -270,12 +274,12 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     if (!strcmp(name, "abs")) {
         if (v.t == T_FLOAT) return v_float(fabs(v.u.f));
         if (is_num(v)) return v_int(llabs(num_i(v)));
-        jfail(j, "bad operand type for abs(): '%s'", type_name(v));
+        jfail(j, JE_TYPE, "bad operand type for abs(): '%s'", type_name(v));
     }
     if (!strcmp(name, "round")) {
         long long prec = num_i(arg(A, 0, "precision", v_int(0)));
         jv m = arg(A, 1, "method", v_cstr(j, "common"));
-        if (!is_num(v)) jfail(j, "type %s doesn't define __round__ method", type_name(v));
+        if (!is_num(v)) jfail(j, JE_TYPE, "type %s doesn't define __round__ method", type_name(v));
         double x = num_f(v), s = pow(10, (double)prec);
         const char *ms = m.t == T_STR ? m.u.s->p : "common";
         if (!strcmp(ms, "common")) {
@@ -287,12 +291,18 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         }
         if (!strcmp(ms, "ceil")) return v_float(ceil(x * s) / s);
         if (!strcmp(ms, "floor")) return v_float(floor(x * s) / s);
-        jfail(j, "method must be common, ceil or floor");
+        jfail(j, JE_FILTERARG, "method must be common, ceil or floor");
     }
     if (!strcmp(name, "indent")) {
-        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
-        if (v.t != T_STR) jfail(j, "unsupported operand type(s) for +=: '%s' and 'str'", type_name(v));
         jv w = arg(A, 0, "width", v_int(4));
+        if (w.t == T_UNDEF) jfail_undef(j, w);
+        if (w.t != T_STR && w.t != T_INT && w.t != T_BOOL)
+            jfail(j, JE_TYPE, "can't multiply sequence by non-int of type '%s'", type_name(w));
+        /* s += "\n", then s.splitlines() */
+        if (v.t == T_UNDEF) jfail_undef(j, v);
+        if (v.t == T_LIST && !v.u.l->tuple && !v.u.l->gen) jfail(j, JE_ATTRIBUTE, "'list' object has no attribute 'splitlines'");
+        if (v.t == T_LIST && v.u.l->tuple) jfail(j, JE_TYPE, "can only concatenate tuple (not \"str\") to tuple");
+        if (v.t != T_STR) jfail(j, JE_TYPE, "unsupported operand type(s) for +=: '%s' and 'str'", type_name(v));
         int first = truthy(arg(A, 1, "first", v_bool(0))), blank = truthy(arg(A, 2, "blank", v_bool(0)));
         sb ind;
         sb_init(&ind, j);
@@ -353,7 +363,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "batch")) {
         long long n = num_i(arg(A, 0, "linecount", v_int(1)));
-        if (n <= 0) jfail(j, "batch: linecount must be positive");
+        if (n <= 0) jfail(j, JE_FILTERARG, "batch: linecount must be positive");
         int fill = has_arg(A, 1, "fill_with");
         jv fw = arg(A, 1, "fill_with", v_none());
         jlist *l = iter_list(j, v), *r = list_new(j, 4), *cur = NULL;
@@ -377,12 +387,12 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         jv at = arg(A, 1, "attribute", v_none());
         sortctx c = {!cs, 0, at.t == T_STR ? at.u.s->p : NULL};
         jlist *l = iter_list(j, v);
-        if (!l->n) return lit_undef(j, name[1] == 'i' ? "No smallest item, sequence was empty." : "No largest item, sequence was empty.");
+        if (!l->n) return lit_undef(j, "No aggregated item, sequence was empty.");
         size_t best = 0;
         jv bk = sort_key(j, l->it[0], &c);
         for (size_t i = 1; i < l->n; i++) {
             jv k = sort_key(j, l->it[i], &c);
-            int cmp = py_cmp(j, k, bk, "<");
+            int cmp = py_cmp(j, k, bk, name[1] == 'i' ? "<" : ">"); /* min() compares with <, max() with > */
             if (name[1] == 'i' ? cmp < 0 : cmp > 0) { best = i; bk = k; }
         }
         return l->it[best];
@@ -391,7 +401,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         /* getattr only: a dict's keys are not attributes */
         const char *nm = to_str(j, arg(A, 0, "name", v_undef(NULL))).u.s->p;
         jv m;
-        if (v.t == T_UNDEF) jfail(j, "%s", undef_msg(v));
+        if (v.t == T_UNDEF) jfail_undef(j, v);
         if (v.t == T_NS) return get_attr(j, v, nm);
         if (method_of(j, v, nm, &m)) return m;
         return v_undef(jprintf(j, "'%s' has no attribute '%s'", obj_repr(v), nm));
@@ -415,5 +425,5 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         for (long long i = 0; i < pad - left; i++) sb_putc(&r, ' ');
         return sb_val(&r);
     }
-    jfail(j, "No filter named '%s'.", name);
+    jfail(j, JE_ASSERTION, "No filter named '%s'.", name);
 }

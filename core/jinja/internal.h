@@ -26,6 +26,16 @@ static const long long MAX_ITERS = 1000000;         /* loop iterations per rende
 #define TL_PRINTF(f, a)
 #endif
 
+/* The exception class an error names, as "template:LINE: Class: message": Jinja2's own, or
+ * Python's where Jinja2 lets Python's through; JE_UNSUPPORTED and JE_LIMIT for what only
+ * tokenloop refuses (JE_NAMES in values.c has the words) */
+enum {
+    JE_UNDEFINED, JE_SYNTAX, JE_ASSERTION, JE_SECURITY, JE_RUNTIME, JE_FILTERARG, JE_TEMPLATE,
+    JE_TYPE, JE_VALUE, JE_ATTRIBUTE, JE_KEY, JE_INDEX, JE_ZERODIV, JE_OVERFLOW, JE_RECURSION,
+    JE_MEMORY, JE_UNICODE, JE_JSON, JE_UNSUPPORTED, JE_LIMIT
+};
+extern const char *const JE_NAMES[];
+
 /* ---- arena (values.c) */
 
 typedef struct ablk {
@@ -58,6 +68,7 @@ struct jfunc;
 
 typedef struct jv {
     int t;
+    int xc; /* T_UNDEF: the exception class its use raises (JE_UNDEFINED, JE_SECURITY) */
     union {
         int b;
         long long i;
@@ -144,14 +155,15 @@ typedef struct jargs {
     int nk;
 } jargs;
 
-TL_PRINTF(2, 3) TL_NORETURN void jfail(J *j, const char *fmt, ...);
+TL_PRINTF(3, 4) TL_NORETURN void jfail(J *j, int cls, const char *fmt, ...);
+TL_NORETURN void jfail_undef(J *j, jv undef); /* the error using an undefined value raises */
 TL_NORETURN void int_overflow(J *j, long long x, const char *op, long long y);
 TL_NORETURN void jraise(J *j, const char *msg, size_t n);
 void *jalloc(J *j, size_t n);
 char *jstrdup(J *j, const char *s, size_t n);
 TL_PRINTF(2, 3) const char *jprintf(J *j, const char *fmt, ...);
 
-static inline jv v_undef(const char *msg) { jv v = {.t = T_UNDEF}; v.u.undef = msg; return v; }
+static inline jv v_undef(const char *msg) { jv v = {.t = T_UNDEF, .xc = JE_UNDEFINED}; v.u.undef = msg; return v; }
 static inline jv v_none(void) { jv v = {.t = T_NONE}; return v; }
 static inline jv v_bool(int b) { jv v = {.t = T_BOOL}; v.u.b = !!b; return v; }
 static inline jv v_int(long long i) { jv v = {.t = T_INT}; v.u.i = i; return v; }
@@ -258,7 +270,8 @@ typedef struct nvec {
     int n, cap;
 } nvec;
 
-TL_PRINTF(3, 4) TL_NORETURN void pfail(P *p, const tok *t, const char *fmt, ...);
+TL_PRINTF(4, 5) TL_NORETURN void pfail(P *p, int cls, const tok *t, const char *fmt, ...);
+TL_NORETURN void pfail_expected(P *p, const tok *t, const char *expected); /* stream.expect's */
 void lex(P *p);
 node *parse_body(P *p, const char *const *ends, const char *what);
 void nv_push(P *p, nvec *v, node *x);

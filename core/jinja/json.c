@@ -25,7 +25,7 @@ static jv jp_value(jp *p, int mark, int content_key);
 
 static unsigned jp_hex4(jp *p)
 {
-    if (p->e - p->s < 4) jfail(p->j, "bad JSON: short \\u escape");
+    if (p->e - p->s < 4) jfail(p->j, JE_JSON, "bad JSON: short \\u escape");
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
         char c = *p->s++;
@@ -33,7 +33,7 @@ static unsigned jp_hex4(jp *p)
         if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
         else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
         else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-        else jfail(p->j, "bad JSON: bad \\u escape");
+        else jfail(p->j, JE_JSON, "bad JSON: bad \\u escape");
     }
     return v;
 }
@@ -44,11 +44,11 @@ static jv jp_string(jp *p, int mark)
     sb_init(&b, p->j);
     p->s++;
     for (;;) {
-        if (p->s >= p->e) jfail(p->j, "bad JSON: unterminated string");
+        if (p->s >= p->e) jfail(p->j, JE_JSON, "bad JSON: unterminated string");
         char c = *p->s++;
         if (c == '"') break;
         if (c != '\\') { sb_putc(&b, c); continue; }
-        if (p->s >= p->e) jfail(p->j, "bad JSON: unterminated string");
+        if (p->s >= p->e) jfail(p->j, JE_JSON, "bad JSON: unterminated string");
         c = *p->s++;
         switch (c) {
         case 'n': sb_putc(&b, '\n'); break;
@@ -69,7 +69,7 @@ static jv jp_string(jp *p, int mark)
             u8_put(&b, cp);
             break;
         }
-        default: jfail(p->j, "bad JSON: bad escape");
+        default: jfail(p->j, JE_JSON, "bad JSON: bad escape");
         }
     }
     if (mark)
@@ -80,8 +80,8 @@ static jv jp_string(jp *p, int mark)
 static jv jp_value(jp *p, int mark, int content_key)
 {
     jp_ws(p);
-    if (p->s >= p->e) jfail(p->j, "bad JSON: unexpected end");
-    if (++p->depth > 200) jfail(p->j, "bad JSON: nested too deeply");
+    if (p->s >= p->e) jfail(p->j, JE_JSON, "bad JSON: unexpected end");
+    if (++p->depth > 200) jfail(p->j, JE_RECURSION, "bad JSON: nested too deeply");
     jv r;
     char c = *p->s;
     if (c == '"') {
@@ -93,10 +93,10 @@ static jv jp_value(jp *p, int mark, int content_key)
         if (p->s < p->e && *p->s == '}') p->s++;
         else for (;;) {
             jp_ws(p);
-            if (p->s >= p->e || *p->s != '"') jfail(p->j, "bad JSON: expected a key");
+            if (p->s >= p->e || *p->s != '"') jfail(p->j, JE_JSON, "bad JSON: expected a key");
             jv k = jp_string(p, 0);
             jp_ws(p);
-            if (p->s >= p->e || *p->s != ':') jfail(p->j, "bad JSON: expected ':'");
+            if (p->s >= p->e || *p->s != ':') jfail(p->j, JE_JSON, "bad JSON: expected ':'");
             p->s++;
             int ck = k.u.s->len == 7 && !memcmp(k.u.s->p, "content", 7);
             int tk = content_key && k.u.s->len == 4 && !memcmp(k.u.s->p, "text", 4);
@@ -105,7 +105,7 @@ static jv jp_value(jp *p, int mark, int content_key)
             jp_ws(p);
             if (p->s < p->e && *p->s == ',') { p->s++; continue; }
             if (p->s < p->e && *p->s == '}') { p->s++; break; }
-            jfail(p->j, "bad JSON: expected ',' or '}'");
+            jfail(p->j, JE_JSON, "bad JSON: expected ',' or '}'");
         }
         r = v_dict(d);
     } else if (c == '[') {
@@ -118,7 +118,7 @@ static jv jp_value(jp *p, int mark, int content_key)
             jp_ws(p);
             if (p->s < p->e && *p->s == ',') { p->s++; continue; }
             if (p->s < p->e && *p->s == ']') { p->s++; break; }
-            jfail(p->j, "bad JSON: expected ',' or ']'");
+            jfail(p->j, JE_JSON, "bad JSON: expected ',' or ']'");
         }
         r = v_list(l);
     } else if (p->e - p->s >= 4 && !memcmp(p->s, "true", 4)) { p->s += 4; r = v_bool(1); }
@@ -134,23 +134,23 @@ static jv jp_value(jp *p, int mark, int content_key)
         }
         char tmp[64];
         size_t n = (size_t)(p->s - st);
-        if (n >= sizeof tmp) jfail(p->j, "bad JSON: number too long");
+        if (n >= sizeof tmp) jfail(p->j, JE_JSON, "bad JSON: number too long");
         memcpy(tmp, st, n);
         tmp[n] = 0;
         char *end;
         if (!isf) {
             errno = 0;
             long long i = strtoll(tmp, &end, 10);
-            if (*end) jfail(p->j, "bad JSON: bad number");
-            if (errno) jfail(p->j, "bad JSON: integer %s does not fit in 64 bits (tokenloop's integers are 64-bit)", tmp);
+            if (*end) jfail(p->j, JE_JSON, "bad JSON: bad number");
+            if (errno) jfail(p->j, JE_OVERFLOW, "bad JSON: integer %s does not fit in 64 bits (tokenloop's integers are 64-bit)", tmp);
             r = v_int(i);
         } else {
             double f = strtod(tmp, &end);
-            if (*end) jfail(p->j, "bad JSON: bad number");
+            if (*end) jfail(p->j, JE_JSON, "bad JSON: bad number");
             r = v_float(f);
         }
     } else
-        jfail(p->j, "bad JSON: unexpected '%c'", c);
+        jfail(p->j, JE_JSON, "bad JSON: unexpected '%c'", c);
     p->depth--;
     return r;
 }
@@ -160,7 +160,7 @@ jv json_parse(J *j, const char *s, int mark)
     jp p = {j, s, s + strlen(s), 0};
     jv v = jp_value(&p, mark, 0);
     jp_ws(&p);
-    if (p.s != p.e) jfail(j, "bad JSON: trailing text");
+    if (p.s != p.e) jfail(j, JE_JSON, "bad JSON: trailing text");
     return v;
 }
 
@@ -217,14 +217,14 @@ static void json_scalar_key(sb *b, jv k, int ascii)
     case T_NONE: json_str(b, "null", 4); return;
     case T_INT: snprintf(t, sizeof t, "%lld", k.u.i); json_str(b, t, strlen(t)); return;
     case T_FLOAT: fmt_float(t, sizeof t, k.u.f); json_str(b, t, strlen(t)); return;
-    default: jfail(b->j, "keys must be str, int, float, bool or None, not %s", type_name(k));
+    default: jfail(b->j, JE_TYPE, "keys must be str, int, float, bool or None, not %s", type_name(k));
     }
 }
 
 static void json_dump(sb *b, jv v, const jdump *o, int level)
 {
     J *j = b->j;
-    if (++j->depth > MAX_DEPTH) jfail(j, "value nested too deeply for tojson");
+    if (++j->depth > MAX_DEPTH) jfail(j, JE_RECURSION, "value nested too deeply for tojson");
     char t[64];
     switch (v.t) {
     case T_NONE: sb_puts(b, "null"); break;
@@ -238,7 +238,7 @@ static void json_dump(sb *b, jv v, const jdump *o, int level)
     case T_STR: json_str_a(b, v.u.s->p, v.u.s->len, o->ensure_ascii); break;
     case T_LIST: {
         jlist *l = v.u.l;
-        if (l->gen) jfail(j, "Object of type generator is not JSON serializable");
+        if (l->gen) jfail(j, JE_TYPE, "Object of type generator is not JSON serializable");
         if (!l->n) { sb_puts(b, "[]"); break; }
         sb_putc(b, '[');
         for (size_t i = 0; i < l->n; i++) {
@@ -273,7 +273,7 @@ static void json_dump(sb *b, jv v, const jdump *o, int level)
         break;
     }
     default:
-        jfail(j, "Object of type %s is not JSON serializable", type_name(v));
+        jfail(j, JE_TYPE, "Object of type %s is not JSON serializable", type_name(v));
     }
     j->depth--;
 }
@@ -299,12 +299,12 @@ jv tojson(J *j, jv v, jargs *A)
         o.indent = ind.u.s->p;
         o.item_sep = ",";
     } else if (ind.t != T_NONE)
-        jfail(j, "tojson: bad indent");
+        jfail(j, JE_TYPE, "tojson: bad indent");
     if (seps.t == T_LIST && seps.u.l->n == 2 && seps.u.l->it[0].t == T_STR && seps.u.l->it[1].t == T_STR) {
         o.item_sep = seps.u.l->it[0].u.s->p;
         o.key_sep = seps.u.l->it[1].u.s->p;
     } else if (seps.t != T_NONE)
-        jfail(j, "tojson: separators must be a pair of strings");
+        jfail(j, JE_TYPE, "tojson: separators must be a pair of strings");
     sb r;
     sb_init(&r, j);
     json_dump(&r, v, &o, 0);

@@ -9,14 +9,10 @@
 
 #include "jinja/internal.h"
 
-void pfail(P *p, const tok *t, const char *fmt, ...)
+/* the error's one line; near: quote the token's text after the message */
+TL_NORETURN static void perr(P *p, int cls, const tok *t, int near, const char *msg)
 {
-    char msg[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (t && t->t != K_EOF) {
+    if (t && t->t != K_EOF && near) {
         int n = (int)(t->n > 40 ? 40 : t->n);
         while (n > 0 && (size_t)n < t->n && ((unsigned char)t->s[n] & 0xC0) == 0x80)
             n--;   /* do not cut a character in two */
@@ -25,12 +21,45 @@ void pfail(P *p, const tok *t, const char *fmt, ...)
         for (int i = 0; i < n; i++)
             txt[k++] = t->s[i] == '\n' ? ' ' : t->s[i];
         txt[k] = 0;
-        tl_error_set(p->j.err, "template:%d:%d: %s near '%s'", t->line, t->col, msg, txt);
-    } else if (t)
-        tl_error_set(p->j.err, "template:%d:%d: %s at the end of the template", t->line, t->col, msg);
+        tl_error_set(p->j.err, "template:%d:%d: %s: %s near '%s'", t->line, t->col, JE_NAMES[cls], msg, txt);
+    } else if (t && t->t == K_EOF && near)
+        tl_error_set(p->j.err, "template:%d:%d: %s: %s at the end of the template", t->line, t->col, JE_NAMES[cls], msg);
+    else if (t)
+        tl_error_set(p->j.err, "template:%d:%d: %s: %s", t->line, t->col, JE_NAMES[cls], msg);
     else
-        tl_error_set(p->j.err, "template: %s", msg);
+        tl_error_set(p->j.err, "template: %s: %s", JE_NAMES[cls], msg);
     longjmp(p->j.jb, 1);
+}
+
+void pfail(P *p, int cls, const tok *t, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    perr(p, cls, t, 1, msg);
+}
+
+/* Jinja2's describe_token: a name or an operator as itself, other tokens by their kind */
+static void tok_describe(const tok *t, char *out, size_t cap)
+{
+    static const char *const kinds[] = {
+        [K_DATA] = "template data / text", [K_VBEGIN] = "begin of print statement",
+        [K_VEND] = "end of print statement", [K_BBEGIN] = "begin of statement block",
+        [K_BEND] = "end of statement block", [K_STR] = "string", [K_INT] = "integer",
+        [K_FLOAT] = "float", [K_EOF] = "end of template",
+    };
+    if (t->t == K_NAME || t->t == K_OP) snprintf(out, cap, "%.*s", (int)(t->n > 40 ? 40 : t->n), t->s);
+    else snprintf(out, cap, "%s", kinds[t->t]);
+}
+
+void pfail_expected(P *p, const tok *t, const char *expected)
+{
+    char got[48], msg[160];
+    tok_describe(t, got, sizeof got);
+    snprintf(msg, sizeof msg, "expected token '%s', got '%s'", expected, got);
+    perr(p, JE_SYNTAX, t, 0, msg);
 }
 
 static void linecol(P *p, size_t pos, int *line, int *col)
@@ -66,7 +95,7 @@ static tok *emit(P *p, int t, size_t at, size_t n)
         size_t cap = p->cap ? p->cap * 2 : 256;
         tok *nt = cap <= MAX_ARENA / sizeof *nt ? realloc(p->toks, cap * sizeof *nt) : NULL;
         if (!nt)
-            pfail(p, NULL, "out of memory for the tokens of the template");
+            pfail(p, JE_MEMORY, NULL, "out of memory for the tokens of the template");
         p->toks = nt;
         p->cap = cap;
     }
@@ -132,11 +161,11 @@ static jv decode_string(P *p, const char *s, size_t n, tok *t)
             cp = 0;
             for (int k = 0; k < digits; k++) {
                 if (i + 1 >= n || !isxdigit((unsigned char)s[i + 1]))
-                    pfail(p, t, "invalid \\%c escape in a string", c);
+                    pfail(p, JE_SYNTAX, t, "invalid \\%c escape in a string", c);
                 char h = s[++i];
                 cp = cp * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (tolower((unsigned char)h) - 'a' + 10));
             }
-            if (cp > 0x10FFFF) pfail(p, t, "invalid \\U escape in a string");
+            if (cp > 0x10FFFF) pfail(p, JE_SYNTAX, t, "invalid \\U escape in a string");
             u8_put(&b, cp);
             break;
         default:
@@ -169,7 +198,7 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
         if (pos >= n) {
             tok t = {.t = K_EOF};
             linecol(p, n, &t.line, &t.col);
-            pfail(p, &t, "unexpected end of template, expected '%s'", block ? "%}" : "}}");
+            pfail(p, JE_SYNTAX, &t, "unexpected end of template, expected '%s'", block ? "%}" : "}}");
         }
         if (!sp) {
             const char *end = block ? "%}" : "}}";
@@ -223,7 +252,7 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
             else {
                 errno = 0;
                 long long v = strtoll(tmp, NULL, 10);
-                if (errno) pfail(p, t, "integer too large");
+                if (errno) pfail(p, JE_SYNTAX, t, "integer too large");
                 t->val = v_int(v);
             }
             pos = e;
@@ -243,7 +272,7 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
                 e++;
             }
             tok *t = emit(p, K_STR, pos, (e < n ? e + 1 : n) - pos);
-            if (e >= n) pfail(p, t, "unexpected char %c (an unterminated string)", c);
+            if (e >= n) pfail(p, JE_SYNTAX, t, "unexpected char %c (an unterminated string)", c);
             t->val = decode_string(p, s + pos + 1, e - pos - 1, t);
             pos = e + 1;
             continue;
@@ -253,13 +282,13 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
             if (pos + 1 < n && !memcmp(s + pos, OPS2[k], 2)) on = 2;
         if (!on && strchr(OPS1, c) && c) on = 1;
         tok *t = emit(p, K_OP, pos, on ? on : u8_next(s, n, pos, NULL));
-        if (!on) pfail(p, t, "unexpected char");
+        if (!on) pfail(p, JE_SYNTAX, t, "unexpected char");
         if (on == 1 && (c == '(' || c == '[' || c == '{')) {
-            if (sp >= (int)sizeof stack) pfail(p, t, "brackets nested too deeply");
+            if (sp >= (int)sizeof stack) pfail(p, JE_RECURSION, t, "brackets nested too deeply");
             stack[sp++] = c == '(' ? ')' : c == '[' ? ']' : '}';
         } else if (on == 1 && (c == ')' || c == ']' || c == '}')) {
-            if (!sp) pfail(p, t, "unexpected '%c'", c);
-            if (stack[sp - 1] != c) pfail(p, t, "unexpected '%c', expected '%c'", c, stack[sp - 1]);
+            if (!sp) pfail(p, JE_SYNTAX, t, "unexpected '%c'", c);
+            if (stack[sp - 1] != c) pfail(p, JE_SYNTAX, t, "unexpected '%c', expected '%c'", c, stack[sp - 1]);
             sp--;
         }
         pos += on;
@@ -304,7 +333,7 @@ void lex(P *p)
             }
             if (i + 1 >= n) {
                 tok *k = emit(p, K_OP, t, 2);
-                pfail(p, k, "missing end of comment tag");
+                pfail(p, JE_SYNTAX, k, "missing end of comment tag");
             }
             size_t e;
             line_starting = 0;
@@ -363,7 +392,7 @@ void lex(P *p)
                     }
                     if (r + 1 >= n) {
                         tok *kt = emit(p, K_OP, t, 2);
-                        pfail(p, kt, "missing end of raw directive");
+                        pfail(p, JE_SYNTAX, kt, "missing end of raw directive");
                     }
                     continue;
                 }

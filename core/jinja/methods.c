@@ -29,6 +29,7 @@ int method_of(J *j, jv obj, const char *name, jv *out)
     if (ok && in_list(ok, name)) { *out = mk_func(j, F_METHOD, jstrdup(j, name, strlen(name)), obj); return 1; }
     if (bad && in_list(bad, name)) {
         *out = v_undef(jprintf(j, "access to attribute '%s' of '%s' object is unsafe.", name, type_name(obj)));
+        out->xc = JE_SECURITY; /* the sandbox's unsafe_undefined */
         return 1;
     }
     return 0;
@@ -36,7 +37,7 @@ int method_of(J *j, jv obj, const char *name, jv *out)
 
 static jv strftime_now(J *j, jv fmt)
 {
-    if (fmt.t != T_STR) jfail(j, "strftime_now: the format must be a string");
+    if (fmt.t != T_STR) jfail(j, JE_TYPE, "strftime_now: the format must be a string");
     time_t t;
     struct tm tm;
     const char *env = getenv("TOKENLOOP_NOW");
@@ -128,7 +129,7 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
         if (!strcmp(name, "index")) {
             for (size_t i = 0; i < self.u.l->n; i++)
                 if (py_eq(self.u.l->it[i], x)) return v_int((long long)i);
-            jfail(j, "value is not in list");
+            jfail(j, JE_VALUE, "value is not in list");
         }
         if (!strcmp(name, "copy")) return apply_filter(j, "list", self, &(jargs){0}, NULL);
     }
@@ -136,14 +137,14 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
         jstr *s = self.u.s;
         jv a0 = arg(A, 0, "", v_none());
         if (!strcmp(name, "strip") || !strcmp(name, "lstrip") || !strcmp(name, "rstrip")) {
-            if (a0.t != T_NONE && a0.t != T_STR) jfail(j, "%s arg must be None or str", name);
+            if (a0.t != T_NONE && a0.t != T_STR) jfail(j, JE_TYPE, "%s arg must be None or str", name);
             return str_strip(j, self, a0.t == T_STR ? a0.u.s : NULL, name[0] == 's' ? 3 : name[0] == 'l' ? 1 : 2);
         }
         if (!strcmp(name, "split") || !strcmp(name, "rsplit")) {
             jv sep = arg(A, 0, "sep", v_none());
             jv ms = arg(A, 1, "maxsplit", v_int(-1));
             if (name[0] == 'r' && num_i(ms) >= 0) {
-                if (sep.t != T_STR || !sep.u.s->len) jfail(j, "rsplit with maxsplit needs a separator");
+                if (sep.t != T_STR || !sep.u.s->len) jfail(j, JE_UNSUPPORTED, "rsplit with maxsplit needs a separator");
                 /* split from the right at most maxsplit times */
                 jstr *d = sep.u.s;
                 size_t cuts[64], nc = 0, e = s->len;
@@ -173,10 +174,10 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
             jlist *opts;
             if (a0.t == T_STR) { opts = list_new(j, 1); list_push(j, opts, a0); }
             else if (a0.t == T_LIST && a0.u.l->tuple) opts = a0.u.l;
-            else jfail(j, "%s first arg must be str or a tuple of str, not %s", name, type_name(a0));
+            else jfail(j, JE_TYPE, "%s first arg must be str or a tuple of str, not %s", name, type_name(a0));
             for (size_t i = 0; i < opts->n; i++) {
                 jv o = opts->it[i];
-                if (o.t != T_STR) jfail(j, "tuple for %s must only contain str", name);
+                if (o.t != T_STR) jfail(j, JE_TYPE, "tuple for %s must only contain str", name);
                 if (o.u.s->len > s->len) continue;
                 const char *at = name[0] == 's' ? s->p : s->p + s->len - o.u.s->len;
                 if (!memcmp(at, o.u.s->p, o.u.s->len)) return v_bool(1);
@@ -195,7 +196,7 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
         }
         if (!strcmp(name, "replace")) {
             jv o = arg(A, 0, "old", v_undef(NULL)), n = arg(A, 1, "new", v_undef(NULL));
-            if (o.t != T_STR || n.t != T_STR) jfail(j, "replace() arguments must be str");
+            if (o.t != T_STR || n.t != T_STR) jfail(j, JE_TYPE, "replace() arguments must be str");
             return str_replace(j, s, o.u.s, n.u.s, num_i(arg(A, 2, "count", v_int(-1))));
         }
         if (!strcmp(name, "format")) {
@@ -205,7 +206,7 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
             return sb_val(&r);
         }
         if (!strcmp(name, "find") || !strcmp(name, "rfind") || !strcmp(name, "index") || !strcmp(name, "count")) {
-            if (a0.t != T_STR) jfail(j, "must be str, not %s", type_name(a0));
+            if (a0.t != T_STR) jfail(j, JE_TYPE, "must be str, not %s", type_name(a0));
             jstr *n = a0.u.s;
             if (!strcmp(name, "count")) {
                 if (!n->len) return v_int((long long)u8_count(s->p, s->len) + 1);
@@ -221,7 +222,7 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
                     pos = (long long)i;
                     if (name[0] != 'r') break;
                 }
-            if (pos < 0 && name[0] == 'i') jfail(j, "substring not found");
+            if (pos < 0 && name[0] == 'i') jfail(j, JE_VALUE, "substring not found");
             return v_int(pos < 0 ? -1 : (long long)u8_count(s->p, (size_t)pos));
         }
         if (!strcmp(name, "join")) {
@@ -229,7 +230,7 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
             sb r;
             sb_init(&r, j);
             for (size_t i = 0; i < l->n; i++) {
-                if (l->it[i].t != T_STR) jfail(j, "sequence item %zu: expected str instance, %s found", i, type_name(l->it[i]));
+                if (l->it[i].t != T_STR) jfail(j, JE_TYPE, "sequence item %zu: expected str instance, %s found", i, type_name(l->it[i]));
                 if (i) sb_put_str(&r, s);
                 sb_put_str(&r, l->it[i].u.s);
             }
@@ -265,7 +266,7 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
             long long w = num_i(arg(A, 0, "width", v_int(0)));
             long long n = (long long)u8_count(s->p, s->len);
             if (w <= n) return self;
-            if (w > 1 << 20) jfail(j, "width too large");
+            if (w > 1 << 20) jfail(j, JE_LIMIT, "width too large");
             sb r;
             sb_init(&r, j);
             long long pad = w - n, left = name[0] == 'c' ? pad / 2 + (pad & w & 1) : name[0] == 'l' ? 0 : pad;
@@ -276,7 +277,7 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
             return sb_val(&r);
         }
     }
-    jfail(j, "'%s' object has no method '%s'", type_name(self), name);
+    jfail(j, JE_ATTRIBUTE, "'%s' object has no method '%s'", type_name(self), name);
 }
 
 /* the globals transformers and Jinja2 give a chat template */
@@ -300,13 +301,13 @@ jv call_global(J *j, jfunc *fn, jargs *A)
     if (!strcmp(name, "range")) {
         long long a = 0, b, s = 1;
         for (int i = 0; i < A->n; i++)
-            if (A->a[i].t != T_INT && A->a[i].t != T_BOOL) jfail(j, "'%s' object cannot be interpreted as an integer", type_name(A->a[i]));
+            if (A->a[i].t != T_INT && A->a[i].t != T_BOOL) jfail(j, JE_TYPE, "'%s' object cannot be interpreted as an integer", type_name(A->a[i]));
         if (A->n == 1) b = num_i(A->a[0]);
         else if (A->n >= 2) { a = num_i(A->a[0]); b = num_i(A->a[1]); if (A->n > 2) s = num_i(A->a[2]); }
-        else jfail(j, "range expected at least 1 argument, got 0");
-        if (!s) jfail(j, "range() arg 3 must not be zero");
+        else jfail(j, JE_TYPE, "range expected at least 1 argument, got 0");
+        if (!s) jfail(j, JE_VALUE, "range() arg 3 must not be zero");
         long long cnt = s > 0 ? (b > a ? (b - a + s - 1) / s : 0) : (a > b ? (a - b - s - 1) / -s : 0);
-        if (cnt > 100000) jfail(j, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+        if (cnt > 100000) jfail(j, JE_OVERFLOW, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
         jlist *l = list_new(j, (size_t)cnt + 1);
         for (long long i = 0; i < cnt; i++) list_push(j, l, v_int(a + i * s));
         return v_list(l);
@@ -315,15 +316,15 @@ jv call_global(J *j, jfunc *fn, jargs *A)
         jdict *d = dict_new(j);
         if (A->n == 1 && A->a[0].t == T_DICT)
             for (size_t i = 0; i < A->a[0].u.d->n; i++) dict_set(j, d, A->a[0].u.d->k[i], A->a[0].u.d->v[i]);
-        else if (A->n) jfail(j, "%s() takes keyword arguments", name);
+        else if (A->n) jfail(j, JE_TYPE, "%s() takes keyword arguments", name);
         for (int i = 0; i < A->nk; i++) dict_set_s(j, d, A->kn[i], A->kv[i]);
         jv v = v_dict(d);
         if (name[0] == 'n') v.t = T_NS;
         return v;
     }
     if (!strcmp(name, "cycle")) {
-        if (!A->n) jfail(j, "no items for cycling given");
+        if (!A->n) jfail(j, JE_TYPE, "no items for cycling given");
         return A->a[num_i(fn->self.u.d->v[1]) % A->n]; /* self: the loop; v[1]: index0 */
     }
-    jfail(j, "'%s' is not callable", name);
+    jfail(j, JE_TYPE, "'%s' is not callable", name);
 }

@@ -9,7 +9,7 @@
 jv get_attr(J *j, jv obj, const char *name)
 {
     jv m;
-    if (obj.t == T_UNDEF) jfail(j, "%s", undef_msg(obj));
+    if (obj.t == T_UNDEF) jfail_undef(j, obj);
     if (obj.t == T_DICT && method_of(j, obj, name, &m)) return m;
     if (obj.t == T_DICT || obj.t == T_NS) {
         long i = dict_find_s(obj.u.d, name);
@@ -31,7 +31,7 @@ static jv str_char(J *j, jstr *s, long long idx)
 
 jv get_item(J *j, jv obj, jv key)
 {
-    if (obj.t == T_UNDEF) jfail(j, "%s", undef_msg(obj));
+    if (obj.t == T_UNDEF) jfail_undef(j, obj);
     if (obj.t == T_DICT) {
         long i = dict_find(obj.u.d, key);
         if (i >= 0) return obj.u.d->v[i];
@@ -62,7 +62,7 @@ jv get_item(J *j, jv obj, jv key)
 static void slice_idx(long long n, jv st, jv sp, jv se, long long *start, long long *stop, long long *step, J *j)
 {
     *step = se.t == T_NONE || se.t == T_UNDEF ? 1 : num_i(se);
-    if (*step == 0) jfail(j, "slice step cannot be zero");
+    if (*step == 0) jfail(j, JE_VALUE, "slice step cannot be zero");
     long long lo = *step < 0 ? -1 : 0, hi = *step < 0 ? n - 1 : n;
     if (st.t == T_NONE || st.t == T_UNDEF) *start = *step < 0 ? hi : lo;
     else {
@@ -83,10 +83,10 @@ jv do_slice(J *j, jv obj, jv st, jv sp, jv se)
     jv parts[3] = {st, sp, se};
     for (int i = 0; i < 3; i++)
         if (parts[i].t != T_NONE && parts[i].t != T_UNDEF && parts[i].t != T_INT && parts[i].t != T_BOOL)
-            jfail(j, "slice indices must be integers or None");
-    if (obj.t == T_UNDEF) jfail(j, "%s", undef_msg(obj));
+            jfail(j, JE_TYPE, "slice indices must be integers or None");
+    if (obj.t == T_UNDEF) jfail_undef(j, obj);
     long long a, b, s;
-    if (obj.t == T_LIST && obj.u.l->gen) jfail(j, "'generator' object is not subscriptable");
+    if (obj.t == T_LIST && obj.u.l->gen) jfail(j, JE_TYPE, "'generator' object is not subscriptable");
     if (obj.t == T_LIST) {
         jlist *l = obj.u.l, *r = list_new(j, l->n);
         slice_idx((long long)l->n, st, sp, se, &a, &b, &s, j);
@@ -114,8 +114,8 @@ jv do_slice(J *j, jv obj, jv st, jv sp, jv se)
         return sb_val(&r);
     }
     /* Jinja2 slices with Python's own [] (not through getitem): anything else fails */
-    if (obj.t == T_DICT) jfail(j, "unhashable type: 'slice'");
-    jfail(j, "'%s' object is not subscriptable", type_name(obj));
+    if (obj.t == T_DICT) jfail(j, JE_TYPE, "unhashable type: 'slice'");
+    jfail(j, JE_TYPE, "'%s' object is not subscriptable", type_name(obj));
 }
 
 /* the items a for loop (or list()) walks */
@@ -139,7 +139,7 @@ jlist *iter_list(J *j, jv v)
         }
         return l;
     }
-    default: jfail(j, "'%s' object is not iterable", type_name(v));
+    default: jfail(j, JE_TYPE, "'%s' object is not iterable", type_name(v));
     }
 }
 
@@ -149,10 +149,10 @@ size_t py_len(J *j, jv v)
     case T_UNDEF: return 0;
     case T_STR: return u8_count(v.u.s->p, v.u.s->len);
     case T_LIST:
-        if (v.u.l->gen) jfail(j, "object of type 'generator' has no len()");
+        if (v.u.l->gen) jfail(j, JE_TYPE, "object of type 'generator' has no len()");
         return v.u.l->n;
     case T_DICT: case T_NS: return v.u.d->n;
-    default: jfail(j, "object of type '%s' has no len()", type_name(v));
+    default: jfail(j, JE_TYPE, "object of type '%s' has no len()", type_name(v));
     }
 }
 
@@ -161,7 +161,7 @@ int contains(J *j, jv container, jv item)
     switch (container.t) {
     case T_UNDEF: return 0;
     case T_STR: {
-        if (item.t != T_STR) jfail(j, "'in <string>' requires string as left operand, not %s", type_name(item));
+        if (item.t != T_STR) jfail(j, JE_TYPE, "'in <string>' requires string as left operand, not %s", type_name(item));
         jstr *h = container.u.s, *n = item.u.s;
         if (!n->len) return 1;
         for (size_t i = 0; i + n->len <= h->len; i++)
@@ -174,16 +174,16 @@ int contains(J *j, jv container, jv item)
         return 0;
     case T_DICT:
         if ((item.t == T_LIST && !item.u.l->tuple) || item.t == T_DICT || item.t == T_NS)
-            jfail(j, "unhashable type: '%s'", type_name(item));
+            jfail(j, JE_TYPE, "unhashable type: '%s'", type_name(item));
         return dict_find(container.u.d, item) >= 0;
-    default: jfail(j, "argument of type '%s' is not iterable", type_name(container));
+    default: jfail(j, JE_TYPE, "argument of type '%s' is not iterable", type_name(container));
     }
 }
 
 jv arith(J *j, int op, jv a, jv b)
 {
-    if (a.t == T_UNDEF) jfail(j, "%s", undef_msg(a));
-    if (b.t == T_UNDEF) jfail(j, "%s", undef_msg(b));
+    if (a.t == T_UNDEF) jfail_undef(j, a);
+    if (b.t == T_UNDEF) jfail_undef(j, b);
     if (op == '+' && a.t == T_STR && b.t == T_STR) {
         sb r;
         sb_init(&r, j);
@@ -205,12 +205,12 @@ jv arith(J *j, int op, jv a, jv b)
         if (b.t == T_STR) {
             sb r;
             sb_init(&r, j);
-            if (n > 0 && b.u.s->len && (size_t)n > MAX_STRING / b.u.s->len) jfail(j, "output too long");
+            if (n > 0 && b.u.s->len && (size_t)n > MAX_STRING / b.u.s->len) jfail(j, JE_LIMIT, "output too long");
             for (long long i = 0; i < n; i++) sb_put_str(&r, b.u.s);
             return sb_val(&r);
         }
-        if (n > 0 && b.u.l->n && (size_t)n > (1u << 20) / b.u.l->n) jfail(j, "list too long");
-        if (b.u.l->gen) jfail(j, "unsupported operand type(s) for *: 'int' and 'generator'");
+        if (n > 0 && b.u.l->n && (size_t)n > (1u << 20) / b.u.l->n) jfail(j, JE_LIMIT, "list too long");
+        if (b.u.l->gen) jfail(j, JE_TYPE, "unsupported operand type(s) for *: 'int' and 'generator'");
         jlist *l = list_new(j, 4);
         for (long long i = 0; i < n; i++)
             for (size_t k = 0; k < b.u.l->n; k++) list_push(j, l, b.u.l->it[k]);
@@ -218,12 +218,18 @@ jv arith(J *j, int op, jv a, jv b)
         return v_list(l);
     }
     if (op == '%' && a.t == T_STR) return py_percent(j, a.u.s, b); /* printf-style formatting */
-    if (!is_num(a) || !is_num(b))
-        jfail(j, "unsupported operand type(s) for %s: '%s' and '%s'",
-              op == 'P' ? "**" : op == 'F' ? "//" : (const char[]){(char)op, 0}, type_name(a), type_name(b));
+    if (!is_num(a) || !is_num(b)) { /* Python's wording for each case */
+        int seq_a = a.t == T_STR || (a.t == T_LIST && !a.u.l->gen), seq_b = b.t == T_STR || (b.t == T_LIST && !b.u.l->gen);
+        if (op == '+' && seq_a)
+            jfail(j, JE_TYPE, "can only concatenate %s (not \"%s\") to %s", type_name(a), type_name(b), type_name(a));
+        if (op == '*' && (seq_a || seq_b))
+            jfail(j, JE_TYPE, "can't multiply sequence by non-int of type '%s'", type_name(seq_a ? b : a));
+        jfail(j, JE_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'",
+              op == 'P' ? "** or pow()" : op == 'F' ? "//" : (const char[]){(char)op, 0}, type_name(a), type_name(b));
+    }
     int isf = a.t == T_FLOAT || b.t == T_FLOAT;
     if (op == '/') {
-        if (num_f(b) == 0) jfail(j, "division by zero");
+        if (num_f(b) == 0) jfail(j, JE_ZERODIV, "division by zero");
         return v_float(num_f(a) / num_f(b));
     }
     if (!isf) {
@@ -235,7 +241,7 @@ jv arith(J *j, int op, jv a, jv b)
         case '-': if (__builtin_sub_overflow(x, y, &r)) int_overflow(j, x, "-", y); return v_int(r);
         case '*': if (__builtin_mul_overflow(x, y, &r)) int_overflow(j, x, "*", y); return v_int(r);
         case 'F': case '%':
-            if (!y) jfail(j, "integer division or modulo by zero");
+            if (!y) jfail(j, JE_ZERODIV, "integer division or modulo by zero");
             if (x == LLONG_MIN && y == -1) {
                 if (op == 'F') int_overflow(j, x, "//", y);
                 return v_int(0);
@@ -260,9 +266,9 @@ jv arith(J *j, int op, jv a, jv b)
     case '+': return v_float(x + y);
     case '-': return v_float(x - y);
     case '*': return v_float(x * y);
-    case 'F': if (y == 0) jfail(j, "float floor division by zero"); return v_float(floor(x / y));
+    case 'F': if (y == 0) jfail(j, JE_ZERODIV, "float floor division by zero"); return v_float(floor(x / y));
     case '%': {
-        if (y == 0) jfail(j, "float modulo");
+        if (y == 0) jfail(j, JE_ZERODIV, "float modulo");
         double m = fmod(x, y);
         if (m && ((m < 0) != (y < 0))) m += y;
         return v_float(m);

@@ -23,11 +23,7 @@ static const char *describe(const tok *t)
 
 static void expect_op(P *p, const char *s)
 {
-    if (!is_op(p, s)) {
-        const char *d = describe(cur(p));
-        if (d) pfail(p, cur(p), "expected '%s', got %s", s, d);
-        pfail(p, cur(p), "expected '%s'", s);
-    }
+    if (!is_op(p, s)) pfail_expected(p, cur(p), s);
     adv(p);
 }
 
@@ -35,17 +31,13 @@ static const char *tok_str(P *p, const tok *t) { return jstrdup(&p->j, t->s, t->
 
 static const char *expect_name(P *p)
 {
-    if (cur(p)->t != K_NAME) {
-        const char *d = describe(cur(p));
-        if (d) pfail(p, cur(p), "expected a name, got %s", d);
-        pfail(p, cur(p), "expected a name");
-    }
+    if (cur(p)->t != K_NAME) pfail_expected(p, cur(p), "name");
     return tok_str(p, adv(p));
 }
 
 static void expect_end(P *p)
 {
-    if (cur(p)->t != K_BEND) pfail(p, cur(p), "expected end of statement block");
+    if (cur(p)->t != K_BEND) pfail_expected(p, cur(p), "end of statement block");
     adv(p);
 }
 
@@ -79,7 +71,7 @@ static node *parse_primary(P *p);
 
 static void enter(P *p)
 {
-    if (++p->depth > MAX_PARSE_DEPTH) pfail(p, cur(p), "template nested too deeply");
+    if (++p->depth > MAX_PARSE_DEPTH) pfail(p, JE_RECURSION, cur(p), "template nested too deeply");
 }
 
 static void parse_args(P *p, node *n)
@@ -92,7 +84,7 @@ static void parse_args(P *p, node *n)
             expect_op(p, ",");
             if (is_op(p, ")")) break;
         }
-        if (is_op(p, "*") || is_op(p, "**")) pfail(p, cur(p), "*args and **kwargs are not supported");
+        if (is_op(p, "*") || is_op(p, "**")) pfail(p, JE_UNSUPPORTED, cur(p), "*args and **kwargs are not supported");
         if (cur(p)->t == K_NAME && tok_is(peekt(p, 1), K_OP, "=")) {
             node *k = mk(p, E_CONST, cur(p));
             k->name = tok_str(p, adv(p));
@@ -100,7 +92,7 @@ static void parse_args(P *p, node *n)
             nv_push(p, &kn, k);
             nv_push(p, &kv, parse_expr(p, 1));
         } else {
-            if (kv.n) pfail(p, cur(p), "invalid syntax for function call expression");
+            if (kv.n) pfail(p, JE_SYNTAX, cur(p), "invalid syntax for function call expression");
             nv_push(p, &a, parse_expr(p, 1));
         }
     }
@@ -150,7 +142,7 @@ static node *parse_test(P *p, node *in)
     if (is_op(p, "(")) parse_args(p, n);
     else if ((c->t == K_NAME || c->t == K_STR || c->t == K_INT || c->t == K_FLOAT || is_op(p, "[") || is_op(p, "{")) &&
              !is_name(p, "else") && !is_name(p, "or") && !is_name(p, "and")) {
-        if (is_name(p, "is")) pfail(p, c, "You cannot chain multiple tests with is");
+        if (is_name(p, "is")) pfail(p, JE_SYNTAX, c, "You cannot chain multiple tests with is");
         node *arg = parse_postfix(p, parse_primary(p));
         n->v = jalloc(&p->j, sizeof(node *));
         n->v[0] = arg;
@@ -191,7 +183,7 @@ static node *parse_subscript(P *p, node *obj)
         return res;
     }
     for (int i = 0; i < items.n; i++)
-        if (items.v[i]->k == E_SLICE) pfail(p, t, "a slice inside a tuple subscript is not supported");
+        if (items.v[i]->k == E_SLICE) pfail(p, JE_UNSUPPORTED, t, "a slice inside a tuple subscript is not supported");
     res = mk(p, E_ITEM, t);
     res->a = obj;
     if (items.n == 1) res->b = items.v[0];
@@ -222,7 +214,7 @@ static node *parse_postfix(P *p, node *n)
                 a->b->val = adv(p)->val;
                 n = a;
             } else
-                pfail(p, cur(p), "expected name or number");
+                pfail(p, JE_SYNTAX, cur(p), "expected name or number");
         } else if (is_op(p, "[")) {
             n = parse_subscript(p, n);
         } else if (is_op(p, "(")) {
@@ -309,8 +301,8 @@ static node *parse_primary(P *p)
         n->nv2 = v.n;
     } else {
         const char *d = describe(t);
-        if (d) pfail(p, t, "unexpected %s", d);
-        pfail(p, t, "unexpected '%.*s'", (int)(t->n > 20 ? 20 : t->n), t->s);
+        if (d) pfail(p, JE_SYNTAX, t, "unexpected %s", d);
+        pfail(p, JE_SYNTAX, t, "unexpected '%.*s'", (int)(t->n > 20 ? 20 : t->n), t->s);
     }
     p->depth--;
     return n;
@@ -503,8 +495,8 @@ static node *parse_tuple(P *p, int with_condexpr, int explicit_parens, const cha
         if (v.n) return v.v[0];
         if (!explicit_parens) {
             const char *d = describe(cur(p));
-            if (d) pfail(p, cur(p), "Expected an expression, got '%s'", d);
-            pfail(p, cur(p), "Expected an expression");
+            if (d) pfail(p, JE_SYNTAX, cur(p), "Expected an expression, got '%s'", d);
+            pfail(p, JE_SYNTAX, cur(p), "Expected an expression");
         }
     }
     node *n = mk(p, E_TUPLE, t0);
@@ -538,7 +530,7 @@ static node *parse_target(P *p, const char *extra_end, int allow_attr)
         nv_push(p, &v, n);
     }
     if (paren) expect_op(p, ")");
-    if (!v.n) pfail(p, cur(p), "expected a name to assign to");
+    if (!v.n) pfail(p, JE_SYNTAX, cur(p), "expected a name to assign to");
     if (v.n == 1 && !tok_is(&p->toks[p->i - 1], K_OP, ",")) return v.v[0];
     node *tu = mk(p, E_TUPLE, t0);
     tu->v = v.v;
@@ -561,7 +553,7 @@ static void parse_params(P *p, node *n)
             adv(p);
             nv_push(p, &defs, parse_expr(p, 1));
         } else {
-            if (defs.n && defs.v[defs.n - 1]) pfail(p, t, "non-default argument follows default argument");
+            if (defs.n && defs.v[defs.n - 1]) pfail(p, JE_SYNTAX, t, "non-default argument follows default argument");
             nv_push(p, &defs, NULL);
         }
     }
@@ -576,7 +568,7 @@ static void parse_params(P *p, node *n)
 static node *parse_stmt(P *p)
 {
     tok *t = cur(p);
-    if (t->t != K_NAME) pfail(p, t, "tag name expected");
+    if (t->t != K_NAME) pfail(p, JE_SYNTAX, t, "tag name expected");
     enter(p);
     node *n;
     static const char *const if_ends[] = {"elif", "else", "endif", NULL};
@@ -613,14 +605,14 @@ static node *parse_stmt(P *p)
         adv(p);
         n = mk(p, S_FOR, t);
         n->d = parse_target(p, "in", 0);
-        if (!is_name(p, "in")) pfail(p, cur(p), "expected 'in'");
+        if (!is_name(p, "in")) pfail(p, JE_SYNTAX, cur(p), "expected 'in'");
         adv(p);
         n->a = parse_tuple(p, 0, 0, "recursive");
         if (is_name(p, "if")) {
             adv(p);
             n->b = parse_expr(p, 1);
         }
-        if (is_name(p, "recursive")) pfail(p, cur(p), "recursive loops are not supported");
+        if (is_name(p, "recursive")) pfail(p, JE_UNSUPPORTED, cur(p), "recursive loops are not supported");
         expect_end(p);
         n->c = parse_body(p, for_ends, "endfor");
         if (is_name(p, "else")) {
@@ -642,7 +634,7 @@ static node *parse_stmt(P *p)
             expect_end(p);
         } else {
             static const char *const endset[] = {"endset", NULL};
-            if (n->d->k != E_NAME && n->d->k != E_ATTR) pfail(p, t, "a block set needs a single name");
+            if (n->d->k != E_NAME && n->d->k != E_ATTR) pfail(p, JE_SYNTAX, t, "a block set needs a single name");
             n->k = S_SETBLOCK;
             if (is_op(p, "|")) {
                 node *in = mk(p, E_BLOCKINPUT, t);
@@ -669,7 +661,7 @@ static node *parse_stmt(P *p)
         n = mk(p, S_CALLBLOCK, t);
         if (is_op(p, "(")) parse_params(p, n);
         n->a = parse_expr(p, 1);
-        if (n->a->k != E_CALL) pfail(p, t, "expected call");
+        if (n->a->k != E_CALL) pfail(p, JE_SYNTAX, t, "expected call");
         expect_end(p);
         n->b = parse_body(p, endc, "endcall");
         adv(p);
@@ -718,7 +710,7 @@ static node *parse_stmt(P *p)
         adv(p);
         expect_end(p);
     } else {
-        pfail(p, t, "Encountered unknown tag '%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s);
+        pfail(p, JE_SYNTAX, t, "Encountered unknown tag '%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s);
     }
     p->depth--;
     return n;
@@ -733,7 +725,7 @@ node *parse_body(P *p, const char *const *ends, const char *what)
         tok *t = cur(p);
         node *n = NULL;
         if (t->t == K_EOF) {
-            if (ends) pfail(p, t, "Unexpected end of template. Jinja was looking for '%s'", what);
+            if (ends) pfail(p, JE_SYNTAX, t, "Unexpected end of template. Jinja was looking for '%s'", what);
             break;
         }
         if (t->t == K_DATA) {
@@ -744,7 +736,7 @@ node *parse_body(P *p, const char *const *ends, const char *what)
             adv(p);
             n = mk(p, S_OUT, t);
             n->a = parse_tuple(p, 1, 0, NULL);
-            if (cur(p)->t != K_VEND) pfail(p, cur(p), "expected end of print statement");
+            if (cur(p)->t != K_VEND) pfail_expected(p, cur(p), "end of print statement");
             adv(p);
         } else if (t->t == K_BBEGIN) {
             tok *nt = peekt(p, 1);
@@ -759,14 +751,14 @@ node *parse_body(P *p, const char *const *ends, const char *what)
                 static const char *const closers[] = {"endif", "endfor", "else", "elif", "endset", "endmacro", "endcall", "endfilter", "endwith", "endgeneration", "endraw", NULL};
                 for (int i = 0; closers[i]; i++)
                     if (tok_is(nt, K_NAME, closers[i])) {
-                        if (ends) pfail(p, nt, "Encountered unknown tag '%s'. Jinja was looking for '%s'", closers[i], what);
-                        pfail(p, nt, "Encountered unknown tag '%s'", closers[i]);
+                        if (ends) pfail(p, JE_SYNTAX, nt, "Encountered unknown tag '%s'. Jinja was looking for '%s'", closers[i], what);
+                        pfail(p, JE_SYNTAX, nt, "Encountered unknown tag '%s'", closers[i]);
                     }
             }
             adv(p);
             n = parse_stmt(p);
         } else
-            pfail(p, t, "unexpected token");
+            pfail(p, JE_SYNTAX, t, "unexpected token");
         *tail = n;
         tail = &n->next;
     }

@@ -35,7 +35,7 @@ static void py_pad(sb *r, const char *spec, const char *body, size_t n, const ch
     spec_parse(spec, &left, &zero, &sign, &width, &prec);
     size_t hn = strlen(head), len = hn + u8_count(body, n);
     size_t pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
-    if (pad > MAX_STRING) jfail(r->j, "format too wide");
+    if (pad > MAX_STRING) jfail(r->j, JE_LIMIT, "format too wide");
     if (!left && !(zero && hn))
         for (size_t i = 0; i < pad; i++) sb_putc(r, ' ');
     sb_puts(r, head);
@@ -190,7 +190,7 @@ void put_str(sb *b, jv v)
 void put_repr(sb *b, jv v)
 {
     if (++b->j->depth > MAX_DEPTH)
-        jfail(b->j, "value nested too deeply");
+        jfail(b->j, JE_RECURSION, "value nested too deeply");
     switch (v.t) {
     case T_STR: put_str_repr(b, v.u.s); break;
     case T_LIST: {
@@ -255,11 +255,11 @@ jv py_percent(J *j, jstr *f, jv b)
             spec[sl++] = f->p[i++];
             while (i < f->len && isdigit((unsigned char)f->p[i]) && sl < 24) spec[sl++] = f->p[i++];
         }
-        if (i >= f->len) jfail(j, "incomplete format");
+        if (i >= f->len) jfail(j, JE_VALUE, "incomplete format");
         c = f->p[i];
         jv x = args ? (ai < args->n ? args->it[ai++] : v_undef(NULL)) : b;
-        if (args && x.t == T_UNDEF && !x.u.undef) jfail(j, "not enough arguments for format string");
-        if (!args && used++) jfail(j, "not enough arguments for format string");
+        if (args && x.t == T_UNDEF && !x.u.undef) jfail(j, JE_TYPE, "not enough arguments for format string");
+        if (!args && used++) jfail(j, JE_TYPE, "not enough arguments for format string");
         if ((c == 's' || c == 'r') && sl == 1) {
             if (c == 's') put_str(&r, x);
             else put_repr(&r, x);
@@ -286,30 +286,30 @@ jv py_percent(J *j, jstr *f, jv b)
                 sb_put(&t, x.u.s->p, x.u.s->len);
             } else if (x.t == T_INT || x.t == T_BOOL) {
                 long long cp = num_i(x);
-                if (cp < 0 || cp > 0x10FFFF) jfail(j, "%%c arg not in range(0x110000)");
-                if (cp >= 0xD800 && cp <= 0xDFFF) jfail(j, "%%c: U+%04llX is a surrogate, no character", cp);
+                if (cp < 0 || cp > 0x10FFFF) jfail(j, JE_OVERFLOW, "%%c arg not in range(0x110000)");
+                if (cp >= 0xD800 && cp <= 0xDFFF) jfail(j, JE_UNICODE, "%%c: U+%04llX is a surrogate, no character", cp);
                 u8_put(&t, (unsigned)cp);
             } else
-                jfail(j, "%%c requires int or char");
+                jfail(j, JE_TYPE, "%%c requires int or char");
             spec[sl] = 0;
             jv tv = sb_val(&t);
             py_pad(&r, spec, tv.u.s->p, tv.u.s->len, "");
         } else if (strchr("diouxX", c) && c) {
             if (!is_num(x) || (x.t == T_FLOAT && strchr("oxX", c)))
-                jfail(j, "%%%c format: %s is required, not %s", c, strchr("oxX", c) ? "an integer" : "a real number",
+                jfail(j, JE_TYPE, "%%%c format: %s is required, not %s", c, strchr("oxX", c) ? "an integer" : "a real number",
                       type_name(x));
             long long v;
             if (x.t == T_FLOAT) {
                 /* int(x): a float past 64 bits cannot be converted (a C cast would be undefined) */
                 if (!(x.u.f >= -9223372036854775808.0 && x.u.f < 9223372036854775808.0))
-                    jfail(j, "%%%c format: %g does not fit in 64 bits (tokenloop's integers are 64-bit)", c, x.u.f);
+                    jfail(j, JE_OVERFLOW, "%%%c format: %g does not fit in 64 bits (tokenloop's integers are 64-bit)", c, x.u.f);
                 v = (long long)x.u.f;
             } else
                 v = num_i(x);
             spec[sl] = 0;
             py_int_format(&r, spec, c, v);
         } else if (strchr("eEfFgG", c) && c) {
-            if (!is_num(x)) jfail(j, "%%%c format: a real number is required, not %s", c, type_name(x));
+            if (!is_num(x)) jfail(j, JE_TYPE, "%%%c format: a real number is required, not %s", c, type_name(x));
             char o[512];
             {
                 spec[sl++] = c;
@@ -317,10 +317,10 @@ jv py_percent(J *j, jstr *f, jv b)
                 snprintf(o, sizeof o, spec, num_f(x));
             }
             sb_puts(&r, o);
-        } else jfail(j, "unsupported format character '%c'", c);
+        } else jfail(j, JE_VALUE, "unsupported format character '%c'", c);
     }
     if ((args && ai < args->n) || (!args && !used && b.t != T_DICT && b.t != T_LIST))
-        jfail(j, "not all arguments converted during string formatting");
+        jfail(j, JE_TYPE, "not all arguments converted during string formatting");
     return sb_val(&r);
 }
 
@@ -334,23 +334,29 @@ void put_format(J *j, sb *r, jstr *f, jargs *A)
         if (c != '{') { sb_putc(r, c); continue; }
         size_t e = i + 1;
         while (e < f->len && f->p[e] != '}') e++;
-        if (e >= f->len) jfail(j, "Single '{' encountered in format string");
+        if (e >= f->len) jfail(j, JE_VALUE, "Single '{' encountered in format string");
         const char *field = f->p + i + 1;
-        size_t fn = e - i - 1;
-        const char *colon = memchr(field, ':', fn);
-        if (colon && colon + 1 < field + fn) jfail(j, "str.format: format specs ('%.*s') are not supported", (int)fn, field);
-        if (colon) fn = (size_t)(colon - field);
-        if (memchr(field, '!', fn) || memchr(field, '.', fn) || memchr(field, '[', fn))
-            jfail(j, "str.format: conversions and field access ('%.*s') are not supported", (int)fn, field);
+        size_t fl = e - i - 1, fn = 0;
+        while (fn < fl && !strchr(".[!:", field[fn])) fn++;   /* the argument's name or index */
         jv x;
-        if (!fn) x = auto_i < A->n ? A->a[auto_i++] : v_undef(NULL);
-        else if (isdigit((unsigned char)field[0])) { int k = atoi(field); x = k < A->n ? A->a[k] : v_undef(NULL); }
-        else {
+        if (!fn || isdigit((unsigned char)field[0])) {
+            int k = fn ? atoi(field) : auto_i++;
+            if (k >= A->n) jfail(j, JE_INDEX, "Replacement index %d out of range for positional args tuple", k);
+            x = A->a[k];
+        } else {
             char name[64];
             snprintf(name, sizeof name, "%.*s", (int)(fn < 63 ? fn : 63), field);
             x = arg(A, -1, name, v_undef(NULL));
+            if (x.t == T_UNDEF && !x.u.undef) { /* KeyError's text is the key's repr */
+                sb k;
+                sb_init(&k, j);
+                put_repr(&k, v_cstr(j, name));
+                jfail(j, JE_KEY, "%s", sb_val(&k).u.s->p);
+            }
         }
-        if (x.t == T_UNDEF && !x.u.undef) jfail(j, "Replacement index out of range for format()");
+        if (fn + 1 < fl || (fn < fl && field[fn] != ':'))
+            jfail(j, JE_UNSUPPORTED, "str.format: format specs, conversions and field access ('%.*s') are not supported",
+                  (int)fl, field);
         put_str(r, x);
         i = e;
     }

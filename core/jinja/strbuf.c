@@ -13,7 +13,7 @@ void sb_init(sb *b, J *j)
 static void sb_reserve(sb *b, size_t more)
 {
     if (b->len + more > MAX_STRING)
-        jfail(b->j, "output too long (limit %zu MiB)", MAX_STRING >> 20);
+        jfail(b->j, JE_LIMIT, "output too long (limit %zu MiB)", MAX_STRING >> 20);
     if (b->len + more + 1 <= b->cap)
         return;
     size_t cap = b->cap ? b->cap * 2 : 64;

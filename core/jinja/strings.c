@@ -158,9 +158,9 @@ jv str_split(J *j, jstr *s, jv sep, long long maxsplit)
         }
         return v_list(l);
     }
-    if (sep.t != T_STR) jfail(j, "must be str or None, not %s", type_name(sep));
+    if (sep.t != T_STR) jfail(j, JE_TYPE, "must be str or None, not %s", type_name(sep));
     jstr *d = sep.u.s;
-    if (!d->len) jfail(j, "empty separator");
+    if (!d->len) jfail(j, JE_VALUE, "empty separator");
     for (;;) {
         const char *f = maxsplit >= 0 && (long long)l->n >= maxsplit ? NULL : find_sub(s->p + i, s->len - i, d->p, d->len);
         if (!f) { list_push(j, l, v_sub(j, s, i, s->len)); break; }

@@ -54,5 +54,5 @@ int apply_test(J *j, const char *name, jv v, jargs *A)
         return cased;
     }
     if (!strcmp(name, "filter") || !strcmp(name, "test")) return v.t == T_STR;
-    jfail(j, "No test named '%s'.", name);
+    jfail(j, JE_ASSERTION, "No test named '%s'.", name);
 }

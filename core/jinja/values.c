@@ -49,27 +49,41 @@ static void *arena_alloc(arena *a, size_t n)
     return p;
 }
 
-void jfail(J *j, const char *fmt, ...)
+const char *const JE_NAMES[] = {
+    [JE_UNDEFINED] = "UndefinedError", [JE_SYNTAX] = "TemplateSyntaxError",
+    [JE_ASSERTION] = "TemplateAssertionError", [JE_SECURITY] = "SecurityError",
+    [JE_RUNTIME] = "TemplateRuntimeError", [JE_FILTERARG] = "FilterArgumentError",
+    [JE_TEMPLATE] = "TemplateError", [JE_TYPE] = "TypeError", [JE_VALUE] = "ValueError",
+    [JE_ATTRIBUTE] = "AttributeError", [JE_KEY] = "KeyError", [JE_INDEX] = "IndexError",
+    [JE_ZERODIV] = "ZeroDivisionError", [JE_OVERFLOW] = "OverflowError",
+    [JE_RECURSION] = "RecursionError", [JE_MEMORY] = "MemoryError",
+    [JE_UNICODE] = "UnicodeEncodeError", [JE_JSON] = "JSONDecodeError",
+    [JE_UNSUPPORTED] = "NotImplementedError", [JE_LIMIT] = "tokenloop limit",
+};
+
+void jfail(J *j, int cls, const char *fmt, ...)
 {
     char msg[900];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    tl_error_set(j->err, "template:%d: %s", j->line, msg);
+    tl_error_set(j->err, "template:%d: %s: %s", j->line, JE_NAMES[cls], msg);
     longjmp(j->jb, 1);
 }
 
+void jfail_undef(J *j, jv undef) { jfail(j, undef.xc, "%s", undef_msg(undef)); }
+
 void int_overflow(J *j, long long x, const char *op, long long y)
 {
-    jfail(j, "integer overflow: %lld %s %lld does not fit in 64 bits (Python's integers have no limit; "
+    jfail(j, JE_OVERFLOW, "integer overflow: %lld %s %lld does not fit in 64 bits (Python's integers have no limit; "
           "tokenloop's are 64-bit)", x, op, y);
 }
 
-/* raise_exception: the message alone is the error, as transformers reports it */
+/* raise_exception: transformers raises jinja2's TemplateError with the template's message */
 void jraise(J *j, const char *msg, size_t n)
 {
-    tl_error_set(j->err, "%.*s", (int)(n > 1000 ? 1000 : n), msg);
+    tl_error_set(j->err, "template:%d: %s: %.*s", j->line, JE_NAMES[JE_TEMPLATE], (int)(n > 960 ? 960 : n), msg);
     longjmp(j->jb, 1);
 }
 
@@ -77,7 +91,7 @@ void *jalloc(J *j, size_t n)
 {
     void *p = arena_alloc(j->ar, n);
     if (!p)
-        jfail(j, "out of memory (render limit %zu MiB)", MAX_ARENA >> 20);
+        jfail(j, JE_MEMORY, "out of memory (render limit %zu MiB)", MAX_ARENA >> 20);
     return p;
 }
 
@@ -239,8 +253,8 @@ int py_eq(jv a, jv b)
 /* <0, 0, >0; TypeError where Python has none */
 int py_cmp(J *j, jv a, jv b, const char *op)
 {
-    if (a.t == T_UNDEF) jfail(j, "%s", undef_msg(a));
-    if (b.t == T_UNDEF) jfail(j, "%s", undef_msg(b));
+    if (a.t == T_UNDEF) jfail_undef(j, a);
+    if (b.t == T_UNDEF) jfail_undef(j, b);
     if (is_num(a) && is_num(b)) {
         if (a.t == T_FLOAT || b.t == T_FLOAT) {
             double x = num_f(a), y = num_f(b);
@@ -262,7 +276,7 @@ int py_cmp(J *j, jv a, jv b, const char *op)
         }
         return a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
     }
-    jfail(j, "'%s' not supported between instances of '%s' and '%s'", op, type_name(a), type_name(b));
+    jfail(j, JE_TYPE, "'%s' not supported between instances of '%s' and '%s'", op, type_name(a), type_name(b));
 }
 
 long dict_find(jdict *d, jv k)

@@ -2,6 +2,8 @@
  * tools/template-goldens/render.py) and ../shared/conformance/chat-goldens.
  *   test_template goldens ROOT SHARED   every template x message set x add_generation_prompt
  *   test_template micro ROOT [FILE]     the hand-written feature templates (or FILE's)
+ * A render that fails in Jinja2 must fail here with the same exception class (and message, for
+ * raise_exception); TL_TEMPLATE_SHOW_TEXT=1 lists those whose message is worded otherwise.
  *   test_template shared SHARED [ROOT]  llama.cpp's Jinja2 renders (exit 77 when absent)
  *   test_template errors                syntax errors, limits, the chat config loader
  *   test_template fuzz ROOT [N]         mutated real templates: no crash, no hang */
@@ -105,6 +107,44 @@ static int spans_ok(const tl_chat_result *r, const cJSON *messages)
     return ok;
 }
 
+/* The exception class of an error: tokenloop's "template:LINE[:COL]: Class: message", or a
+ * golden's "Class: message" (Jinja2's type(e).__name__) */
+static const char *err_class(const char *msg, char *out, size_t cap)
+{
+    const char *p = msg;
+    if (!strncmp(p, "template:", 9)) {
+        p += 9;
+        while (*p && *p != ' ') p++;   /* LINE: or LINE:COL: */
+        while (*p == ' ') p++;
+    }
+    const char *e = strstr(p, ": ");
+    size_t n = e ? (size_t)(e - p) : 0;
+    if (n >= cap) n = cap - 1;
+    memcpy(out, p, n);
+    out[n] = 0;
+    return e ? e + 2 : p;
+}
+
+/* A failure both sides agree on: tokenloop fails too, names the class Jinja2 raised, and where
+ * the template called raise_exception (transformers' TemplateError), says its message exactly.
+ * *same_class counts the class matches, *same_text those whose message is Jinja2's too. */
+static int both_fail_ok(int rc, const char *got, const cJSON *r, int *same_class, int *same_text)
+{
+    const char *want = cJSON_GetObjectItem(r, "error")->valuestring;
+    int raised = cJSON_IsTrue(cJSON_GetObjectItem(r, "raised"));
+    if (!rc) return 0;
+    char gc[64], wc[64];
+    const char *gm = err_class(got, gc, sizeof gc);
+    if (raised) snprintf(wc, sizeof wc, "TemplateError");
+    else err_class(want, wc, sizeof wc);
+    int cls = !strcmp(gc, wc);
+    *same_class += cls;
+    *same_text += cls && !strcmp(gm, raised ? want : err_class(want, wc, sizeof wc));
+    if (getenv("TL_TEMPLATE_SHOW_TEXT") && cls && strcmp(gm, raised ? want : err_class(want, wc, sizeof wc)))
+        fprintf(stderr, "message: got \"%s\", Jinja2 \"%s\"\n", got, want);
+    return cls && (!raised || !strcmp(gm, want));
+}
+
 static int run_goldens(const char *root, const char *shared)
 {
     char path[4096];
@@ -113,7 +153,7 @@ static int run_goldens(const char *root, const char *shared)
     snprintf(path, sizeof path, "%s/tools/template-goldens/cases.json", root);
     cJSON *cases = load_json(path);
     setenv("TOKENLOOP_NOW", cJSON_GetObjectItem(g, "now")->valuestring, 1);
-    int texts = 0, same = 0, errors = 0, errors_same = 0, skipped = 0, with_spans = 0;
+    int texts = 0, same = 0, errors = 0, errors_same = 0, class_same = 0, text_same = 0, skipped = 0, with_spans = 0;
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItem(g, "renders")) {
         const char *tid = cJSON_GetObjectItem(r, "template")->valuestring;
@@ -177,11 +217,10 @@ static int run_goldens(const char *root, const char *shared)
             }
         } else {
             errors++;
-            const char *msg = cJSON_GetObjectItem(r, "error")->valuestring;
-            int raised = cJSON_IsTrue(cJSON_GetObjectItem(r, "raised"));
-            int ok = rc != 0 && (!raised || !strcmp(err.msg, msg));
+            int ok = both_fail_ok(rc, err.msg, r, &class_same, &text_same);
             if (ok) errors_same++;
-            else fprintf(stderr, "%s: want error \"%s\", got %s \"%s\"\n", what, msg, rc ? "error" : "text", rc ? err.msg : res.text);
+            else fprintf(stderr, "%s: want error \"%s\", got %s \"%s\"\n", what,
+                         cJSON_GetObjectItem(r, "error")->valuestring, rc ? "error" : "text", rc ? err.msg : res.text);
             TL_CHECK_MSG(ok, "%s", what);
         }
         tl_chat_result_free(&res);
@@ -192,8 +231,9 @@ static int run_goldens(const char *root, const char *shared)
         free(src);
     }
     printf("template goldens: %d/%d renders byte-identical to Jinja2, %d/%d errors matched "
-           "(raise_exception messages exactly), %d skipped (../shared absent), %d with content spans\n",
-           same, texts, errors_same, errors, skipped, with_spans);
+           "(%d with Jinja2's exception class, %d with its message too; raise_exception messages "
+           "exactly), %d skipped (../shared absent), %d with content spans\n",
+           same, texts, errors_same, errors, class_same, text_same, skipped, with_spans);
     TL_CHECK(texts > 0);
     cJSON_Delete(g);
     cJSON_Delete(cases);
@@ -207,7 +247,7 @@ static int run_micro(const char *root, const char *file)
     cJSON *g = load_json(path);
     const cJSON *shared_ctx = cJSON_GetObjectItem(g, "context"); /* when the renders share one */
     setenv("TOKENLOOP_NOW", cJSON_GetObjectItem(g, "now")->valuestring, 1);
-    int n = 0, same = 0;
+    int n = 0, same = 0, errors = 0, class_same = 0, text_same = 0;
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItem(g, "renders")) {
         const char *name = cJSON_GetObjectItem(r, "name")->valuestring;
@@ -227,17 +267,18 @@ static int run_micro(const char *root, const char *file)
             same += ok;
             TL_CHECK_MSG(ok, "%s", name);
         } else {
-            const char *msg = cJSON_GetObjectItem(r, "error")->valuestring;
-            int raised = cJSON_IsTrue(cJSON_GetObjectItem(r, "raised"));
-            int ok = rc != 0 && (!raised || !strcmp(err.msg, msg));
-            if (!ok) fprintf(stderr, "%s: want error \"%s\", got %s \"%s\"\n", name, msg, rc ? "error" : "text", rc ? err.msg : out);
+            errors++;
+            int ok = both_fail_ok(rc, err.msg, r, &class_same, &text_same);
+            if (!ok) fprintf(stderr, "%s: want error \"%s\", got %s \"%s\"\n", name,
+                             cJSON_GetObjectItem(r, "error")->valuestring, rc ? "error" : "text", rc ? err.msg : out);
             same += ok;
             TL_CHECK_MSG(ok, "%s", name);
         }
         free(out);
         tl_template_free(t);
     }
-    printf("%s: %d/%d templates match Jinja2\n", file, same, n);
+    printf("%s: %d/%d templates match Jinja2 (%d/%d errors with Jinja2's exception class, %d with its "
+           "message too)\n", file, same, n, class_same, errors, text_same);
     cJSON_Delete(g);
     return TL_TEST_END(file);
 }
@@ -321,29 +362,32 @@ static void expect_error(const char *src, const char *ctx_json, const char *need
 static int run_errors(void)
 {
     /* syntax errors name line:column and the offending text */
-    expect_error("Hello\n  {% if x %}\n{{ a + }}", NULL, "template:3:8: unexpected end of print statement near '}}'");
-    expect_error("{% for x in y %}{{ x }}", NULL, "template:1:24: Unexpected end of template. Jinja was looking for 'endfor'");
-    expect_error("line one\n{% frobnicate %}", NULL, "template:2:4: Encountered unknown tag 'frobnicate' near 'frobnicate'");
-    expect_error("{{ 'unterminated }}", NULL, "template:1:4: unexpected char ' (an unterminated string)");
-    expect_error("{{ (1, 2] }}", NULL, "template:1:9: unexpected ']', expected ')'");
+    expect_error("Hello\n  {% if x %}\n{{ a + }}", NULL, "template:3:8: TemplateSyntaxError: unexpected end of print statement near '}}'");
+    expect_error("{% for x in y %}{{ x }}", NULL, "template:1:24: TemplateSyntaxError: Unexpected end of template. Jinja was looking for 'endfor'");
+    expect_error("line one\n{% frobnicate %}", NULL, "template:2:4: TemplateSyntaxError: Encountered unknown tag 'frobnicate' near 'frobnicate'");
+    expect_error("{{ 'unterminated }}", NULL, "template:1:4: TemplateSyntaxError: unexpected char ' (an unterminated string)");
+    expect_error("{{ (1, 2] }}", NULL, "template:1:9: TemplateSyntaxError: unexpected ']', expected ')'");
     expect_error("{# never closed", NULL, "missing end of comment tag");
     expect_error("{% endif %}", NULL, "Encountered unknown tag 'endif'");
-    expect_error("{{ x ! y }}", NULL, "template:1:6: unexpected char near '!'");
-    /* raise_exception: the message is the error */
-    expect_error("{{ raise_exception('Only user and assistant roles are supported!') }}", NULL, "Only user and assistant roles are supported!");
+    expect_error("{{ x ! y }}", NULL, "template:1:6: TemplateSyntaxError: unexpected char near '!'");
+    expect_error("{{ x | nosuch }}", NULL, "template:1: TemplateAssertionError: No filter named 'nosuch'.");
+    expect_error("{{ x is nosuch }}", NULL, "template:1: TemplateAssertionError: No test named 'nosuch'.");
+    /* raise_exception: transformers' TemplateError with the template's message */
+    expect_error("\n{{ raise_exception('Only user and assistant roles are supported!') }}", NULL,
+                 "template:2: TemplateError: Only user and assistant roles are supported!");
     /* Jinja2's default Undefined errors where it is used */
-    expect_error("{{ foo.bar }}", NULL, "'foo' is undefined");
+    expect_error("{{ foo.bar }}", NULL, "template:1: UndefinedError: 'foo' is undefined");
     expect_error("{{ foo + 1 }}", NULL, "'foo' is undefined");
-    expect_error("{{ m.missing.x }}", "{\"m\": {}}", "'dict object' has no attribute 'missing'");
+    expect_error("{{ m.missing.x }}", "{\"m\": {}}", "UndefinedError: 'dict object' has no attribute 'missing'");
     expect_error("{{ foo() }}", NULL, "'foo' is undefined");
-    expect_error("{{ 1 / 0 }}", NULL, "division by zero");
-    expect_error("{{ x | tojson }}", NULL, "not JSON serializable");
+    expect_error("{{ 1 / 0 }}", NULL, "ZeroDivisionError: division by zero");
+    expect_error("{{ x | tojson }}", NULL, "TypeError: Object of type Undefined is not JSON serializable");
     /* bounds: recursion, loop iterations, output size, nesting */
-    expect_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL, "maximum recursion depth exceeded");
-    expect_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", NULL, "too many loop iterations");
-    expect_error("{% set s = namespace(x='ab') %}{% for i in range(40) %}{% set s.x = s.x ~ s.x %}{% endfor %}{{ s.x }}", NULL, "too long");
-    expect_error("{{ 'x' * 1000000000 }}", NULL, "too long");
-    expect_error("{{ range(10000000) }}", NULL, "Range too big");
+    expect_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL, "RecursionError: maximum recursion depth exceeded");
+    expect_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", NULL, "tokenloop limit: too many loop iterations");
+    expect_error("{% set s = namespace(x='ab') %}{% for i in range(40) %}{% set s.x = s.x ~ s.x %}{% endfor %}{{ s.x }}", NULL, "tokenloop limit: output too long");
+    expect_error("{{ 'x' * 1000000000 }}", NULL, "tokenloop limit: output too long");
+    expect_error("{{ range(10000000) }}", NULL, "OverflowError: Range too big");
     {
         char deep[5000];
         size_t k = 0;
@@ -352,10 +396,10 @@ static int run_errors(void)
         deep[k++] = '1';
         for (int i = 0; i < 1000; i++) deep[k++] = ')';
         snprintf(deep + k, sizeof deep - k, " }}");
-        expect_error(deep, NULL, "nested too deeply");
+        expect_error(deep, NULL, "RecursionError: brackets nested too deeply");
     }
     /* the immutable sandbox refuses to modify lists and dicts */
-    expect_error("{% set l = [1] %}{{ l.append(2) }}", NULL, "unsafe");
+    expect_error("{% set l = [1] %}{{ l.append(2) }}", NULL, "SecurityError: access to attribute 'append' of 'list' object is unsafe.");
 
     /* provenance: bytes of the render that came from message content */
     {
@@ -375,7 +419,7 @@ static int run_errors(void)
         tl_chat_result_free(&r);
         /* a bad messages document is an error, not a crash */
         TL_CHECK(tl_chat_render(t, "[{\"role\": ", NULL, 0, 0, NULL, NULL, &r, &err) != 0);
-        TL_CHECK(strstr(err.msg, "bad JSON") != NULL);
+        TL_CHECK(strstr(err.msg, "JSONDecodeError: bad JSON") != NULL);
         tl_template_free(t);
     }
     /* the config loader: a string, a list of named templates, token objects */
