@@ -20,43 +20,162 @@ static char *json_string(const char *s)
     return r;
 }
 
-int tl_chat_render(const tl_template *tpl, const char *messages_json,
-                   const tl_template_var *vars, size_t n_vars, int add_generation_prompt,
-                   const char *bos_token, const char *eos_token, tl_chat_result *out,
-                   tl_error *err)
+/* transformers' marker for continue_final_message (utils/chat_template_utils.py) */
+static const char CONTINUE_TAG[] = "CONTINUE_FINAL_MESSAGE_TAG ";
+
+/* Python's str.isspace for one code point */
+static int py_space(unsigned c)
+{
+    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+static size_t u8_decode(const char *s, size_t n, size_t i, unsigned *cp)
+{
+    unsigned char c = (unsigned char)s[i];
+    size_t k = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+    if (i + k > n) k = 1;
+    unsigned v = k == 1 ? c : c & (0x3f >> (k - 1));
+    for (size_t m = 1; m < k; m++) v = v << 6 | ((unsigned char)s[i + m] & 0x3f);
+    *cp = v;
+    return k;
+}
+
+/* Python's s.rstrip(): the length without trailing whitespace */
+static size_t rstrip_len(const char *s, size_t n)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned cp;
+        size_t k = u8_decode(s, n, i, &cp);
+        i += k;
+        if (!py_space(cp)) keep = i;
+    }
+    return keep;
+}
+
+/* Python's s.lstrip(): where the text after leading whitespace begins */
+static size_t lstrip_at(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned cp;
+        size_t k = u8_decode(s, n, i, &cp);
+        if (!py_space(cp)) break;
+        i += k;
+    }
+    return i;
+}
+
+/* The final message's text as transformers takes it for continue_final_message: its content
+ * string, or the "text" of its last part that has one (the engine checks the types). */
+static char *final_text(const char *messages_json)
+{
+    cJSON *m = cJSON_Parse(messages_json);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(m, cJSON_GetArraySize(m) - 1), "content");
+    char *r = NULL;
+    if (cJSON_IsString(c)) r = strdup(c->valuestring);
+    for (int k = cJSON_IsArray(c) ? cJSON_GetArraySize(c) : 0; k-- > 0 && !r;) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(c, k), "text");
+        if (cJSON_IsString(t)) r = strdup(t->valuestring);
+    }
+    cJSON_Delete(m);
+    return r;
+}
+
+static const char *memfind_last(const char *h, size_t hn, const char *nd, size_t nn)
+{
+    for (size_t i = hn >= nn ? hn - nn + 1 : 0; i-- > 0;)
+        if (!memcmp(h + i, nd, nn)) return h + i;
+    return NULL;
+}
+
+/* After the render: the final message and the marker must both be there (a template may drop
+ * or reshape the text); the render ends where the marker begins, less the whitespace a
+ * template's trim took from after the marker's own space. */
+static int cut_at_tag(tl_chat_result *out, const char *messages_json, tl_error *err)
+{
+    char *fm = final_text(messages_json);
+    if (!fm) return tl_error_set(err, "template: out of memory");
+    size_t fl = strlen(fm), a = lstrip_at(fm, fl);
+    size_t b = a + rstrip_len(fm + a, fl - a);
+    size_t tag_len = sizeof CONTINUE_TAG - 2;   /* without its trailing space, as .strip() */
+    const char *tag = memfind_last(out->text, out->len, CONTINUE_TAG, tag_len);
+    int found = (b == a || memfind_last(out->text, out->len, fm + a, b - a)) && tag;
+    free(fm);
+    if (!found)
+        return tl_error_set(err, "template: ValueError: continue_final_message is set but the final message does not "
+                                 "appear in the chat after applying the chat template");
+    size_t at = (size_t)(tag - out->text);
+    if (!(at + tag_len < out->len && out->text[at + tag_len] == ' ')) at = rstrip_len(out->text, at);
+    out->len = at;
+    out->text[at] = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < out->n_spans; i++) {
+        if (out->spans[i].start >= at) continue;
+        out->spans[k] = out->spans[i];
+        if (out->spans[k].end > at) out->spans[k].end = at;
+        k++;
+    }
+    out->n_spans = k;
+    return 0;
+}
+
+int tl_chat_render_opts(const tl_template *tpl, const char *messages_json, const tl_template_var *vars,
+                        size_t n_vars, const tl_chat_opts *o, tl_chat_result *out, tl_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!tpl) return tl_error_set(err, "template: no template");
+    static const tl_chat_opts none;
+    if (!o) o = &none;
+    if (o->continue_final_message && o->add_generation_prompt)
+        return tl_error_set(err, "template: ValueError: continue_final_message and add_generation_prompt are not "
+                                 "compatible (one continues the final message, the other opens a new one)");
     size_t cap = n_vars + 6, n = 0;
     tl_jinja_var *v = calloc(cap, sizeof *v);
-    char *bos = bos_token ? json_string(bos_token) : NULL;
-    char *eos = eos_token ? json_string(eos_token) : NULL;
+    char *bos = o->bos_token ? json_string(o->bos_token) : NULL;
+    char *eos = o->eos_token ? json_string(o->eos_token) : NULL;
+    const char *tag = o->continue_final_message ? CONTINUE_TAG : NULL;
+    const char *msgs = messages_json ? messages_json : "[]";
     int rc;
-    if (!v || (bos_token && !bos) || (eos_token && !eos)) {
+    if (!v || (o->bos_token && !bos) || (o->eos_token && !eos)) {
         rc = tl_error_set(err, "template: out of memory");
         goto done;
     }
     /* transformers: render(messages=..., tools=None, documents=None, add_generation_prompt=...,
      * **special_tokens_map, **kwargs) */
-    v[n++] = (tl_jinja_var){"messages", messages_json ? messages_json : "[]", 1};
-    v[n++] = (tl_jinja_var){"tools", "null", 0};
-    v[n++] = (tl_jinja_var){"documents", "null", 0};
-    v[n++] = (tl_jinja_var){"add_generation_prompt", add_generation_prompt ? "true" : "false", 0};
-    if (bos) v[n++] = (tl_jinja_var){"bos_token", bos, 0};
-    if (eos) v[n++] = (tl_jinja_var){"eos_token", eos, 0};
+    v[n++] = (tl_jinja_var){"messages", msgs, 1, 1, tag};
+    v[n++] = (tl_jinja_var){"tools", "null", 0, 0, NULL};
+    v[n++] = (tl_jinja_var){"documents", "null", 0, 0, NULL};
+    v[n++] = (tl_jinja_var){"add_generation_prompt", o->add_generation_prompt ? "true" : "false", 0, 0, NULL};
+    if (bos) v[n++] = (tl_jinja_var){"bos_token", bos, 0, 0, NULL};
+    if (eos) v[n++] = (tl_jinja_var){"eos_token", eos, 0, 0, NULL};
     for (size_t i = 0; i < n_vars; i++) {
         if (!vars[i].name || !vars[i].json) {
             rc = tl_error_set(err, "template: variable %zu has no name or value", i);
             goto done;
         }
-        v[n++] = (tl_jinja_var){vars[i].name, vars[i].json, !strcmp(vars[i].name, "messages")};
+        int is_msgs = !strcmp(vars[i].name, "messages");
+        if (is_msgs) msgs = vars[i].json;
+        v[n++] = (tl_jinja_var){vars[i].name, vars[i].json, is_msgs, is_msgs, is_msgs ? tag : NULL};
     }
     rc = tl_jinja_render_vars(tpl, v, n, &out->text, &out->len, &out->spans, &out->n_spans, err);
+    if (!rc && tag && (rc = cut_at_tag(out, msgs, err))) tl_chat_result_free(out);
 done:
     free(v);
     cJSON_free(bos);
     cJSON_free(eos);
     return rc;
+}
+
+int tl_chat_render(const tl_template *tpl, const char *messages_json,
+                   const tl_template_var *vars, size_t n_vars, int add_generation_prompt,
+                   const char *bos_token, const char *eos_token, tl_chat_result *out,
+                   tl_error *err)
+{
+    tl_chat_opts o = {.add_generation_prompt = add_generation_prompt, .bos_token = bos_token,
+                      .eos_token = eos_token};
+    return tl_chat_render_opts(tpl, messages_json, vars, n_vars, &o, out, err);
 }
 
 void tl_chat_result_free(tl_chat_result *r)

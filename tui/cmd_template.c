@@ -12,13 +12,15 @@
 
 static const char usage[] =
     "usage: tokenloop template [--model DIR | --template FILE] --messages FILE\n"
-    "                          [--no-generation-prompt] [--no-parse-special-in-content]\n"
-    "                          [--var NAME=JSON]... [--json]\n"
+    "                          [--no-generation-prompt | --continue-final-message]\n"
+    "                          [--no-parse-special-in-content] [--var NAME=JSON]... [--json]\n"
     "  --model DIR      chat_template, bos_token and eos_token from DIR/tokenizer_config.json;\n"
     "                   with --json the render is also tokenized (special tokens parsed);\n"
     "                   the default is $TOKENLOOP_MODEL, else the bundled assets/tokenizer\n"
     "  --template FILE  a Jinja chat template\n"
     "  --messages FILE  a JSON array of messages\n"
+    "  --continue-final-message  end the render inside the final message, for the model to\n"
+    "                   continue it (transformers' continue_final_message; no generation prompt)\n"
     "  --no-parse-special-in-content  with --json: content's \"<|eot_id|>\" and the like are\n"
     "                   tokenized as plain text (default: special, as in transformers)\n"
     "  --var NAME=JSON  any template variable: 'bos_token=\"<s>\"', 'tools=[...]', enable_thinking=false\n"
@@ -27,7 +29,7 @@ static const char usage[] =
 int cmd_template(int argc, char **argv)
 {
     const char *model = NULL, *tfile = NULL, *mfile = NULL;
-    int agp = 1, json = 0, status = 0, parse_special = 1;
+    int agp = 1, json = 0, status = 0, parse_special = 1, cont = 0;
     tl_template_var *vars = calloc((size_t)argc + 1, sizeof *vars);
     char **var_names = calloc((size_t)argc + 1, sizeof *var_names);
     size_t nv = 0;
@@ -38,6 +40,7 @@ int cmd_template(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); goto out; }
         else if (!strcmp(a, "--no-generation-prompt")) agp = 0;
         else if (!strcmp(a, "--no-parse-special-in-content")) parse_special = 0;
+        else if (!strcmp(a, "--continue-final-message")) cont = 1, agp = 0;
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--model") && has_val) model = argv[++i];
         else if (!strcmp(a, "--template") && has_val) tfile = argv[++i];
@@ -86,7 +89,8 @@ int cmd_template(int argc, char **argv)
     if (model) snprintf(origin, sizeof origin, "%s/tokenizer_config.json: chat_template", model);
     else snprintf(origin, sizeof origin, "%s", tfile);
     if (tl_template_compile(model ? cfg.template_src : src, &tpl, &err) ||
-        tl_chat_render(tpl, messages, vars, nv, agp, cfg.bos_token, cfg.eos_token, &res, &err)) {
+        tl_chat_render_opts(tpl, messages, vars, nv,
+                            &(tl_chat_opts){agp, cont, cfg.bos_token, cfg.eos_token}, &res, &err)) {
         status = cli_fail(1, "%s: %s", origin, err.msg);
         goto done;
     }

@@ -85,6 +85,7 @@ int tl_jinja_render_vars(const tl_template *tpl, const tl_jinja_var *vars, size_
     j->root = frame_new(j, NULL);
     for (size_t i = 0; i < n_vars; i++) {
         jv v = json_parse(j, vars[i].json ? vars[i].json : "null", vars[i].mark_content);
+        if (vars[i].chat_messages) v = chat_prepare(j, v, vars[i].continue_tag);
         dict_set_s(j, &j->root->vars, vars[i].name, v);
     }
     bind_undef_start(j, j->root, tpl->body);

@@ -241,6 +241,7 @@ jv json_parse(J *j, const char *s, int mark);
 jv tojson(J *j, jv v, jargs *A);
 
 /* ---- compiling (lexer.c, parser.c, scope.c) */
+jv chat_prepare(J *j, jv messages, const char *continue_tag); /* chat_prep.c */
 
 enum { K_DATA, K_VBEGIN, K_VEND, K_BBEGIN, K_BEND, K_NAME, K_STR, K_INT, K_FLOAT, K_OP, K_EOF };
 

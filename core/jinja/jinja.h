@@ -13,6 +13,8 @@ typedef struct tl_jinja_var {
     const char *name;
     const char *json;
     int mark_content;
+    int chat_messages;          /* the messages of apply_chat_template: prepared as it does (chat_prep.c) */
+    const char *continue_tag;   /* with chat_messages: appended to the final message's text */
 } tl_jinja_var;
 
 int tl_jinja_render_vars(const tl_template *tpl, const tl_jinja_var *vars, size_t n_vars,

@@ -47,6 +47,17 @@ int tl_chat_render(const tl_template *tpl, const char *messages_json,
                    tl_error *err);
 void tl_chat_result_free(tl_chat_result *r);
 
+/* The same with apply_chat_template's continue_final_message: the render ends where the final
+ * message's text ends (no end-of-turn marker after it), for the model to continue that message
+ * rather than start a new one; incompatible with add_generation_prompt (ValueError). */
+typedef struct tl_chat_opts {
+    int add_generation_prompt;
+    int continue_final_message;
+    const char *bos_token, *eos_token;   /* NULL: left undefined */
+} tl_chat_opts;
+int tl_chat_render_opts(const tl_template *tpl, const char *messages_json, const tl_template_var *vars,
+                        size_t n_vars, const tl_chat_opts *opts, tl_chat_result *out, tl_error *err);
+
 /* Checks that text is what apply_chat_template takes as messages, and says what is wrong in
  * the words of the file, not of the template: a UTF-8 byte-order mark, JSON that ends early or
  * has text after it, a lone surrogate escape (\ud800 is no character; Python would carry it
