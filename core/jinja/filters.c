@@ -300,36 +300,33 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
             jfail(j, JE_TYPE, "can't multiply sequence by non-int of type '%s'", type_name(w));
         /* s += "\n", then s.splitlines() */
         if (v.t == T_UNDEF) jfail_undef(j, v);
-        if (v.t == T_LIST && !v.u.l->tuple && !v.u.l->gen) jfail(j, JE_ATTRIBUTE, "'list' object has no attribute 'splitlines'");
+        if (v.t == T_LIST && !v.u.l->tuple && is_seq(v.u.l)) jfail(j, JE_ATTRIBUTE, "'list' object has no attribute 'splitlines'");
         if (v.t == T_LIST && v.u.l->tuple) jfail(j, JE_TYPE, "can only concatenate tuple (not \"str\") to tuple");
         if (v.t != T_STR) jfail(j, JE_TYPE, "unsupported operand type(s) for +=: '%s' and 'str'", type_name(v));
         int first = truthy(arg(A, 1, "first", v_bool(0))), blank = truthy(arg(A, 2, "blank", v_bool(0)));
         sb ind;
         sb_init(&ind, j);
         if (w.t == T_STR) sb_put_str(&ind, w.u.s);
-        else for (long long i = 0; i < num_i(w) && i < 256; i++) sb_putc(&ind, ' ');
-        jv indv = sb_val(&ind);
-        jv s = to_str(j, v);
-        /* s + "\n", splitlines */
-        jstr *str = s.u.s;
+        else {
+            if (num_i(w) > 1 << 20) jfail(j, JE_LIMIT, "indent width %lld too large (limit 2^20)", num_i(w));
+            for (long long i = 0; i < num_i(w); i++) sb_putc(&ind, ' ');
+        }
+        jstr *indv = sb_val(&ind).u.s;
+        /* (s + "\n").splitlines(), joined again with "\n": the appended newline keeps a final
+         * empty line when s ends with one */
+        sb s1;
+        sb_init(&s1, j);
+        sb_put_str(&s1, v.u.s);
+        sb_putc(&s1, '\n');
+        jlist *lines = str_splitlines(j, sb_val(&s1).u.s, 0);
         sb r;
         sb_init(&r, j);
-        if (first) sb_put_str(&r, indv.u.s);
-        size_t i = 0;
-        int lineno = 0;
-        while (i < str->len || (i == str->len && lineno == 0)) {
-            size_t e = i;
-            while (e < str->len && str->p[e] != '\n' && str->p[e] != '\r') e++;
-            int empty = e == i;
-            if (lineno) {
-                sb_putc(&r, '\n');
-                if (blank || !empty) sb_put_str(&r, indv.u.s);
-            }
-            sb_put_sub(&r, str, i, e);
-            lineno++;
-            if (e >= str->len) break;
-            i = e + (str->p[e] == '\r' && e + 1 < str->len && str->p[e + 1] == '\n' ? 2 : 1);
-            if (i >= str->len) break;
+        if (first) sb_put_str(&r, indv);
+        for (size_t i = 0; i < lines->n; i++) {
+            jstr *line = lines->it[i].u.s;
+            if (i) sb_putc(&r, '\n');
+            if (i && (blank || line->len)) sb_put_str(&r, indv);
+            sb_put_str(&r, line);
         }
         return sb_val(&r);
     }

@@ -86,6 +86,7 @@ typedef struct jlist {
     jv *it;
     int tuple;
     int gen; /* a lazy filter's result: Jinja2 has a generator there */
+    char view; /* 'k', 'v', 'i': dict.keys(), values(), items(): iterable, no [] (0: a list) */
 } jlist;
 
 typedef struct jdict {
@@ -173,6 +174,7 @@ static inline jv v_dict(jdict *d) { jv v = {.t = T_DICT}; v.u.d = d; return v; }
 static inline int is_num(jv v) { return v.t == T_BOOL || v.t == T_INT || v.t == T_FLOAT; }
 static inline double num_f(jv v) { return v.t == T_FLOAT ? v.u.f : v.t == T_INT ? (double)v.u.i : (double)v.u.b; }
 static inline long long num_i(jv v) { return v.t == T_INT ? v.u.i : v.u.b; }
+static inline int is_seq(const jlist *l) { return !l->gen && !l->view; } /* has [] and + */
 static inline const char *undef_msg(jv v) { return v.u.undef ? v.u.undef : "undefined value"; }
 
 jv v_str(J *j, const char *s, size_t n);
@@ -234,14 +236,15 @@ jv str_title(J *j, jstr *s, int jinja_filter);
 jv str_strip(J *j, jv v, const jstr *chars, int which);
 jv str_replace(J *j, jstr *s, jstr *old, jstr *new_, long long count);
 jv str_split(J *j, jstr *s, jv sep, long long maxsplit);
+jlist *str_splitlines(J *j, jstr *s, int keepends);
 
 /* ---- JSON (json.c) */
 
 jv json_parse(J *j, const char *s, int mark);
+jv chat_prepare(J *j, jv messages, const char *continue_tag); /* chat_prep.c */
 jv tojson(J *j, jv v, jargs *A);
 
 /* ---- compiling (lexer.c, parser.c, scope.c) */
-jv chat_prepare(J *j, jv messages, const char *continue_tag); /* chat_prep.c */
 
 enum { K_DATA, K_VBEGIN, K_VEND, K_BBEGIN, K_BEND, K_NAME, K_STR, K_INT, K_FLOAT, K_OP, K_EOF };
 

@@ -238,7 +238,7 @@ static void json_dump(sb *b, jv v, const jdump *o, int level)
     case T_STR: json_str_a(b, v.u.s->p, v.u.s->len, o->ensure_ascii); break;
     case T_LIST: {
         jlist *l = v.u.l;
-        if (l->gen) jfail(j, JE_TYPE, "Object of type generator is not JSON serializable");
+        if (!is_seq(l)) jfail(j, JE_TYPE, "Object of type %s is not JSON serializable", type_name(v));
         if (!l->n) { sb_puts(b, "[]"); break; }
         sb_putc(b, '[');
         for (size_t i = 0; i < l->n; i++) {

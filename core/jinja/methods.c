@@ -106,11 +106,13 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
             jargs none = {0};
             jv r = apply_filter(j, "items", self, &none, NULL);
             r.u.l->gen = 0;
+            r.u.l->view = 'i';
             return r;
         }
         if (!strcmp(name, "keys") || !strcmp(name, "values")) {
             jlist *l = list_new(j, d->n);
             for (size_t i = 0; i < d->n; i++) list_push(j, l, name[0] == 'k' ? d->k[i] : d->v[i]);
+            l->view = name[0];
             return v_list(l);
         }
         if (!strcmp(name, "copy")) {
@@ -236,17 +238,7 @@ jv call_method(J *j, jv self, const char *name, jargs *A)
             }
             return sb_val(&r);
         }
-        if (!strcmp(name, "splitlines")) {
-            jlist *l = list_new(j, 4);
-            size_t i = 0;
-            while (i < s->len) {
-                size_t e = i;
-                while (e < s->len && s->p[e] != '\n' && s->p[e] != '\r') e++;
-                list_push(j, l, v_sub(j, s, i, e));
-                i = e + (e < s->len && s->p[e] == '\r' && e + 1 < s->len && s->p[e + 1] == '\n' ? 2 : 1);
-            }
-            return v_list(l);
-        }
+        if (!strcmp(name, "splitlines")) return v_list(str_splitlines(j, s, truthy(arg(A, 0, "keepends", v_bool(0)))));
         if (!strncmp(name, "is", 2)) {
             if (!s->len) return v_bool(0);
             int cased = 0;

@@ -35,8 +35,8 @@ jv get_item(J *j, jv obj, jv key)
     if (obj.t == T_DICT) {
         long i = dict_find(obj.u.d, key);
         if (i >= 0) return obj.u.d->v[i];
-    } else if (obj.t == T_LIST && obj.u.l->gen) {
-        return v_undef("'generator' object is not subscriptable"); /* getitem's TypeError: undefined */
+    } else if (obj.t == T_LIST && !is_seq(obj.u.l)) {  /* getitem's TypeError: undefined */
+        return v_undef(jprintf(j, "'%s' object is not subscriptable", type_name(obj)));
     } else if ((obj.t == T_LIST || obj.t == T_STR) && (key.t == T_INT || key.t == T_BOOL)) {
         long long idx = num_i(key);
         if (obj.t == T_STR) return str_char(j, obj.u.s, idx);
@@ -86,7 +86,7 @@ jv do_slice(J *j, jv obj, jv st, jv sp, jv se)
             jfail(j, JE_TYPE, "slice indices must be integers or None");
     if (obj.t == T_UNDEF) jfail_undef(j, obj);
     long long a, b, s;
-    if (obj.t == T_LIST && obj.u.l->gen) jfail(j, JE_TYPE, "'generator' object is not subscriptable");
+    if (obj.t == T_LIST && !is_seq(obj.u.l)) jfail(j, JE_TYPE, "'%s' object is not subscriptable", type_name(obj));
     if (obj.t == T_LIST) {
         jlist *l = obj.u.l, *r = list_new(j, l->n);
         slice_idx((long long)l->n, st, sp, se, &a, &b, &s, j);
@@ -191,7 +191,7 @@ jv arith(J *j, int op, jv a, jv b)
         sb_put_str(&r, b.u.s);
         return sb_val(&r);
     }
-    if (op == '+' && a.t == T_LIST && b.t == T_LIST && a.u.l->tuple == b.u.l->tuple) {
+    if (op == '+' && a.t == T_LIST && b.t == T_LIST && is_seq(a.u.l) && is_seq(b.u.l) && a.u.l->tuple == b.u.l->tuple) {
         jlist *l = list_new(j, a.u.l->n + b.u.l->n);
         for (size_t i = 0; i < a.u.l->n; i++) list_push(j, l, a.u.l->it[i]);
         for (size_t i = 0; i < b.u.l->n; i++) list_push(j, l, b.u.l->it[i]);
@@ -210,7 +210,7 @@ jv arith(J *j, int op, jv a, jv b)
             return sb_val(&r);
         }
         if (n > 0 && b.u.l->n && (size_t)n > (1u << 20) / b.u.l->n) jfail(j, JE_LIMIT, "list too long");
-        if (b.u.l->gen) jfail(j, JE_TYPE, "unsupported operand type(s) for *: 'int' and 'generator'");
+        if (!is_seq(b.u.l)) jfail(j, JE_TYPE, "unsupported operand type(s) for *: 'int' and '%s'", type_name(b));
         jlist *l = list_new(j, 4);
         for (long long i = 0; i < n; i++)
             for (size_t k = 0; k < b.u.l->n; k++) list_push(j, l, b.u.l->it[k]);
@@ -219,7 +219,7 @@ jv arith(J *j, int op, jv a, jv b)
     }
     if (op == '%' && a.t == T_STR) return py_percent(j, a.u.s, b); /* printf-style formatting */
     if (!is_num(a) || !is_num(b)) { /* Python's wording for each case */
-        int seq_a = a.t == T_STR || (a.t == T_LIST && !a.u.l->gen), seq_b = b.t == T_STR || (b.t == T_LIST && !b.u.l->gen);
+        int seq_a = a.t == T_STR || (a.t == T_LIST && is_seq(a.u.l)), seq_b = b.t == T_STR || (b.t == T_LIST && is_seq(b.u.l));
         if (op == '+' && seq_a)
             jfail(j, JE_TYPE, "can only concatenate %s (not \"%s\") to %s", type_name(a), type_name(b), type_name(a));
         if (op == '*' && (seq_a || seq_b))

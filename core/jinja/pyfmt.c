@@ -196,6 +196,7 @@ void put_repr(sb *b, jv v)
     case T_LIST: {
         jlist *l = v.u.l;
         if (l->gen) { sb_puts(b, "<generator object>"); break; }
+        if (l->view) { sb_puts(b, type_name(v)); sb_putc(b, '('); }
         sb_putc(b, l->tuple ? '(' : '[');
         for (size_t i = 0; i < l->n; i++) {
             if (i) sb_puts(b, ", ");
@@ -203,6 +204,7 @@ void put_repr(sb *b, jv v)
         }
         if (l->tuple && l->n == 1) sb_putc(b, ',');
         sb_putc(b, l->tuple ? ')' : ']');
+        if (l->view) sb_putc(b, ')');
         break;
     }
     case T_DICT: {

@@ -172,3 +172,31 @@ jv str_split(J *j, jstr *s, jv sep, long long maxsplit)
 }
 
 jv str_title(J *j, jstr *s, int jinja_filter) { return str_case(j, s, jinja_filter ? 4 : 3); }
+
+/* the length of the line break at s[i] as str.splitlines counts them (\n, \r, \r\n, \v, \f,
+ * \x1c-\x1e, U+0085, U+2028, U+2029), or 0 */
+static size_t line_break(const jstr *s, size_t i)
+{
+    unsigned cp;
+    size_t k = u8_next(s->p, s->len, i, &cp);
+    if (cp == '\r' && i + 1 < s->len && s->p[i + 1] == '\n') return 2;
+    if (cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f' || (cp >= 0x1c && cp <= 0x1e) || cp == 0x85 ||
+        cp == 0x2028 || cp == 0x2029)
+        return k;
+    return 0;
+}
+
+jlist *str_splitlines(J *j, jstr *s, int keepends)
+{
+    jlist *l = list_new(j, 4);
+    size_t i = 0, start = 0;
+    while (i < s->len) {
+        size_t k = line_break(s, i);
+        if (!k) { i += u8_next(s->p, s->len, i, NULL); continue; }
+        list_push(j, l, v_sub(j, s, start, keepends ? i + k : i));
+        i += k;
+        start = i;
+    }
+    if (start < s->len) list_push(j, l, v_sub(j, s, start, s->len));
+    return l;
+}

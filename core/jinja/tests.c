@@ -16,7 +16,7 @@ int apply_test(J *j, const char *name, jv v, jargs *A)
     if (!strcmp(name, "float")) return v.t == T_FLOAT;
     if (!strcmp(name, "mapping")) return v.t == T_DICT;
     if (!strcmp(name, "iterable")) return v.t == T_STR || v.t == T_LIST || v.t == T_DICT || v.t == T_UNDEF;
-    if (!strcmp(name, "sequence")) return v.t == T_STR || (v.t == T_LIST && !v.u.l->gen) || v.t == T_DICT || v.t == T_UNDEF;
+    if (!strcmp(name, "sequence")) return v.t == T_STR || (v.t == T_LIST && is_seq(v.u.l)) || v.t == T_DICT || v.t == T_UNDEF;
     if (!strcmp(name, "boolean")) return v.t == T_BOOL;
     if (!strcmp(name, "true")) return v.t == T_BOOL && v.u.b;
     if (!strcmp(name, "false")) return v.t == T_BOOL && !v.u.b;

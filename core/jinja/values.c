@@ -135,6 +135,7 @@ jlist *list_new(J *j, size_t cap)
     l->it = jalloc(j, l->cap * sizeof(jv));
     l->tuple = 0;
     l->gen = 0;
+    l->view = 0;
     return l;
 }
 
@@ -165,7 +166,9 @@ const char *type_name(jv v)
     case T_INT: return "int";
     case T_FLOAT: return "float";
     case T_STR: return "str";
-    case T_LIST: return v.u.l->gen ? "generator" : v.u.l->tuple ? "tuple" : "list";
+    case T_LIST:
+        if (v.u.l->view) return v.u.l->view == 'k' ? "dict_keys" : v.u.l->view == 'v' ? "dict_values" : "dict_items";
+        return v.u.l->gen ? "generator" : v.u.l->tuple ? "tuple" : "list";
     case T_DICT: return "dict";
     case T_NS: return "Namespace";
     default: return "function";
@@ -229,7 +232,16 @@ int py_eq(jv a, jv b)
     case T_UNDEF: case T_NONE: return 1;
     case T_STR: return a.u.s->len == b.u.s->len && !memcmp(a.u.s->p, b.u.s->p, a.u.s->len);
     case T_LIST:
-        if (a.u.l->gen || b.u.l->gen) return a.u.l == b.u.l;
+        if (a.u.l->gen || b.u.l->gen || a.u.l->view == 'v' || b.u.l->view == 'v') return a.u.l == b.u.l;
+        if (a.u.l->view || b.u.l->view) { /* keys and items views compare as sets */
+            if (a.u.l->view != b.u.l->view || a.u.l->n != b.u.l->n) return 0;
+            for (size_t i = 0; i < a.u.l->n; i++) {
+                size_t k = 0;
+                while (k < b.u.l->n && !py_eq(a.u.l->it[i], b.u.l->it[k])) k++;
+                if (k == b.u.l->n) return 0;
+            }
+            return 1;
+        }
         if (a.u.l->tuple != b.u.l->tuple || a.u.l->n != b.u.l->n) return 0;
         for (size_t i = 0; i < a.u.l->n; i++)
             if (!py_eq(a.u.l->it[i], b.u.l->it[i])) return 0;

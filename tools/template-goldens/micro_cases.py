@@ -183,3 +183,20 @@ CASES = [
     ("lazy_last_error", "{{ l|select|last }}", {"l": [1]}),
     ("lazy_tojson_error", "{{ l|unique|tojson }}", {"l": [1]}),
 ]
+
+# indent: (s + "\n").splitlines() rejoined with "\n" (every Python line break), first, blank, width
+CASES += [
+    ("f_indent_lines", "[{{ 'a\\nb\\n'|indent }}]|[{{ 'a\\n\\nb'|indent(2) }}]|[{{ 'a\\n\\nb\\n'|indent(2, blank=true) }}]|[{{ 'a\\nb'|indent('> ', true) }}]|[{{ ''|indent(first=true) }}]|[{{ 'x'|indent(0, true) }}]", {}),
+    ("f_indent_breaks", "[{{ 'a\\rb\\r\\nc\\vd\\fe\\x1cf\\x1dg\\x1eh\\x85i\\u2028j\\u2029k'|indent(1) }}]|{{ 'a\\r\\nb\\x85c\\u2028'.splitlines() }}|{{ 'a\\nb\\r\\n'.splitlines(true) }}", {}),
+    ("f_indent_tojson", "{{ {'a': [1, {'b': none}]}|tojson(indent=2)|indent(4, first=true) }}", {}),
+    ("f_indent_width_true", "[{{ 'a\\nb'|indent(true) }}]", {}),
+    ("f_indent_width_float", "{{ 'a\\nb'|indent(2.0) }}", {}),
+]
+
+# dict views print as Python prints them and stay iterable, without []
+CASES += [
+    ("m_dict_views", "{{ d.keys() }}|{{ d.values() }}|{{ d.items() }}|{{ {}.items() }}|{{ d.keys()|list }}|{{ d.items()|length }}|{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|{{ 'b' in d.keys() }}|{{ ('a', 1) in d.items() }}|{{ d.values()|sum }}|{{ d.keys()|first }}|{{ d.keys()|last }}|{{ d.keys()|sort|join }}|{{ d.keys() is sequence }}|{{ d.keys() is iterable }}|{{ [d.items()] }}|{{ d.keys() == d.keys() }}|{{ d.values() == d.values() }}|{{ d.keys() ~ '' }}|{{ d.keys()|string }}|{{ d.keys()[0] is defined }}", {"d": {"b": 2, "a": 1}}),
+    ("m_dict_view_tojson", "{{ d.items()|tojson }}", {"d": {"a": 1}}),
+    ("m_dict_view_concat", "{{ d.keys() + [1] }}", {"d": {"a": 1}}),
+    ("m_dict_view_slice", "{{ d.values()[1:] }}", {"d": {"a": 1}}),
+]
