@@ -3,7 +3,8 @@ ids of the committed multilingual corpus (tests/tokenizer/corpus/manpages.jsonl.
 26 languages and the common licences, ~16 MB; tools/hf-corpus/make_corpus.py) and of the golden
 corpus's ~490 hand-made strings, with special tokens parsed (every document), as plain text
 and with the post-processor's BOS (every fourth); and the decode of random id sequences
-(special tokens included) wherever the reference's text is whole characters. The reference's
+(special tokens included) wherever the reference's text is whole characters, also with
+skip_special_tokens and with transformers' clean_up_tokenization after it. The reference's
 answers are written in the format of tests/tokenizer/golden-llama3.json, in chunks, and
 test_tokenizer_golden checks tokenloop against each.
 usage: check_tokenizer.py TEST_TOKENIZER_GOLDEN TOKENIZER_DIR SOURCE_DIR WORK_DIR"""
@@ -16,12 +17,14 @@ import sys
 
 import tokenizers
 from tokenizers import Tokenizer
+from transformers import AutoTokenizer
 
 checker, tokdir, root, work = sys.argv[1:5]
 os.makedirs(work, exist_ok=True)
 tok = Tokenizer.from_file(os.path.join(tokdir, "tokenizer.json"))
 plain = Tokenizer.from_file(os.path.join(tokdir, "tokenizer.json"))
-plain.encode_special_tokens = True   # split_special_tokens: "<|eot_id|>" is text
+plain.encode_special_tokens = True
+hf_tok = AutoTokenizer.from_pretrained(tokdir)   # transformers' clean_up_tokenization   # split_special_tokens: "<|eot_id|>" is text
 
 texts = []
 with lzma.open(os.path.join(root, "tests/tokenizer/corpus/manpages.jsonl.xz"), "rt", encoding="utf-8") as f:
@@ -44,12 +47,25 @@ rng = random.Random(20261204)
 vocab = tok.get_vocab_size(with_added_tokens=True)
 decodes = []
 tried = 0
-while len(decodes) < 2000 and tried < 20000:
+while len(decodes) < 6000 and tried < 60000:
     tried += 1
     ids = [rng.randrange(vocab) if rng.random() < 0.05 else rng.randrange(128000) for _ in range(rng.randint(1, 48))]
     text = tok.decode(ids, skip_special_tokens=False)
     if "\ufffd" not in text:
         decodes.append({"ids": ids, "text": text})
+        # transformers' decode: special tokens skipped (the streamer's default) and the
+        # clean-up as tokenizer_config.json asks (transformers 4 applied it; 5 ignores it for
+        # BPE, tests/hf/README.md); tokenloop's streamer decode takes both switches
+        skip = tok.decode(ids, skip_special_tokens=True)
+        decodes.append({"ids": ids, "skip_special_tokens": True, "text": skip})
+        decodes.append({"ids": ids, "skip_special_tokens": True, "clean_up": True,
+                        "text": hf_tok.clean_up_tokenization(skip)})
+# the clean-up's own cases: every replacement, in words the tokenizer splits as a model writes them
+for t in ["Hello , world . Is it ? Yes !", "I 'm sure you 're right , they 've said it 's fine .",
+          "do n't , ca n't , wo n't", "a ' b", "x . y , z ! w ?"]:
+    ids = tok.encode(t, add_special_tokens=False).ids
+    decodes.append({"ids": ids, "skip_special_tokens": True, "clean_up": True,
+                    "text": hf_tok.clean_up_tokenization(tok.decode(ids, skip_special_tokens=True))})
 
 # chunks of ~1 MB of text keep each file small for cJSON
 chunks, cur, size = [], [], 0

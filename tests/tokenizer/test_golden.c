@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tl_test.h"
+#include "tokenloop/streamer.h"
 #include "tokenloop/tokenizer.h"
 
 static char *slurp(const char *path, size_t *len)
@@ -154,6 +155,16 @@ static int write_variant(const cJSON *base, const cJSON *var, const char *dir)
     return ok ? 0 : -1;
 }
 
+/* a token's bytes for tl_streamer_decode, straight from the tokenizer */
+static const char *golden_piece(void *ctx, int id, size_t *len, int *special)
+{
+    const tl_tokenizer *tok = ctx;
+    const char *p = tl_tokenizer_piece(tok, id, len);
+    *special = p ? tl_tokenizer_is_special(tok, id) : 0;
+    if (!p) *len = 0;
+    return p ? p : "";
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -192,8 +203,18 @@ int main(int argc, char **argv)
         char *back = NULL;
         size_t blen = 0;
         int tail = 0;
-        int ok = tl_tokenizer_decode(tok, ids, n, &back, &blen, &tail, &err) == 0 && tail == 0 &&
+        /* decode(skip_special_tokens=..., clean_up_tokenization_spaces=...) goes through the
+         * streamer's decode; plain entries through the tokenizer's */
+        const cJSON *skip = cJSON_GetObjectItem(d, "skip_special_tokens"), *clean = cJSON_GetObjectItem(d, "clean_up");
+        int ok;
+        if (skip || clean) {
+            back = tl_streamer_decode((tl_piece_source){tok, golden_piece}, ids, n, cJSON_IsTrue(skip),
+                                      cJSON_IsTrue(clean), &blen);
+            ok = back && blen == strlen(want) && !memcmp(back, want, blen);
+        } else {
+            ok = tl_tokenizer_decode(tok, ids, n, &back, &blen, &tail, &err) == 0 && tail == 0 &&
                  blen == strlen(want) && !memcmp(back, want, blen);
+        }
         TL_CHECK(ok);
         if (!ok && bad_dec++ < 10) {
             fprintf(stderr, "decode of %d ids: got \"", n);
