@@ -68,17 +68,12 @@ void jfail(J *j, int cls, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    tl_error_set(j->err, "template:%d: %s: %s", j->line, JE_NAMES[cls], msg);
+    if (j->line > 0) tl_error_set(j->err, "template:%d: %s: %s", j->line, JE_NAMES[cls], msg);
+    else tl_error_set(j->err, "template: %s: %s", JE_NAMES[cls], msg);   /* before any line ran */
     longjmp(j->jb, 1);
 }
 
 void jfail_undef(J *j, jv undef) { jfail(j, undef.xc, "%s", undef_msg(undef)); }
-
-void int_overflow(J *j, long long x, const char *op, long long y)
-{
-    jfail(j, JE_OVERFLOW, "integer overflow: %lld %s %lld does not fit in 64 bits (Python's integers have no limit; "
-          "tokenloop's are 64-bit)", x, op, y);
-}
 
 /* raise_exception: transformers raises jinja2's TemplateError with the template's message */
 void jraise(J *j, const char *msg, size_t n)
@@ -163,7 +158,7 @@ const char *type_name(jv v)
     case T_UNDEF: return "Undefined";
     case T_NONE: return "NoneType";
     case T_BOOL: return "bool";
-    case T_INT: return "int";
+    case T_INT: case T_BIG: return "int";
     case T_FLOAT: return "float";
     case T_STR: return "str";
     case T_LIST:
@@ -180,7 +175,7 @@ const char *obj_repr(jv v)
     switch (v.t) {
     case T_NONE: return "None";
     case T_BOOL: return "bool object";
-    case T_INT: return "int object";
+    case T_INT: case T_BIG: return "int object";
     case T_FLOAT: return "float object";
     case T_STR: return "str object";
     case T_LIST: return v.u.l->tuple ? "tuple object" : "list object";
@@ -218,6 +213,11 @@ int truthy(jv v)
 
 int py_eq(jv a, jv b)
 {
+    if (a.t == T_BIG || b.t == T_BIG) {
+        if (is_int(a) && is_int(b)) return !big_cmp(a, b);
+        if (a.t == T_FLOAT || b.t == T_FLOAT) return !big_cmp_float(a.t == T_BIG ? a : b, a.t == T_FLOAT ? a.u.f : b.u.f);
+        return 0;
+    }
     if (is_num(a) && is_num(b)) {
         if (a.t == T_FLOAT || b.t == T_FLOAT)
             return num_f(a) == num_f(b);
@@ -267,6 +267,11 @@ int py_cmp(J *j, jv a, jv b, const char *op)
 {
     if (a.t == T_UNDEF) jfail_undef(j, a);
     if (b.t == T_UNDEF) jfail_undef(j, b);
+    if ((a.t == T_BIG && (is_int(b) || b.t == T_FLOAT)) || (b.t == T_BIG && is_int(a)) || (b.t == T_BIG && a.t == T_FLOAT)) {
+        if (is_int(a) && is_int(b)) return big_cmp(a, b);
+        int c = a.t == T_BIG ? big_cmp_float(a, b.u.f) : big_cmp_float(b, a.u.f);
+        return c == 2 ? 0 : a.t == T_BIG ? c : -c;
+    }
     if (is_num(a) && is_num(b)) {
         if (a.t == T_FLOAT || b.t == T_FLOAT) {
             double x = num_f(a), y = num_f(b);
