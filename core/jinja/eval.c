@@ -1,6 +1,5 @@
 /* The render: evaluating expressions and executing statements over frames of variables,
  * macros and caller blocks, for loops with their loop object. */
-#include <limits.h>
 #include <string.h>
 
 #include "jinja/internal.h"
@@ -148,12 +147,11 @@ static jv eval(J *j, node *n, frame *f)
     case E_NEG: case E_POS: {
         jv a = eval(j, n->a, f);
         if (a.t == T_UNDEF) jfail_undef(j, a);
-        if (!is_num(a)) jfail(j, JE_TYPE, "bad operand type for unary %c: '%s'", n->k == E_NEG ? '-' : '+', type_name(a));
+        if (!is_num(a) && a.t != T_BIG)
+            jfail(j, JE_TYPE, "bad operand type for unary %c: '%s'", n->k == E_NEG ? '-' : '+', type_name(a));
         if (n->k == E_POS) r = a.t == T_BOOL ? v_int(a.u.b) : a;
-        else if (a.t != T_FLOAT && num_i(a) == LLONG_MIN)
-            jfail(j, JE_OVERFLOW, "integer overflow: -(%lld) does not fit in 64 bits (Python's integers have no limit; "
-                  "tokenloop's are 64-bit)", LLONG_MIN);
-        else r = a.t == T_FLOAT ? v_float(-a.u.f) : v_int(-num_i(a));
+        else if (a.t == T_FLOAT) r = v_float(-a.u.f);
+        else r = arith(j, '-', v_int(0), a); /* -(-2**63) is past 64 bits */
         break;
     }
     case E_NOT: r = v_bool(!truthy(eval(j, n->a, f))); break;

@@ -1,6 +1,5 @@
 /* Jinja2's filters (x | trim, x | map(...), ...), and the sorting they share. */
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,17 +244,26 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     if (!strcmp(name, "int")) {
         jv d = arg(A, 0, "default", v_int(0));
         if (v.t == T_UNDEF) jfail_undef(j, v);
-        if (v.t == T_INT) return v;
+        /* int(value), else int(float(value)), else the default: ValueError and TypeError fall
+         * back, int(inf)'s OverflowError does not */
+        if (v.t == T_INT || v.t == T_BIG) return v;
         if (v.t == T_BOOL) return v_int(v.u.b);
-        if (v.t == T_FLOAT) return isfinite(v.u.f) ? v_int((long long)v.u.f) : d;
+        if (v.t == T_FLOAT) return isnan(v.u.f) ? d : big_from_double(j, v.u.f);
         if (v.t == T_STR) {
             jv s = str_strip(j, v, NULL, 3);
+            const char *p = s.u.s->p;
+            size_t n = s.u.s->len, k = n && (p[0] == '+' || p[0] == '-'), m = 0;
+            char *digits = jalloc(j, n + 1);
+            int ok = k < n;
+            if (k) digits[m++] = p[0];
+            for (size_t i = k; i < n && ok; i++) {   /* digits, single underscores between them */
+                if (isdigit((unsigned char)p[i])) digits[m++] = p[i];
+                else ok = p[i] == '_' && i > k && i + 1 < n && isdigit((unsigned char)p[i - 1]) && isdigit((unsigned char)p[i + 1]);
+            }
+            if (ok) return big_parse(j, digits, m);
             char *e;
-            errno = 0;
-            long long i = strtoll(s.u.s->p, &e, 10);
-            if (s.u.s->len && !*e && !errno) return v_int(i);
-            double x = strtod(s.u.s->p, &e);
-            if (s.u.s->len && !*e && isfinite(x)) return v_int((long long)x);
+            double x = strtod(p, &e);
+            if (n && !*e) return isnan(x) ? d : big_from_double(j, x);
         }
         return d;
     }
@@ -263,6 +271,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         jv d = arg(A, 0, "default", v_float(0));
         if (v.t == T_UNDEF) jfail_undef(j, v);
         if (is_num(v)) return v_float(num_f(v));
+        if (v.t == T_BIG) return v_float(big_to_double(j, v));
         if (v.t == T_STR) {
             jv s = str_strip(j, v, NULL, 3);
             char *e;
@@ -273,12 +282,15 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "abs")) {
         if (v.t == T_FLOAT) return v_float(fabs(v.u.f));
-        if (is_num(v)) return v_int(llabs(num_i(v)));
+        if (v.t == T_BIG) return v.u.s->p[0] == '-' ? big_parse(j, v.u.s->p + 1, v.u.s->len - 1) : v;
+        if (is_num(v)) return num_i(v) < 0 ? arith(j, '-', v_int(0), v) : v_int(num_i(v)); /* abs(-2**63) */
         jfail(j, JE_TYPE, "bad operand type for abs(): '%s'", type_name(v));
     }
     if (!strcmp(name, "round")) {
         long long prec = num_i(arg(A, 0, "precision", v_int(0)));
         jv m = arg(A, 1, "method", v_cstr(j, "common"));
+        if (v.t == T_BIG && prec >= 0 && m.t == T_STR && !strcmp(m.u.s->p, "common")) return v;
+        if (v.t == T_BIG) v = v_float(big_to_double(j, v));
         if (!is_num(v)) jfail(j, JE_TYPE, "type %s doesn't define __round__ method", type_name(v));
         double x = num_f(v), s = pow(10, (double)prec);
         const char *ms = m.t == T_STR ? m.u.s->p : "common";

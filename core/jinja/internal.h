@@ -53,7 +53,7 @@ void arena_free(arena *a);
 
 /* ---- values */
 
-enum { T_UNDEF, T_NONE, T_BOOL, T_INT, T_FLOAT, T_STR, T_LIST, T_DICT, T_NS, T_FUNC };
+enum { T_UNDEF, T_NONE, T_BOOL, T_INT, T_FLOAT, T_STR, T_LIST, T_DICT, T_NS, T_FUNC, T_BIG };
 
 typedef struct jstr {
     size_t len;
@@ -73,7 +73,7 @@ typedef struct jv {
         int b;
         long long i;
         double f;
-        jstr *s;
+        jstr *s; /* T_STR; T_BIG: an int past 64 bits in decimal ('-' first when negative) */
         struct jlist *l;
         struct jdict *d;
         struct jfunc *fn;
@@ -158,7 +158,6 @@ typedef struct jargs {
 
 TL_PRINTF(3, 4) TL_NORETURN void jfail(J *j, int cls, const char *fmt, ...);
 TL_NORETURN void jfail_undef(J *j, jv undef); /* the error using an undefined value raises */
-TL_NORETURN void int_overflow(J *j, long long x, const char *op, long long y);
 TL_NORETURN void jraise(J *j, const char *msg, size_t n);
 void *jalloc(J *j, size_t n);
 char *jstrdup(J *j, const char *s, size_t n);
@@ -174,6 +173,7 @@ static inline jv v_dict(jdict *d) { jv v = {.t = T_DICT}; v.u.d = d; return v; }
 static inline int is_num(jv v) { return v.t == T_BOOL || v.t == T_INT || v.t == T_FLOAT; }
 static inline double num_f(jv v) { return v.t == T_FLOAT ? v.u.f : v.t == T_INT ? (double)v.u.i : (double)v.u.b; }
 static inline long long num_i(jv v) { return v.t == T_INT ? v.u.i : v.u.b; }
+static inline int is_int(jv v) { return v.t == T_INT || v.t == T_BOOL || v.t == T_BIG; }
 static inline int is_seq(const jlist *l) { return !l->gen && !l->view; } /* has [] and + */
 static inline const char *undef_msg(jv v) { return v.u.undef ? v.u.undef : "undefined value"; }
 
@@ -192,6 +192,15 @@ const char *obj_repr(jv v);
 int truthy(jv v);
 int py_eq(jv a, jv b);
 int py_cmp(J *j, jv a, jv b, const char *op);
+
+/* ---- integers past 64 bits (bigint.c): a T_INT whenever the value fits */
+
+jv big_parse(J *j, const char *s, size_t n);   /* [+-]digits */
+jv big_from_double(J *j, double f);            /* int(f) */
+double big_to_double(J *j, jv v);              /* float(v): OverflowError past a double */
+int big_cmp(jv a, jv b);                       /* integers: -1, 0, 1 */
+int big_cmp_float(jv a, double f);             /* -1, 0, 1; 2 when f is NaN */
+jv big_arith(J *j, int op, jv a, jv b);        /* + - * // % ** of integers */
 
 /* ---- string builder and UTF-8 (strbuf.c): a string with its provenance spans */
 

@@ -1,7 +1,6 @@
 /* JSON in (the template variables, with content spans) and out (tojson as json.dumps).
  * Separate from the value printer: json.dumps and repr() differ in every detail. */
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,18 +131,14 @@ static jv jp_value(jp *p, int mark, int content_key)
             if (*p->s == '.' || *p->s == 'e' || *p->s == 'E') isf = 1;
             p->s++;
         }
-        char tmp[64];
         size_t n = (size_t)(p->s - st);
-        if (n >= sizeof tmp) jfail(p->j, JE_JSON, "bad JSON: number too long");
-        memcpy(tmp, st, n);
-        tmp[n] = 0;
-        char *end;
-        if (!isf) {
-            errno = 0;
-            long long i = strtoll(tmp, &end, 10);
-            if (*end) jfail(p->j, JE_JSON, "bad JSON: bad number");
-            if (errno) jfail(p->j, JE_OVERFLOW, "bad JSON: integer %s does not fit in 64 bits (tokenloop's integers are 64-bit)", tmp);
-            r = v_int(i);
+        char *tmp = jstrdup(p->j, st, n), *end;
+        if (!isf) { /* any size, as Python's json reads it */
+            size_t k = tmp[0] == '-';
+            if (k == n) jfail(p->j, JE_JSON, "bad JSON: bad number");
+            for (; k < n; k++)
+                if (!isdigit((unsigned char)tmp[k])) jfail(p->j, JE_JSON, "bad JSON: bad number");
+            r = big_parse(p->j, tmp, n);
         } else {
             double f = strtod(tmp, &end);
             if (*end) jfail(p->j, JE_JSON, "bad JSON: bad number");
@@ -216,6 +211,7 @@ static void json_scalar_key(sb *b, jv k, int ascii)
     case T_BOOL: json_str(b, k.u.b ? "true" : "false", k.u.b ? 4 : 5); return;
     case T_NONE: json_str(b, "null", 4); return;
     case T_INT: snprintf(t, sizeof t, "%lld", k.u.i); json_str(b, t, strlen(t)); return;
+    case T_BIG: json_str(b, k.u.s->p, k.u.s->len); return;
     case T_FLOAT: fmt_float(t, sizeof t, k.u.f); json_str(b, t, strlen(t)); return;
     default: jfail(b->j, JE_TYPE, "keys must be str, int, float, bool or None, not %s", type_name(k));
     }
@@ -230,6 +226,7 @@ static void json_dump(sb *b, jv v, const jdump *o, int level)
     case T_NONE: sb_puts(b, "null"); break;
     case T_BOOL: sb_puts(b, v.u.b ? "true" : "false"); break;
     case T_INT: snprintf(t, sizeof t, "%lld", v.u.i); sb_puts(b, t); break;
+    case T_BIG: sb_put_str(b, v.u.s); break;
     case T_FLOAT:
         if (isnan(v.u.f)) sb_puts(b, "NaN");
         else if (isinf(v.u.f)) sb_puts(b, v.u.f < 0 ? "-Infinity" : "Infinity");

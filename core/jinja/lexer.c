@@ -1,7 +1,6 @@
 /* The lexer: template text to tokens, with Jinja2's whitespace control (trim_blocks,
  * lstrip_blocks, '-' and '+'), comments, raw blocks and string escapes. */
 #include <ctype.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,19 +241,13 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
                     while (e < n && isdigit((unsigned char)s[e])) e++;
                 }
             }
-            char tmp[128];
+            char *tmp = jalloc(&p->j, e - pos + 1);
             size_t k = 0;
-            for (size_t i = pos; i < e && k + 1 < sizeof tmp; i++)
+            for (size_t i = pos; i < e; i++)
                 if (s[i] != '_') tmp[k++] = s[i];
             tmp[k] = 0;
             tok *t = emit(p, isf ? K_FLOAT : K_INT, pos, e - pos);
-            if (isf) t->val = v_float(strtod(tmp, NULL));
-            else {
-                errno = 0;
-                long long v = strtoll(tmp, NULL, 10);
-                if (errno) pfail(p, JE_SYNTAX, t, "integer too large");
-                t->val = v_int(v);
-            }
+            t->val = isf ? v_float(strtod(tmp, NULL)) : big_parse(&p->j, tmp, k);
             pos = e;
             continue;
         }

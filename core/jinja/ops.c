@@ -218,6 +218,15 @@ jv arith(J *j, int op, jv a, jv b)
         return v_list(l);
     }
     if (op == '%' && a.t == T_STR) return py_percent(j, a.u.s, b); /* printf-style formatting */
+    if (op == '*' && (((a.t == T_STR || a.t == T_LIST) && b.t == T_BIG) || ((b.t == T_STR || b.t == T_LIST) && a.t == T_BIG)))
+        jfail(j, JE_OVERFLOW, "cannot fit 'int' into an index-sized integer");
+    if ((a.t == T_BIG && (is_num(b) || b.t == T_BIG)) || (b.t == T_BIG && is_num(a))) {
+        int neg_exp = op == 'P' && (b.t == T_BIG ? b.u.s->p[0] == '-' : b.t != T_FLOAT && num_i(b) < 0);
+        if (a.t != T_FLOAT && b.t != T_FLOAT && op != '/' && !neg_exp) return big_arith(j, op, a, b);
+        /* Python computes these in floats (OverflowError past a double) */
+        a = v_float(a.t == T_BIG ? big_to_double(j, a) : num_f(a));
+        b = v_float(b.t == T_BIG ? big_to_double(j, b) : num_f(b));
+    }
     if (!is_num(a) || !is_num(b)) { /* Python's wording for each case */
         int seq_a = a.t == T_STR || (a.t == T_LIST && is_seq(a.u.l)), seq_b = b.t == T_STR || (b.t == T_LIST && is_seq(b.u.l));
         if (op == '+' && seq_a)
@@ -235,26 +244,22 @@ jv arith(J *j, int op, jv a, jv b)
     if (!isf) {
         long long x = num_i(a), y = num_i(b), r;
         switch (op) {
-        /* Python's ints never overflow; turning the result into a float would print a
-         * different number than transformers does, so say it instead */
-        case '+': if (__builtin_add_overflow(x, y, &r)) int_overflow(j, x, "+", y); return v_int(r);
-        case '-': if (__builtin_sub_overflow(x, y, &r)) int_overflow(j, x, "-", y); return v_int(r);
-        case '*': if (__builtin_mul_overflow(x, y, &r)) int_overflow(j, x, "*", y); return v_int(r);
+        /* Python's ints never overflow: past 64 bits the result is a big integer */
+        case '+': if (__builtin_add_overflow(x, y, &r)) return big_arith(j, op, a, b); return v_int(r);
+        case '-': if (__builtin_sub_overflow(x, y, &r)) return big_arith(j, op, a, b); return v_int(r);
+        case '*': if (__builtin_mul_overflow(x, y, &r)) return big_arith(j, op, a, b); return v_int(r);
         case 'F': case '%':
             if (!y) jfail(j, JE_ZERODIV, "integer division or modulo by zero");
-            if (x == LLONG_MIN && y == -1) {
-                if (op == 'F') int_overflow(j, x, "//", y);
-                return v_int(0);
-            }
+            if (x == LLONG_MIN && y == -1) return op == 'F' ? big_arith(j, op, a, b) : v_int(0);
             r = x / y;
             if ((x % y) && ((x < 0) != (y < 0))) r--;
             return op == 'F' ? v_int(r) : v_int(x - r * y);
         case 'P':
-            if (y >= 0) {
-                long long acc = 1;
-                for (long long k = 0; k < y; k++) {
-                    if (__builtin_mul_overflow(acc, x, &acc)) int_overflow(j, x, "**", y);
-                    if (acc == 0 || acc == 1) break;
+            if (y >= 0) { /* square and multiply */
+                long long acc = 1, base = x;
+                for (long long k = y; k > 0; k >>= 1) {
+                    if ((k & 1) && __builtin_mul_overflow(acc, base, &acc)) return big_arith(j, op, a, b);
+                    if (k > 1 && __builtin_mul_overflow(base, base, &base)) return big_arith(j, op, a, b);
                 }
                 return v_int(acc);
             }

@@ -81,6 +81,28 @@ static void py_int_format(sb *r, const char *spec, char conv, long long v)
     py_pad(r, spec, buf + sizeof buf - n, n, head);
 }
 
+/* %d %i %u of an integer past 64 bits: its decimal digits, signed, padded as py_int_format */
+static void py_big_format(sb *r, const char *spec, jv x)
+{
+    int left, zero;
+    char sign;
+    long width, prec;
+    spec_parse(spec, &left, &zero, &sign, &width, &prec);
+    const char *d = x.u.s->p;
+    size_t n = x.u.s->len;
+    char head[2] = {0, 0};
+    if (d[0] == '-') { head[0] = '-'; d++; n--; }
+    else head[0] = sign;
+    size_t digits = prec > 0 && (size_t)prec > n ? (size_t)prec : n, zeros = 0;
+    if (zero && !left && !head[0] && width > 0 && (size_t)width > digits) zeros = (size_t)width - digits;
+    if (digits + zeros > MAX_STRING) jfail(r->j, JE_LIMIT, "format too wide");
+    sb body;
+    sb_init(&body, r->j);
+    for (size_t i = n; i < digits + zeros; i++) sb_putc(&body, '0');
+    sb_put(&body, d, n);
+    py_pad(r, spec, body.p, body.len, head);
+}
+
 /* repr(float) as Python writes it: the shortest digits that round-trip */
 void fmt_float(char *out, size_t cap, double d)
 {
@@ -175,6 +197,7 @@ void put_str(sb *b, jv v)
     case T_NONE: sb_puts(b, "None"); return;
     case T_BOOL: sb_puts(b, v.u.b ? "True" : "False"); return;
     case T_INT: snprintf(t, sizeof t, "%lld", v.u.i); sb_puts(b, t); return;
+    case T_BIG: sb_put_str(b, v.u.s); return;
     case T_FLOAT: fmt_float(t, sizeof t, v.u.f); sb_puts(b, t); return;
     case T_STR: sb_put_str(b, v.u.s); return;
     case T_NS:
@@ -286,6 +309,8 @@ jv py_percent(J *j, jstr *f, jv b)
             sb_init(&t, j);
             if (x.t == T_STR && u8_count(x.u.s->p, x.u.s->len) == 1) {
                 sb_put(&t, x.u.s->p, x.u.s->len);
+            } else if (x.t == T_BIG) {
+                jfail(j, JE_OVERFLOW, "%%c arg not in range(0x110000)");
             } else if (x.t == T_INT || x.t == T_BOOL) {
                 long long cp = num_i(x);
                 if (cp < 0 || cp > 0x10FFFF) jfail(j, JE_OVERFLOW, "%%c arg not in range(0x110000)");
@@ -297,20 +322,16 @@ jv py_percent(J *j, jstr *f, jv b)
             jv tv = sb_val(&t);
             py_pad(&r, spec, tv.u.s->p, tv.u.s->len, "");
         } else if (strchr("diouxX", c) && c) {
-            if (!is_num(x) || (x.t == T_FLOAT && strchr("oxX", c)))
+            if ((!is_num(x) && x.t != T_BIG) || (x.t == T_FLOAT && strchr("oxX", c)))
                 jfail(j, JE_TYPE, "%%%c format: %s is required, not %s", c, strchr("oxX", c) ? "an integer" : "a real number",
                       type_name(x));
-            long long v;
-            if (x.t == T_FLOAT) {
-                /* int(x): a float past 64 bits cannot be converted (a C cast would be undefined) */
-                if (!(x.u.f >= -9223372036854775808.0 && x.u.f < 9223372036854775808.0))
-                    jfail(j, JE_OVERFLOW, "%%%c format: %g does not fit in 64 bits (tokenloop's integers are 64-bit)", c, x.u.f);
-                v = (long long)x.u.f;
-            } else
-                v = num_i(x);
+            if (x.t == T_FLOAT) x = big_from_double(j, x.u.f); /* int(x), exactly */
             spec[sl] = 0;
-            py_int_format(&r, spec, c, v);
+            if (x.t != T_BIG) py_int_format(&r, spec, c, num_i(x));
+            else if (!strchr("oxX", c)) py_big_format(&r, spec, x);
+            else jfail(j, JE_UNSUPPORTED, "%%%c of an integer past 64 bits", c);
         } else if (strchr("eEfFgG", c) && c) {
+            if (x.t == T_BIG) x = v_float(big_to_double(j, x));
             if (!is_num(x)) jfail(j, JE_TYPE, "%%%c format: a real number is required, not %s", c, type_name(x));
             char o[512];
             {

@@ -422,6 +422,21 @@ static int run_errors(void)
         TL_CHECK(strstr(err.msg, "JSONDecodeError: bad JSON") != NULL);
         tl_template_free(t);
     }
+    /* JSON numbers past 64 bits are Python ints: exact (the expected text is Jinja2's) */
+    {
+        tl_template *t = NULL;
+        tl_error err = {{0}};
+        TL_CHECK(!tl_template_compile("{{ args.id }} {{ args.id + 1 }} {{ args.neg < -9223372036854775808 }} {{ args.f }} {{ args }} {{ args|tojson }}", &t, &err));
+        tl_template_var v = {"args", "{\"id\": 12345678901234567890, \"neg\": -98765432109876543210, "
+                                     "\"f\": 1.00000000000000000000000000000000000000000000000000000000000000000001}"};
+        tl_chat_result r = {0};
+        TL_CHECK_MSG(!tl_chat_render(t, "[]", &v, 1, 0, NULL, NULL, &r, &err), "%s", err.msg);
+        TL_CHECK_STR(r.text ? r.text : "", "12345678901234567890 12345678901234567891 True 1.0 "
+                     "{'id': 12345678901234567890, 'neg': -98765432109876543210, 'f': 1.0} "
+                     "{\"id\": 12345678901234567890, \"neg\": -98765432109876543210, \"f\": 1.0}");
+        tl_chat_result_free(&r);
+        tl_template_free(t);
+    }
     /* the config loader: a string, a list of named templates, token objects */
     {
         char dir[] = "/tmp/tl_template_cfgXXXXXX";

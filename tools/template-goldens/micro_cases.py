@@ -200,3 +200,20 @@ CASES += [
     ("m_dict_view_concat", "{{ d.keys() + [1] }}", {"d": {"a": 1}}),
     ("m_dict_view_slice", "{{ d.values()[1:] }}", {"d": {"a": 1}}),
 ]
+
+# integers past 64 bits are Python's unbounded ints: they print, compare, hash and compute
+# exactly. As literals here: the test reads contexts with cJSON, which keeps numbers as doubles
+# (test_template's errors test gives JSON numbers past 64 bits as template variables).
+BIG_SET = ("{% set args = {'id': 12345678901234567890, 'neg': -98765432109876543210, 'n': 7} %}"
+           "{% set ids = [18446744073709551616, 1, -9223372036854775809] %}")
+BIG = {}
+CASES += [
+    ("big_print", BIG_SET + "{{ args.id }}|{{ args.neg }}|{{ ids }}|{{ args }}|{{ args|tojson }}|{{ ids|tojson }}|{{ args.id|string }}|{{ 99999999999999999999999 }}|{{ -99999999999999999999999 }}|{{ 123_456_789_012_345_678_901 }}", BIG),
+    ("big_compare", BIG_SET + "{{ args.id == 12345678901234567890 }} {{ args.id != 12345678901234567890 }} {{ args.id > 9223372036854775807 }} {{ args.neg < -9223372036854775808 }} {{ ids[0] == 2 ** 64 }} {{ ids[0] == 18446744073709551616.0 }} {{ ids[0] < 1.8446744073709552e19 }} {{ ids[0] > 1e19 }} {{ ids|sort }} {{ ids|max }} {{ ids|min }} {{ args.id in [12345678901234567890] }} {{ args.id is integer }} {{ args.id is number }} {{ args.id is even }}", BIG),
+    ("big_dict_keys", "{% set d = {12345678901234567890: 'a', 18446744073709551616: 'b'} %}{{ d[12345678901234567890] }}{{ d[2 ** 64] }}{{ d[18446744073709551616.0] }}{{ d|tojson }}{{ 12345678901234567890 in d }}", {}),
+    ("big_arith", BIG_SET + "{{ 9223372036854775807 + 1 }}|{{ -9223372036854775808 - 1 }}|{{ 2 ** 64 }}|{{ 2 ** 100 }}|{{ (-3) ** 41 }}|{{ 4294967296 * 4294967296 }}|{{ args.id * args.neg }}|{{ args.id // 7 }}|{{ args.id % 7 }}|{{ args.neg // 7 }}|{{ args.neg % 7 }}|{{ args.id // -7 }}|{{ args.id % -7 }}|{{ args.neg // args.id }}|{{ args.neg % args.id }}|{{ -(-9223372036854775808) }}|{{ args.id - args.id }}|{{ args.id + 0.5 }}|{{ args.id / 10 }}|{{ ids|sum }}|{{ args.neg|abs }}|{{ (-9223372036854775807 - 1)|abs }}|{{ -9223372036854775808 // -1 }}|{{ 2 ** -1 }}|{{ (-1) ** 3 }}|{{ 3 ** 39 }}", BIG),
+    ("big_convert", BIG_SET + "{{ '12345678901234567890'|int }}|{{ ' -1_000_000_000_000_000_000_000 '|int }}|{{ 1e30|int }}|{{ -1.5e19|int }}|{{ args.id|float }}|{{ args.id|round }}|{{ '%d|%5d|%-24d|%+d|%030d|%.25d' % (args.id, args.id, args.neg, args.id, args.id, args.id) }}|{{ '%d' % 9.25e18 }}|{{ '%s %r' % (args.id, args.neg) }}|{{ '%.3e' % args.id }}|{{ '{} {}'.format(args.id, ids) }}|{{ args.id ~ '' }}", BIG),
+    ("big_inf_int", "{{ s|float|int }}", {"s": "inf"}),
+    ("big_str_repeat", "{{ 'x' * 18446744073709551616 }}", {}),
+    ("big_float_overflow", "{{ (10 ** 400) + 0.5 }}", {}),
+]
