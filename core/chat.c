@@ -1,6 +1,5 @@
 /* The chat layer over the Jinja engine: apply_chat_template's variables, and the template and
  * special tokens of a model directory's tokenizer_config.json. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,40 +305,6 @@ static long lone_surrogate(const char *t, size_t n)
     return -1;
 }
 
-/* The first integer literal (no '.', 'e' or 'E') outside strings that a 64-bit integer cannot
- * hold; the template engine would refuse it later and blame the template. Returns its offset
- * or -1; *len gets its length. The text is valid JSON when this runs (no leading zeros). */
-static long big_int(const char *t, size_t n, size_t *len)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (t[i] == '"') {
-            for (i++; i < n && t[i] != '"'; i++)
-                if (t[i] == '\\') i++;
-            continue;
-        }
-        if (t[i] != '-' && (t[i] < '0' || t[i] > '9')) continue;
-        size_t b = i++;
-        while (i < n && t[i] && strchr("0123456789.eE+-", t[i])) i++;
-        size_t k = i - b;
-        if (memchr(t + b, '.', k) || memchr(t + b, 'e', k) || memchr(t + b, 'E', k) || k < 19) continue;
-        /* the text need not end in a NUL, so strtoll reads a copy */
-        char tmp[32];
-        int big = k >= sizeof tmp;
-        if (!big) {
-            memcpy(tmp, t + b, k);
-            tmp[k] = 0;
-            errno = 0;
-            (void)strtoll(tmp, NULL, 10);
-            big = errno == ERANGE;
-        }
-        if (big) {
-            *len = k;
-            return (long)b;
-        }
-    }
-    return -1;
-}
-
 int tl_chat_messages_check(const char *text, size_t len, tl_error *err)
 {
     if (!text) return tl_error_set(err, "messages: empty");
@@ -365,13 +330,6 @@ int tl_chat_messages_check(const char *text, size_t len, tl_error *err)
     if (at < len) {
         cJSON_Delete(j);
         return tl_error_set(err, "messages: text after the JSON value at byte %zu", (size_t)(end - text));
-    }
-    size_t blen = 0;
-    long big = big_int(text, len, &blen);
-    if (big >= 0) {
-        cJSON_Delete(j);
-        return tl_error_set(err, "messages: integer %.*s%s at byte %ld does not fit in 64 bits (tokenloop's integers are 64-bit)",
-                            blen > 40 ? 40 : (int)blen, text + big, blen > 40 ? "..." : "", big);
     }
     int rc = 0;
     if (!cJSON_IsArray(j))
