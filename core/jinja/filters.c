@@ -344,18 +344,9 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "tojson")) return tojson(j, v, A);
     if (!strcmp(name, "escape") || !strcmp(name, "e") || !strcmp(name, "forceescape")) {
-        jv s = to_str(j, v);
         sb r;
         sb_init(&r, j);
-        for (size_t i = 0; i < s.u.s->len; i++) {
-            char c = s.u.s->p[i];
-            if (c == '&') sb_puts(&r, "&amp;");
-            else if (c == '<') sb_puts(&r, "&lt;");
-            else if (c == '>') sb_puts(&r, "&gt;");
-            else if (c == '"') sb_puts(&r, "&#34;");
-            else if (c == '\'') sb_puts(&r, "&#39;");
-            else sb_putc(&r, c);
-        }
+        put_escaped(&r, to_str(j, v).u.s);
         return sb_val(&r);
     }
     if (!strcmp(name, "wordcount")) {
@@ -434,5 +425,7 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
         for (long long i = 0; i < pad - left; i++) sb_putc(&r, ' ');
         return sb_val(&r);
     }
+    jv r;
+    if (text_filter(j, name, v, A, &r)) return r;
     jfail(j, JE_ASSERTION, "No filter named '%s'.", name);
 }

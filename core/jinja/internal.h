@@ -32,7 +32,7 @@ static const long long MAX_ITERS = 1000000;         /* loop iterations per rende
 enum {
     JE_UNDEFINED, JE_SYNTAX, JE_ASSERTION, JE_SECURITY, JE_RUNTIME, JE_FILTERARG, JE_TEMPLATE,
     JE_TYPE, JE_VALUE, JE_ATTRIBUTE, JE_KEY, JE_INDEX, JE_ZERODIV, JE_OVERFLOW, JE_RECURSION,
-    JE_MEMORY, JE_UNICODE, JE_JSON, JE_UNSUPPORTED, JE_LIMIT
+    JE_MEMORY, JE_UNICODE, JE_JSON, JE_UNSUPPORTED, JE_LIMIT, JE_PYASSERT
 };
 extern const char *const JE_NAMES[];
 
@@ -302,6 +302,8 @@ jv arith(J *j, int op, jv a, jv b);
 
 int apply_test(J *j, const char *name, jv v, jargs *A);
 jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f);
+int text_filter(J *j, const char *name, jv v, jargs *A, jv *out); /* textfilters.c; 0: not one */
+void put_escaped(sb *r, const jstr *s);                          /* markupsafe.escape */
 int method_of(J *j, jv obj, const char *name, jv *out);
 jv call_method(J *j, jv self, const char *name, jargs *A);
 int global_of(J *j, const char *name, jv *out);

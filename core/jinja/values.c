@@ -59,6 +59,7 @@ const char *const JE_NAMES[] = {
     [JE_RECURSION] = "RecursionError", [JE_MEMORY] = "MemoryError",
     [JE_UNICODE] = "UnicodeEncodeError", [JE_JSON] = "JSONDecodeError",
     [JE_UNSUPPORTED] = "NotImplementedError", [JE_LIMIT] = "tokenloop limit",
+    [JE_PYASSERT] = "AssertionError",
 };
 
 void jfail(J *j, int cls, const char *fmt, ...)

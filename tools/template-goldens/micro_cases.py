@@ -217,3 +217,15 @@ CASES += [
     ("big_str_repeat", "{{ 'x' * 18446744073709551616 }}", {}),
     ("big_float_overflow", "{{ (10 ** 400) + 0.5 }}", {}),
 ]
+
+# text filters: truncate, wordwrap, striptags, filesizeformat, urlencode, xmlattr
+LOREM = "The quick brown fox jumps over the lazy dog, then naps in the sun all afternoon long."
+CASES += [
+    ("f_truncate", "{{ s|truncate(20) }}|{{ s|truncate(20, true) }}|{{ s|truncate(30, false, '…') }}|{{ s|truncate(84) }}|{{ s|truncate(80, leeway=0) }}|{{ 'short'|truncate(3, leeway=0) }}|{{ 'Tiếng Việt có dấu rất dài'|truncate(12, leeway=0) }}|{{ 'abcdefghij'|truncate(5, end='', leeway=0) }}|{{ 'abcdefghij'|truncate(5, leeway=0) }}", {"s": LOREM}),
+    ("f_truncate_assert", "{{ 'abcdef'|truncate(2, leeway=0) }}", {}),
+    ("f_wordwrap", "{{ s|wordwrap(20) }}|{{ s|wordwrap(10, wrapstring='<br>') }}|{{ 'a-very-long-hyphenated-word and more'|wordwrap(8) }}|{{ 'a-very-long-hyphenated-word and more'|wordwrap(8, break_on_hyphens=false) }}|{{ 'supercalifragilisticexpialidocious x'|wordwrap(10) }}|{{ 'supercalifragilisticexpialidocious x'|wordwrap(10, false) }}|{{ '  lead and  double  spaces\\n\\nsecond para here'|wordwrap(9) }}|{{ 'Tiếng Việt có dấu rất dài nhé'|wordwrap(8) }}", {"s": LOREM}),
+    ("f_striptags", "{{ '<p>Hello <b>World</b></p>\\n<!-- a <b>comment</b> -->  &amp; &lt;x&gt; &#39;q&#39; &#x41;'|striptags }}|{{ 'a < b and c > d'|striptags }}|{{ 'no tags   here '|striptags }}", {}),
+    ("f_filesizeformat", "{{ 0|filesizeformat }}|{{ 1|filesizeformat }}|{{ 999|filesizeformat }}|{{ 1000|filesizeformat }}|{{ 1234567|filesizeformat }}|{{ 1234567|filesizeformat(true) }}|{{ 1024|filesizeformat(true) }}|{{ 1e30|filesizeformat }}|{{ '2048'|filesizeformat(binary=true) }}|{{ 1.5|filesizeformat }}|{{ -5|filesizeformat }}|{{ (10 ** 25)|filesizeformat }}", {}),
+    ("f_urlencode", "{{ 'a b/c?d=e&f'|urlencode }}|{{ 'Tiếng Việt'|urlencode }}|{{ {'q': 'a b', 'n': 1, 'x': 'é/&'}|urlencode }}|{{ [('a', 1), ('b', 'c d')]|urlencode }}|{{ 42|urlencode }}|{{ \"~_.-!*'()\"|urlencode }}", {}),
+    ("f_xmlattr", "<ul{{ {'class': 'my list', 'id': 'l-42', 'missing': none, 'q': '\"<&>\\''}|xmlattr }}>|{{ {'a': 1}|xmlattr(false) }}|{{ {}|xmlattr }}|{{ {'a': none}|xmlattr }}", {}),
+]

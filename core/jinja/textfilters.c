@@ -1,0 +1,348 @@
+/* Jinja2's filters that format text for people and the web (truncate, wordwrap, striptags,
+ * filesizeformat, urlencode, xmlattr): each follows its Python one line by line, apart from
+ * the filters every chat template leans on (filters.c). */
+#define _GNU_SOURCE   /* memmem */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jinja/internal.h"
+
+static jstr *need_str(J *j, jv v) { return to_str(j, v).u.s; }
+
+/* markupsafe.escape: & < > " ' */
+void put_escaped(sb *r, const jstr *s)
+{
+    for (size_t i = 0; i < s->len; i++) {
+        char c = s->p[i];
+        if (c == '&') sb_puts(r, "&amp;");
+        else if (c == '<') sb_puts(r, "&lt;");
+        else if (c == '>') sb_puts(r, "&gt;");
+        else if (c == '"') sb_puts(r, "&#34;");
+        else if (c == '\'') sb_puts(r, "&#39;");
+        else sb_putc(r, c);
+    }
+}
+
+/* truncate(s, length=255, killwords=False, end='...', leeway=5), lengths in characters */
+static jv truncate(J *j, jv v, jargs *A)
+{
+    if (v.t == T_UNDEF) return v;   /* len(Undefined) is 0: returned as it is */
+    if (v.t != T_STR) jfail(j, JE_TYPE, "object of type '%s' has no len()", type_name(v));
+    jv lv = arg(A, 0, "length", v_int(255)), end = arg(A, 2, "end", v_cstr(j, "...")), lw = arg(A, 3, "leeway", v_none());
+    int killwords = truthy(arg(A, 1, "killwords", v_bool(0)));
+    if (lv.t != T_INT && lv.t != T_BOOL) jfail(j, JE_TYPE, "'%s' object cannot be interpreted as an integer", type_name(lv));
+    if (end.t != T_STR) jfail(j, JE_TYPE, "object of type '%s' has no len()", type_name(end));
+    long long length = num_i(lv), leeway = lw.t == T_NONE ? 5 : num_i(lw);
+    long long n = (long long)u8_count(v.u.s->p, v.u.s->len), en = (long long)u8_count(end.u.s->p, end.u.s->len);
+    if (length < en) jfail(j, JE_PYASSERT, "expected length >= %lld, got %lld", en, length);
+    if (leeway < 0) jfail(j, JE_PYASSERT, "expected leeway >= 0, got %lld", leeway);
+    if (n <= length + leeway) return v;
+    jstr *s = v.u.s;
+    size_t cut = u8_offset(s->p, s->len, (size_t)(length - en));
+    if (!killwords) { /* s[:length - len(end)].rsplit(" ", 1)[0] */
+        size_t k = cut;
+        while (k > 0 && s->p[k - 1] != ' ') k--;
+        if (k > 0) cut = k - 1;
+    }
+    sb r;
+    sb_init(&r, j);
+    sb_put_sub(&r, s, 0, cut);
+    sb_put_str(&r, end.u.s);
+    return sb_val(&r);
+}
+
+/* filesizeformat(value, binary=False): float(value) in kB/MB... or KiB/MiB... */
+static jv filesizeformat(J *j, jv v, jargs *A)
+{
+    int binary = truthy(arg(A, 0, "binary", v_bool(0)));
+    double bytes;
+    if (v.t == T_BIG) bytes = strtod(v.u.s->p, NULL);
+    else if (is_num(v)) bytes = num_f(v);
+    else if (v.t == T_STR) {
+        jv s = str_strip(j, v, NULL, 3);
+        char *e;
+        bytes = strtod(s.u.s->p, &e);
+        if (!s.u.s->len || *e) {
+            sb m;
+            sb_init(&m, j);
+            put_repr(&m, v);
+            jfail(j, JE_VALUE, "could not convert string to float: %s", sb_val(&m).u.s->p);
+        }
+    } else
+        jfail(j, JE_TYPE, "float() argument must be a string or a real number, not '%s'", type_name(v));
+    static const char *const dec[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+    static const char *const bin[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+    double base = binary ? 1024 : 1000;
+    if (bytes == 1) return v_cstr(j, "1 Byte");
+    if (bytes < base) {
+        sb r;
+        sb_init(&r, j);
+        put_str(&r, big_from_double(j, bytes));   /* int(bytes) */
+        sb_puts(&r, " Bytes");
+        return sb_val(&r);
+    }
+    double unit = 0;
+    int i;
+    for (i = 0; i < 8; i++) {
+        char e[16];
+        snprintf(e, sizeof e, "1e%d", 3 * (i + 2));
+        unit = binary ? ldexp(1, 10 * (i + 2)) : strtod(e, NULL); /* base ** (i + 2), exactly rounded */
+        if (bytes < unit) break;
+    }
+    if (i == 8) i = 7;
+    char buf[400];
+    snprintf(buf, sizeof buf, "%.1f %s", base * bytes / unit, binary ? bin[i] : dec[i]);
+    return v_cstr(j, buf);
+}
+
+/* urllib.parse.quote: letters, digits and _.-~ stay, as does '/' outside a query; for_qs
+ * writes spaces as '+' */
+static void url_quote(sb *r, jv v, int for_qs)
+{
+    jstr *s = need_str(r->j, v);
+    for (size_t i = 0; i < s->len; i++) {
+        unsigned char c = (unsigned char)s->p[i];
+        if (isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || (c == '/' && !for_qs)) sb_putc(r, (char)c);
+        else if (c == ' ' && for_qs) sb_putc(r, '+');
+        else {
+            char t[4];
+            snprintf(t, sizeof t, "%%%02X", c);
+            sb_puts(r, t);
+        }
+    }
+}
+
+static jv urlencode(J *j, jv v)
+{
+    sb r;
+    sb_init(&r, j);
+    if (v.t != T_LIST && v.t != T_DICT && v.t != T_UNDEF) { /* a str, or anything not iterable */
+        url_quote(&r, v, 0);
+        return sb_val(&r);
+    }
+    jlist *items = iter_list(j, v);
+    for (size_t i = 0; i < items->n; i++) {
+        jv k, x;
+        if (v.t == T_DICT) { k = v.u.d->k[i]; x = v.u.d->v[i]; }
+        else {
+            jlist *pair = iter_list(j, items->it[i]);
+            if (pair->n != 2) jfail(j, JE_VALUE, pair->n < 2 ? "not enough values to unpack (expected 2, got %zu)"
+                                                               : "too many values to unpack (expected 2)", pair->n);
+            k = pair->it[0];
+            x = pair->it[1];
+        }
+        if (i) sb_putc(&r, '&');
+        url_quote(&r, k, 1);
+        sb_putc(&r, '=');
+        url_quote(&r, x, 1);
+    }
+    return sb_val(&r);
+}
+
+/* xmlattr(d, autospace=True): key="value" for values that are not None or undefined, both
+ * escaped; a key with white space, '/', '>' or '=' is a ValueError (Jinja2 3.1.4) */
+static jv xmlattr(J *j, jv v, jargs *A)
+{
+    if (v.t == T_UNDEF) jfail_undef(j, v);
+    if (v.t != T_DICT) jfail(j, JE_ATTRIBUTE, "'%s' object has no attribute 'items'", type_name(v));
+    int autospace = truthy(arg(A, 0, "autospace", v_bool(1)));
+    sb r;
+    sb_init(&r, j);
+    int any = 0;
+    for (size_t i = 0; i < v.u.d->n; i++) {
+        jv k = v.u.d->k[i], x = v.u.d->v[i];
+        if (x.t == T_NONE || x.t == T_UNDEF) continue;
+        if (k.t != T_STR) jfail(j, JE_TYPE, "expected string or bytes-like object, got '%s'", type_name(k));
+        for (size_t c = 0; c < k.u.s->len; c++)
+            if (strchr(" \t\n\r\f\v/>=", k.u.s->p[c]) && k.u.s->p[c]) {
+                sb m;
+                sb_init(&m, j);
+                put_repr(&m, k);
+                jfail(j, JE_VALUE, "Invalid character in attribute name: %s", sb_val(&m).u.s->p);
+            }
+        sb_putc(&r, any || autospace ? ' ' : 0);
+        if (!any && !autospace) r.len--;
+        any = 1;
+        put_escaped(&r, k.u.s);
+        sb_puts(&r, "=\"");
+        put_escaped(&r, need_str(j, x));
+        sb_putc(&r, '"');
+    }
+    return sb_val(&r);
+}
+
+/* html.unescape for the entities markup commonly holds: &amp; &lt; &gt; &quot; &#39; &apos;
+ * &nbsp; and numeric ones */
+static void put_unescaped(sb *r, const char *s, size_t n)
+{
+    static const struct { const char *name; unsigned cp; } ents[] = {
+        {"amp;", '&'}, {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''}, {"nbsp;", 0xA0},
+    };
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '&') { sb_putc(r, s[i]); continue; }
+        size_t k;
+        for (k = 0; k < sizeof ents / sizeof ents[0]; k++) {
+            size_t l = strlen(ents[k].name);
+            if (i + 1 + l <= n && !memcmp(s + i + 1, ents[k].name, l)) { u8_put(r, ents[k].cp); i += l; break; }
+        }
+        if (k < sizeof ents / sizeof ents[0]) continue;
+        if (i + 2 < n && s[i + 1] == '#') {
+            int hex = s[i + 2] == 'x' || s[i + 2] == 'X';
+            size_t e = i + 2 + (size_t)hex;
+            unsigned long cp = 0;
+            size_t d = e;
+            while (d < n && (hex ? isxdigit((unsigned char)s[d]) : isdigit((unsigned char)s[d])) && d - e < 8)
+                cp = cp * (hex ? 16 : 10) + (unsigned long)(isdigit((unsigned char)s[d]) ? s[d] - '0' : (tolower((unsigned char)s[d]) - 'a' + 10)), d++;
+            if (d > e && cp && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF)) {
+                u8_put(r, (unsigned)cp);
+                i = d < n && s[d] == ';' ? d : d - 1;
+                continue;
+            }
+        }
+        sb_putc(r, '&');
+    }
+}
+
+/* striptags: comments, then tags, removed; white space runs become one space; entities
+ * unescaped (markupsafe's Markup.striptags) */
+static jv striptags(J *j, jv v)
+{
+    jstr *s = need_str(j, v);
+    sb a;
+    sb_init(&a, j);
+    for (size_t i = 0; i < s->len;) {   /* <!-- ... --> */
+        const char *st = i + 4 <= s->len ? memmem(s->p + i, s->len - i, "<!--", 4) : NULL;
+        const char *en = st ? memmem(st, (size_t)(s->p + s->len - st), "-->", 3) : NULL;
+        if (!en) { sb_put(&a, s->p + i, s->len - i); break; }
+        sb_put(&a, s->p + i, (size_t)(st - (s->p + i)));
+        i = (size_t)(en + 3 - s->p);
+    }
+    jstr *t = sb_val(&a).u.s;
+    sb b;
+    sb_init(&b, j);
+    for (size_t i = 0; i < t->len;) {   /* <...> */
+        const char *st = memchr(t->p + i, '<', t->len - i);
+        const char *en = st ? memchr(st, '>', (size_t)(t->p + t->len - st)) : NULL;
+        if (!en) { sb_put(&b, t->p + i, t->len - i); break; }
+        sb_put(&b, t->p + i, (size_t)(st - (t->p + i)));
+        i = (size_t)(en + 1 - t->p);
+    }
+    jlist *words = str_split(j, sb_val(&b).u.s, v_none(), -1).u.l;
+    sb c;
+    sb_init(&c, j);
+    for (size_t i = 0; i < words->n; i++) {
+        if (i) sb_putc(&c, ' ');
+        sb_put_str(&c, words->it[i].u.s);
+    }
+    sb r;
+    sb_init(&r, j);
+    put_unescaped(&r, c.p ? c.p : "", c.len);
+    return sb_val(&r);
+}
+
+typedef struct chunk { size_t a, e; int ws; } chunk;
+
+static int tw_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+static int tw_letter(unsigned char c) { return isalpha(c) || c >= 0x80 || c == '_'; }
+
+/* textwrap's chunks: runs of ASCII white space, and words; with break_on_hyphens a word also
+ * ends after a hyphen with two letters before it and a letter after it */
+static chunk *tw_chunks(J *j, const jstr *s, int hyphens, size_t *count)
+{
+    size_t cap = 16, n = 0;
+    chunk *c = jalloc(j, cap * sizeof *c);
+    for (size_t i = 0; i < s->len;) {
+        size_t st = i;
+        int ws = tw_space(s->p[i]);
+        while (i < s->len && tw_space(s->p[i]) == ws) {
+            i++;
+            if (!ws && hyphens && s->p[i - 1] == '-' && i - st >= 3 && tw_letter((unsigned char)s->p[i - 2]) &&
+                tw_letter((unsigned char)s->p[i - 3]) && i < s->len && tw_letter((unsigned char)s->p[i]))
+                break;
+        }
+        if (n == cap) {
+            chunk *nc = jalloc(j, 2 * cap * sizeof *nc);
+            memcpy(nc, c, cap * sizeof *nc);
+            c = nc;
+            cap *= 2;
+        }
+        c[n++] = (chunk){st, i, ws};
+    }
+    *count = n;
+    return c;
+}
+
+static long long clen(const jstr *s, chunk c) { return (long long)u8_count(s->p + c.a, c.e - c.a); }
+
+/* textwrap.TextWrapper._wrap_chunks with expand_tabs and replace_whitespace off; the lines
+ * are written joined with wrapstring; returns how many */
+static size_t tw_wrap(J *j, sb *out, const jstr *s, long long width, int break_long, int hyphens, const jstr *wrapstring)
+{
+    size_t n, ci = 0, lines = 0;
+    chunk *c = tw_chunks(j, s, hyphens, &n);
+    chunk *line = jalloc(j, (n + 1) * sizeof *line);
+    while (ci < n) {
+        size_t ln = 0;
+        long long cur = 0;
+        if (c[ci].ws && lines) ci++;   /* a line's leading white space, but the text's first */
+        while (ci < n && cur + clen(s, c[ci]) <= width) { cur += clen(s, c[ci]); line[ln++] = c[ci++]; }
+        if (ci < n && clen(s, c[ci]) > width) {   /* a word longer than any line */
+            long long left = width - cur < 1 ? 1 : width - cur;
+            if (break_long) {
+                size_t end = u8_offset(s->p + c[ci].a, c[ci].e - c[ci].a, (size_t)left);
+                if (hyphens && clen(s, c[ci]) > left) {   /* after the last hyphen that fits */
+                    size_t h = end;
+                    while (h > 0 && s->p[c[ci].a + h - 1] != '-') h--;
+                    if (h > 1) {
+                        size_t k = 0;
+                        while (k < h - 1 && s->p[c[ci].a + k] == '-') k++;
+                        if (k < h - 1) end = h;
+                    }
+                }
+                line[ln++] = (chunk){c[ci].a, c[ci].a + end, 0};
+                c[ci].a += end;
+            } else if (!ln)
+                line[ln++] = c[ci++];
+        }
+        if (ln && line[ln - 1].ws) ln--;
+        if (ln) {
+            if (lines++) sb_put_str(out, wrapstring);
+            for (size_t k = 0; k < ln; k++) sb_put_sub(out, s, line[k].a, line[k].e);
+        }
+    }
+    return lines;
+}
+
+static jv wordwrap(J *j, jv v, jargs *A)
+{
+    jstr *s = need_str(j, v);
+    jv w = arg(A, 0, "width", v_int(79)), ws = arg(A, 2, "wrapstring", v_none());
+    int break_long = truthy(arg(A, 1, "break_long_words", v_bool(1)));
+    int hyphens = truthy(arg(A, 3, "break_on_hyphens", v_bool(1)));
+    if (w.t != T_INT && w.t != T_BOOL) jfail(j, JE_TYPE, "'<=' not supported between instances of '%s' and 'int'", type_name(w));
+    if (num_i(w) <= 0) jfail(j, JE_VALUE, "invalid width %lld (must be > 0)", num_i(w));
+    jstr *wrapstring = ws.t == T_NONE ? v_cstr(j, "\n").u.s : need_str(j, ws);
+    jlist *lines = str_splitlines(j, s, 0);
+    sb r;
+    sb_init(&r, j);
+    for (size_t i = 0; i < lines->n; i++) {
+        if (i) sb_put_str(&r, wrapstring);
+        tw_wrap(j, &r, lines->it[i].u.s, num_i(w), break_long, hyphens, wrapstring);
+    }
+    return sb_val(&r);
+}
+
+int text_filter(J *j, const char *name, jv v, jargs *A, jv *out)
+{
+    if (!strcmp(name, "truncate")) *out = truncate(j, v, A);
+    else if (!strcmp(name, "filesizeformat")) *out = filesizeformat(j, v, A);
+    else if (!strcmp(name, "urlencode")) *out = urlencode(j, v);
+    else if (!strcmp(name, "xmlattr")) *out = xmlattr(j, v, A);
+    else if (!strcmp(name, "striptags")) *out = striptags(j, v);
+    else if (!strcmp(name, "wordwrap")) *out = wordwrap(j, v, A);
+    else return 0;
+    return 1;
+}
