@@ -2,8 +2,10 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "jinja/internal.h"
 
@@ -27,6 +29,59 @@ static jv attr_path(J *j, jv v, const char *path)
         if (*p == '.') p++;
     }
     return v;
+}
+
+/* groupby's key: getitem along the attribute's parts (digits as ints), the default for an
+ * undefined step when one is given, lowered when case-insensitive */
+static jv group_key(J *j, jv v, jv attr, jv dflt, int lower)
+{
+    if (attr.t == T_STR) {
+        const char *p = attr.u.s->p;
+        for (;;) {
+            const char *dot = strchr(p, '.');
+            size_t n = dot ? (size_t)(dot - p) : strlen(p), k = 0;
+            while (k < n && isdigit((unsigned char)p[k])) k++;
+            v = get_item(j, v, n && k == n ? big_parse(j, p, n) : v_str(j, p, n));
+            if (dflt.t != T_NONE && v.t == T_UNDEF) v = dflt;
+            if (!dot) break;
+            p = dot + 1;
+        }
+    } else {
+        v = get_item(j, v, attr);
+        if (dflt.t != T_NONE && v.t == T_UNDEF) v = dflt;
+    }
+    return lower && v.t == T_STR ? str_lower_upper(j, v, 0) : v;
+}
+
+static void msort(J *j, jv *keys, jv *vals, size_t n, int reverse);
+
+/* groupby(attribute, default=None, case_sensitive=False): sorted by the key, then one
+ * (grouper, list) per run of equal keys; case-insensitive groups show their first item's key */
+static jv groupby(J *j, jv v, jargs *A)
+{
+    jv at = arg(A, 0, "attribute", v_undef(NULL)), dflt = arg(A, 1, "default", v_none());
+    if (at.t == T_UNDEF && !at.u.undef)
+        jfail(j, JE_TYPE, "sync_do_groupby() missing 1 required positional argument: 'attribute'");
+    int cs = truthy(arg(A, 2, "case_sensitive", v_bool(0)));
+    jlist *l = iter_list(j, v), *r = list_new(j, 4);
+    size_t n = l->n;
+    jv *keys = jalloc(j, (n + 1) * sizeof(jv)), *vals = jalloc(j, (n + 1) * sizeof(jv));
+    for (size_t i = 0; i < n; i++) { vals[i] = l->it[i]; keys[i] = group_key(j, l->it[i], at, dflt, !cs); }
+    msort(j, keys, vals, n, 0);
+    jlist *cur = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!cur || !py_eq(keys[i], keys[i - 1])) {
+            jlist *g = list_new(j, 2);
+            g->tuple = 1;
+            g->named = 'g';
+            cur = list_new(j, 4);
+            list_push(j, g, cs ? keys[i] : group_key(j, vals[i], at, dflt, 0));
+            list_push(j, g, v_list(cur));
+            list_push(j, r, v_list(g));
+        }
+        list_push(j, cur, vals[i]);
+    }
+    return v_list(r);
 }
 
 static jv sort_key(J *j, jv v, sortctx *c)
@@ -360,6 +415,49 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
             in = w;
         }
         return v_int(n);
+    }
+    if (!strcmp(name, "groupby")) return groupby(j, v, A);
+    if (!strcmp(name, "slice")) {   /* slices lists of nearly equal length, the first ones longer */
+        jv sn = arg(A, 0, "slices", v_undef(NULL)), fw = arg(A, 1, "fill_with", v_none());
+        if (sn.t != T_INT && sn.t != T_BOOL) jfail(j, JE_TYPE, "'%s' object cannot be interpreted as an integer", type_name(sn));
+        long long slices = num_i(sn);
+        jlist *src = iter_list(j, v), *l = list_new(j, src->n), *r = list_new(j, 4);   /* list(value) */
+        for (size_t i = 0; i < src->n; i++) list_push(j, l, src->it[i]);
+        long long len = (long long)l->n;
+        if (!slices) jfail(j, JE_ZERODIV, "integer division or modulo by zero");
+        if (slices > 1 << 20) jfail(j, JE_LIMIT, "slice: %lld slices (limit 2^20)", slices);
+        long long per = slices > 0 ? len / slices : 0, extra = slices > 0 ? len % slices : 0, offset = 0;
+        for (long long s = 0; s < slices; s++) {
+            long long start = offset + s * per;
+            if (s < extra) offset++;
+            long long end = offset + (s + 1) * per;
+            jv part = do_slice(j, v_list(l), v_int(start), v_int(end), v_none());
+            if (fw.t != T_NONE && s >= extra) list_push(j, part.u.l, fw);
+            part.u.l->tuple = 0;
+            list_push(j, r, part);
+        }
+        return v_gen(r);
+    }
+    if (!strcmp(name, "random")) {   /* random.choice: any member */
+        if (v.t == T_UNDEF) jfail_undef(j, v);
+        if (v.t != T_STR && !(v.t == T_LIST && is_seq(v.u.l)) && v.t != T_DICT)
+            jfail(j, JE_TYPE, "object of type '%s' has no len()", type_name(v));
+        size_t n = py_len(j, v);
+        if (!n) return lit_undef(j, "No random item, sequence was empty.");
+        unsigned seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)&n ^ (unsigned)j->iters;
+        long long i = (long long)((unsigned)rand_r(&seed) % n);
+        if (v.t == T_DICT) { /* seq[i]: a dict has a key i or a KeyError */
+            long k = dict_find(v.u.d, v_int(i));
+            if (k < 0) jfail(j, JE_KEY, "%lld", i);
+            return v.u.d->v[k];
+        }
+        return get_item(j, v, v_int(i));
+    }
+    if (!strcmp(name, "pprint")) {
+        sb r;
+        sb_init(&r, j);
+        put_pformat(&r, v);
+        return sb_val(&r);
     }
     if (!strcmp(name, "batch")) {
         long long n = num_i(arg(A, 0, "linecount", v_int(1)));

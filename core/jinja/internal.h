@@ -87,6 +87,7 @@ typedef struct jlist {
     int tuple;
     int gen; /* a lazy filter's result: Jinja2 has a generator there */
     char view; /* 'k', 'v', 'i': dict.keys(), values(), items(): iterable, no [] (0: a list) */
+    char named; /* 'g': groupby's (grouper, list), a tuple with those attributes too */
 } jlist;
 
 typedef struct jdict {
@@ -233,6 +234,7 @@ int is_ws(char c);
 void fmt_float(char *out, size_t cap, double d);
 void put_str(sb *b, jv v);
 void put_repr(sb *b, jv v);
+void put_pformat(sb *b, jv v); /* pprint.pformat */
 jv to_str(J *j, jv v);
 jv py_percent(J *j, jstr *f, jv args);
 void put_format(J *j, sb *r, jstr *f, jargs *A);

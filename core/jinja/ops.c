@@ -14,6 +14,8 @@ jv get_attr(J *j, jv obj, const char *name)
     if (obj.t == T_DICT || obj.t == T_NS) {
         long i = dict_find_s(obj.u.d, name);
         if (i >= 0) return obj.u.d->v[i];
+    } else if (obj.t == T_LIST && obj.u.l->named == 'g' && (!strcmp(name, "grouper") || !strcmp(name, "list"))) {
+        return obj.u.l->it[name[0] == 'l'];
     } else if (method_of(j, obj, name, &m))
         return m;
     return v_undef(jprintf(j, "'%s' has no attribute '%s'", obj_repr(obj), name));
@@ -48,7 +50,7 @@ jv get_item(J *j, jv obj, jv key)
         jv m;
         const char *name = key.u.s->p;
         if (obj.t != T_NS && method_of(j, obj, name, &m)) return m;
-        if (obj.t == T_NS) return get_attr(j, obj, name);
+        if (obj.t == T_NS || (obj.t == T_LIST && obj.u.l->named)) return get_attr(j, obj, name);
         return v_undef(jprintf(j, "'%s' has no attribute '%s'", obj_repr(obj), name));
     }
     sb b;

@@ -384,3 +384,105 @@ void put_format(J *j, sb *r, jstr *f, jargs *A)
         i = e;
     }
 }
+
+/* pprint's order for a dict's items: by key, then value; values of kinds that do not compare
+ * go by their type's name, as pprint's _safe_key does */
+static int safe_cmp(J *j, jv a, jv b)
+{
+    int na = is_num(a) || a.t == T_BIG, nb = is_num(b) || b.t == T_BIG;
+    if ((na && nb) || (a.t == T_STR && b.t == T_STR) || (a.t == T_LIST && b.t == T_LIST)) return py_cmp(j, a, b, "<");
+    return strcmp(type_name(a), type_name(b));
+}
+
+static size_t *sorted_items(J *j, jdict *d)
+{
+    size_t *ord = jalloc(j, (d->n + 1) * sizeof *ord);
+    for (size_t i = 0; i < d->n; i++) ord[i] = i;
+    for (size_t i = 1; i < d->n; i++)   /* insertion sort: stable, and dicts here are small */
+        for (size_t k = i; k > 0; k--) {
+            int c = safe_cmp(j, d->k[ord[k]], d->k[ord[k - 1]]);
+            if (!c) c = safe_cmp(j, d->v[ord[k]], d->v[ord[k - 1]]);
+            if (c >= 0) break;
+            size_t x = ord[k]; ord[k] = ord[k - 1]; ord[k - 1] = x;
+        }
+    return ord;
+}
+
+/* pprint's _safe_repr: repr with every dict's items sorted */
+static void pf_repr(sb *b, jv v)
+{
+    if (++b->j->depth > MAX_DEPTH) jfail(b->j, JE_RECURSION, "value nested too deeply");
+    if (v.t == T_DICT) {
+        size_t *ord = sorted_items(b->j, v.u.d);
+        sb_putc(b, '{');
+        for (size_t i = 0; i < v.u.d->n; i++) {
+            if (i) sb_puts(b, ", ");
+            pf_repr(b, v.u.d->k[ord[i]]);
+            sb_puts(b, ": ");
+            pf_repr(b, v.u.d->v[ord[i]]);
+        }
+        sb_putc(b, '}');
+    } else if (v.t == T_LIST && is_seq(v.u.l)) {
+        jlist *l = v.u.l;
+        sb_putc(b, l->tuple ? '(' : '[');
+        for (size_t i = 0; i < l->n; i++) {
+            if (i) sb_puts(b, ", ");
+            pf_repr(b, l->it[i]);
+        }
+        sb_puts(b, l->tuple ? (l->n == 1 ? ",)" : ")") : "]");
+    } else
+        put_repr(b, v);
+    b->j->depth--;
+}
+
+static void pf_format(sb *b, jv v, long indent, long allowance);
+
+static void pf_nl(sb *b, long indent)
+{
+    sb_puts(b, ",\n");
+    for (long i = 0; i < indent; i++) sb_putc(b, ' ');
+}
+
+/* PrettyPrinter._format with width 80 and indent 1: what does not fit on the line is a list,
+ * tuple or dict written one item a line (long strings are not split into pieces) */
+static void pf_format(sb *b, jv v, long indent, long allowance)
+{
+    J *j = b->j;
+    sb t;
+    sb_init(&t, j);
+    pf_repr(&t, v);
+    long len = (long)u8_count(t.p ? t.p : "", t.len);
+    int seq = v.t == T_LIST && is_seq(v.u.l);
+    if (len <= 80 - indent - allowance || (!seq && v.t != T_DICT) || (seq && !v.u.l->n) || (v.t == T_DICT && !v.u.d->n)) {
+        sb_put(b, t.p, t.len);
+        return;
+    }
+    if (++j->depth > MAX_DEPTH) jfail(j, JE_RECURSION, "value nested too deeply");
+    if (v.t == T_DICT) {
+        size_t *ord = sorted_items(j, v.u.d);
+        sb_putc(b, '{');
+        for (size_t i = 0; i < v.u.d->n; i++) {
+            int last = i + 1 == v.u.d->n;
+            sb k;
+            sb_init(&k, j);
+            pf_repr(&k, v.u.d->k[ord[i]]);
+            sb_put(b, k.p, k.len);
+            sb_puts(b, ": ");
+            pf_format(b, v.u.d->v[ord[i]], indent + 1 + (long)u8_count(k.p, k.len) + 2, last ? allowance + 1 : 1);
+            if (!last) pf_nl(b, indent + 1);
+        }
+        sb_putc(b, '}');
+    } else {
+        jlist *l = v.u.l;
+        const char *end = l->tuple ? (l->n == 1 ? ",)" : ")") : "]";
+        sb_putc(b, l->tuple ? '(' : '[');
+        for (size_t i = 0; i < l->n; i++) {
+            if (i) pf_nl(b, indent + 1);
+            pf_format(b, l->it[i], indent + 1, i + 1 == l->n ? allowance + (long)strlen(end) : 1);
+        }
+        sb_puts(b, end);
+    }
+    j->depth--;
+}
+
+void put_pformat(sb *b, jv v) { pf_format(b, v, 0, 0); }

@@ -132,6 +132,7 @@ jlist *list_new(J *j, size_t cap)
     l->tuple = 0;
     l->gen = 0;
     l->view = 0;
+    l->named = 0;
     return l;
 }
 

@@ -229,3 +229,16 @@ CASES += [
     ("f_urlencode", "{{ 'a b/c?d=e&f'|urlencode }}|{{ 'Tiếng Việt'|urlencode }}|{{ {'q': 'a b', 'n': 1, 'x': 'é/&'}|urlencode }}|{{ [('a', 1), ('b', 'c d')]|urlencode }}|{{ 42|urlencode }}|{{ \"~_.-!*'()\"|urlencode }}", {}),
     ("f_xmlattr", "<ul{{ {'class': 'my list', 'id': 'l-42', 'missing': none, 'q': '\"<&>\\''}|xmlattr }}>|{{ {'a': 1}|xmlattr(false) }}|{{ {}|xmlattr }}|{{ {'a': none}|xmlattr }}", {}),
 ]
+
+# groupby (Jinja2's (grouper, list) namedtuple prints as a tuple), slice, random, pprint
+PEOPLE = [{"name": "Bo", "city": "Hanoi", "age": 30}, {"name": "al", "city": "hanoi", "age": 25},
+          {"name": "Cy", "city": "Paris", "age": 30}, {"name": "Di", "age": 41}]
+CASES += [
+    ("f_groupby", "{% for g in people|groupby('city', default='?') %}[{{ g.grouper }}: {{ g.list|map(attribute='name')|join(',') }}]{% endfor %}|{% for city, items in people|groupby('city', 'none') %}{{ city }}={{ items|length }};{% endfor %}|{{ people|groupby('age')|map(attribute='grouper')|list }}|{{ people|groupby('city', 'x', true)|map(attribute=0)|list }}|{{ (people|groupby('age'))[0] }}|{{ [[1, 'a'], [0, 'b'], [1, 'c']]|groupby(0) }}|{{ (people|groupby('age'))[0].list[0].name }}", {"people": PEOPLE}),
+    ("f_groupby_undefined_key", "{{ people|groupby('city') }}", {"people": PEOPLE}),
+    ("f_slice", "{{ l|slice(3)|list }}|{{ l|slice(3, 'x')|list }}|{{ l|slice(10)|list }}|{{ []|slice(2)|list }}|{{ 'abcde'|slice(2)|list }}|{% for col in l|slice(2) %}<{{ col|join }}>{% endfor %}", {"l": [1, 2, 3, 4, 5, 6, 7]}),
+    ("f_slice_zero", "{{ [1]|slice(0)|list }}", {}),
+    ("f_random_member", "{{ l|random in l }} {{ 'abc'|random in 'abc' }} {{ [7]|random }} {{ []|random is defined }}", {"l": [1, 2, 3]}),
+    ("f_pprint", "{{ d|pprint }}|{{ [1, 'two', none, true, 2.5]|pprint }}|{{ big|pprint }}", {"d": {"b": [1, 2], "a": {"z": 1, "y": 2}, "c": "x"},
+        "big": {"messages": [{"role": "user", "content": "Hello there, how are you today?"}, {"role": "assistant", "content": "Fine, thanks! And you?", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Hanoi", "unit": "celsius"}}]}], "tools": None, "n": [1, 2, 3]}}),
+]
