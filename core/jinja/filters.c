@@ -152,7 +152,11 @@ static jv filter_select(J *j, jv v, jargs *A, int attr_mode, int reject, frame *
 
 jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
 {
-    if (!strcmp(name, "safe") || !strcmp(name, "string")) return !strcmp(name, "safe") ? v : to_str(j, v);
+    if (!strcmp(name, "safe") || !strcmp(name, "string")) {
+        jv s = to_str(j, v);
+        if (name[1] == 'a') s.xc = 1;   /* Markup(str(value)) */
+        return s;
+    }
     if (!strcmp(name, "trim")) {
         jv c = arg(A, 0, "chars", v_none());
         return str_strip(j, to_str(j, v), c.t == T_STR ? c.u.s : NULL, 3);
@@ -399,10 +403,13 @@ jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f)
     }
     if (!strcmp(name, "tojson")) return tojson(j, v, A);
     if (!strcmp(name, "escape") || !strcmp(name, "e") || !strcmp(name, "forceescape")) {
+        if (v.t == T_STR && v.xc && name[0] == 'e') return v;   /* already Markup */
         sb r;
         sb_init(&r, j);
         put_escaped(&r, to_str(j, v).u.s);
-        return sb_val(&r);
+        jv m = sb_val(&r);
+        m.xc = 1;
+        return m;
     }
     if (!strcmp(name, "wordcount")) {
         jv s = to_str(j, v);

@@ -68,7 +68,8 @@ struct jfunc;
 
 typedef struct jv {
     int t;
-    int xc; /* T_UNDEF: the exception class its use raises (JE_UNDEFINED, JE_SECURITY) */
+    int xc; /* T_UNDEF: the exception class its use raises (JE_UNDEFINED, JE_SECURITY);
+             * T_STR: 1 for markupsafe's Markup (safe, escape), which escape leaves alone */
     union {
         int b;
         long long i;

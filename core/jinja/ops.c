@@ -186,12 +186,16 @@ jv arith(J *j, int op, jv a, jv b)
 {
     if (a.t == T_UNDEF) jfail_undef(j, a);
     if (b.t == T_UNDEF) jfail_undef(j, b);
-    if (op == '+' && a.t == T_STR && b.t == T_STR) {
+    if (op == '+' && a.t == T_STR && b.t == T_STR) {   /* Markup + str escapes the str */
         sb r;
         sb_init(&r, j);
-        sb_put_str(&r, a.u.s);
-        sb_put_str(&r, b.u.s);
-        return sb_val(&r);
+        if (b.xc && !a.xc) put_escaped(&r, a.u.s);
+        else sb_put_str(&r, a.u.s);
+        if (a.xc && !b.xc) put_escaped(&r, b.u.s);
+        else sb_put_str(&r, b.u.s);
+        jv s = sb_val(&r);
+        s.xc = a.xc || b.xc;
+        return s;
     }
     if (op == '+' && a.t == T_LIST && b.t == T_LIST && is_seq(a.u.l) && is_seq(b.u.l) && a.u.l->tuple == b.u.l->tuple) {
         jlist *l = list_new(j, a.u.l->n + b.u.l->n);

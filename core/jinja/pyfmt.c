@@ -215,7 +215,11 @@ void put_repr(sb *b, jv v)
     if (++b->j->depth > MAX_DEPTH)
         jfail(b->j, JE_RECURSION, "value nested too deeply");
     switch (v.t) {
-    case T_STR: put_str_repr(b, v.u.s); break;
+    case T_STR:
+        if (v.xc) sb_puts(b, "Markup(");
+        put_str_repr(b, v.u.s);
+        if (v.xc) sb_putc(b, ')');
+        break;
     case T_LIST: {
         jlist *l = v.u.l;
         if (l->gen) { sb_puts(b, "<generator object>"); break; }

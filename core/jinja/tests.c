@@ -11,6 +11,7 @@ int apply_test(J *j, const char *name, jv v, jargs *A)
     if (!strcmp(name, "undefined")) return v.t == T_UNDEF;
     if (!strcmp(name, "none")) return v.t == T_NONE;
     if (!strcmp(name, "string")) return v.t == T_STR;
+    if (!strcmp(name, "escaped")) return v.t == T_STR && v.xc; /* has __html__: Markup */
     if (!strcmp(name, "number")) return is_num(v) || v.t == T_BIG;
     if (!strcmp(name, "integer")) return v.t == T_INT || v.t == T_BIG;
     if (!strcmp(name, "float")) return v.t == T_FLOAT;

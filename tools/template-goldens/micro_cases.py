@@ -242,3 +242,8 @@ CASES += [
     ("f_pprint", "{{ d|pprint }}|{{ [1, 'two', none, true, 2.5]|pprint }}|{{ big|pprint }}", {"d": {"b": [1, 2], "a": {"z": 1, "y": 2}, "c": "x"},
         "big": {"messages": [{"role": "user", "content": "Hello there, how are you today?"}, {"role": "assistant", "content": "Fine, thanks! And you?", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Hanoi", "unit": "celsius"}}]}], "tools": None, "n": [1, 2, 3]}}),
 ]
+
+# Markup: safe and escape make it (the test escaped), escape leaves it alone, + escapes the other side
+CASES += [
+    ("t_escaped_markup", "{{ 'a' is escaped }} {{ ('a'|safe) is escaped }} {{ ('<'|e) is escaped }} {{ '<&>'|e|e }} {{ '<&>'|e|forceescape }} {{ ('<b>'|safe) + '<i>' }} {{ '<i>' + ('<b>'|safe) }} {{ ('<b>'|safe) ~ '<i>' }} {{ (('<b>'|safe) ~ '') is escaped }} {{ ['<b>'|safe, '<'|e] }} {{ 1|safe is string }} {{ ('x'|safe) == 'x' }} {{ ('<b>'|safe)|tojson }}", {}),
+]
