@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "jinja/internal.h"
 
@@ -335,6 +336,239 @@ static jv wordwrap(J *j, jv v, jargs *A)
     return sb_val(&r);
 }
 
+/* ---- urlize, after jinja2.utils.urlize */
+
+static int w_char(unsigned char c) { return isalnum(c) || c == '_' || c >= 0x80; }   /* \w, roughly */
+static int ends_with(const char *s, size_t n, const char *x) { size_t k = strlen(x); return n >= k && !memcmp(s + n - k, x, k); }
+static int starts_ci(const char *s, size_t n, const char *x) { size_t k = strlen(x); return n >= k && !strncasecmp(s, x, k); }
+
+static size_t count_sub(const char *s, size_t n, const char *x)
+{
+    size_t k = strlen(x), c = 0;
+    for (size_t i = 0; i + k <= n;)
+        if (!memcmp(s + i, x, k)) { c++; i += k; }
+        else i++;
+    return c;
+}
+
+/* _http_re: (https?://|www.)labels.tld, or labels.com/net/..., or https?:// and an IP
+ * address; then :port and a path, query or fragment */
+static int http_match(const char *s, size_t n)
+{
+    size_t i = 0;
+    int scheme = 0;
+    if (starts_ci(s, n, "https://")) i = 8, scheme = 2;
+    else if (starts_ci(s, n, "http://")) i = 7, scheme = 2;
+    else if (starts_ci(s, n, "www.")) i = 4, scheme = 1;
+    size_t h = i;
+    if (scheme == 2 && h < n && s[h] == '[') {   /* IPv6 */
+        size_t e = h + 1, colons = 0;
+        while (e < n && (isxdigit((unsigned char)s[e]) || s[e] == ':')) colons += s[e++] == ':';
+        if (e >= n || s[e] != ']' || colons < 2) return 0;
+        h = e + 1;
+    } else {
+        while (h < n && (w_char((unsigned char)s[h]) || s[h] == '%' || s[h] == '-' || s[h] == '.')) h++;
+        const char *host = s + i;
+        size_t hn = h - i, last = hn;
+        while (last > 0 && host[last - 1] != '.') last--;   /* the tld starts at last */
+        int ok = 0;
+        int labels_ok = 1;   /* every label before the tld: [\w%-]+ */
+        for (size_t k = 0, st = 0; k < last; k++)
+            if (host[k] == '.') { if (k == st) labels_ok = 0; st = k + 1; }
+        const char *tld = host + last;
+        size_t tn = hn - last;
+        if (scheme && labels_ok) {
+            int letters = tn >= 2 && tn <= 63;
+            for (size_t k = 0; k < tn && letters; k++) letters = isalpha((unsigned char)tld[k]);
+            int idna = tn >= 6 && tn <= 63 && !strncasecmp(tld, "xn--", 4);
+            for (size_t k = 4; k < tn && idna; k++) idna = w_char((unsigned char)tld[k]) || tld[k] == '%';
+            ok = letters || idna;
+        }
+        if (!ok && !scheme && last > 0) {   /* ([\w%-]{2,63}\.)+(com|net|int|edu|gov|org|info|mil) */
+            static const char *const tlds[] = {"com", "net", "int", "edu", "gov", "org", "info", "mil"};
+            for (size_t k = 0; k < 8 && !ok; k++) ok = tn == strlen(tlds[k]) && !strncasecmp(tld, tlds[k], tn);
+            for (size_t k = 0, st = 0; k < last && ok; k++)
+                if (host[k] == '.') { ok = k - st >= 2 && k - st <= 63; st = k + 1; }
+        }
+        if (!ok && scheme == 2) {   /* IPv4 */
+            int parts = 0, digits = 0;
+            ok = 1;
+            for (size_t k = 0; k < hn && ok; k++) {
+                if (isdigit((unsigned char)host[k])) ok = ++digits <= 3;
+                else if (host[k] == '.') { ok = digits > 0; digits = 0; parts++; }
+                else ok = 0;
+            }
+            ok = ok && parts == 3 && digits > 0;
+        }
+        if (!ok) return 0;
+    }
+    if (h < n && s[h] == ':') {   /* port */
+        size_t e = h + 1;
+        while (e < n && isdigit((unsigned char)s[e]) && e - h <= 5) e++;
+        if (e == h + 1 || e - h > 6) return 0;
+        h = e;
+    }
+    return h == n || s[h] == '/' || s[h] == '?' || s[h] == '#';
+}
+
+/* _email_re: ^\S+@\w[\w.-]*\.\w+$ at one of its '@' */
+static int email_match(const char *s, size_t n)
+{
+    for (size_t at = 1; at < n; at++) {
+        if (s[at] != '@') continue;
+        const char *d = s + at + 1;
+        size_t dn = n - at - 1, dot = 0, ok = dn >= 3 && w_char((unsigned char)d[0]);
+        for (size_t k = 0; k < dn && ok; k++) {
+            if (d[k] == '.') dot = k;
+            else ok = w_char((unsigned char)d[k]) || d[k] == '-';
+        }
+        if (ok && dot > 0 && dot + 1 < dn) {
+            int tail_w = 1;
+            for (size_t k = dot + 1; k < dn; k++) tail_w = tail_w && w_char((unsigned char)d[k]);
+            if (tail_w) return 1;
+        }
+    }
+    return 0;
+}
+
+static void put_link_text(sb *r, const char *m, size_t n, long long trim)
+{
+    if (trim >= 0 && (long long)u8_count(m, n) > trim) {
+        sb_put(r, m, u8_offset(m, n, (size_t)trim));
+        sb_puts(r, "...");
+    } else
+        sb_put(r, m, n);
+}
+
+static jv urlize(J *j, jv v, jargs *A)
+{
+    jv tl = arg(A, 0, "trim_url_limit", v_none()), tg = arg(A, 2, "target", v_none()), rl = arg(A, 3, "rel", v_none());
+    jv xs = arg(A, 4, "extra_schemes", v_none());
+    long long trim = tl.t == T_NONE ? -1 : num_i(tl);
+    /* rel: the given words, nofollow, and the policy's noopener, sorted */
+    jlist *rel = rl.t == T_STR ? str_split(j, rl.u.s, v_none(), -1).u.l : list_new(j, 2);
+    if (truthy(arg(A, 1, "nofollow", v_bool(0)))) list_push(j, rel, v_cstr(j, "nofollow"));
+    list_push(j, rel, v_cstr(j, "noopener"));
+    jargs none = {0};
+    rel = iter_list(j, apply_filter(j, "unique", v_list(rel), &none, NULL));
+    rel = iter_list(j, apply_filter(j, "sort", v_list(rel), &(jargs){.a = (jv[]){v_bool(0), v_bool(1)}, .n = 2}, NULL));
+    sb attrs;
+    sb_init(&attrs, j);
+    sb_puts(&attrs, " rel=\"");
+    for (size_t i = 0; i < rel->n; i++) {
+        if (i) sb_putc(&attrs, ' ');
+        put_escaped(&attrs, rel->it[i].u.s);
+    }
+    sb_putc(&attrs, '"');
+    if (tg.t != T_NONE) { sb_puts(&attrs, " target=\""); put_escaped(&attrs, need_str(j, tg)); sb_putc(&attrs, '"'); }
+    jlist *schemes = xs.t == T_NONE ? list_new(j, 1) : iter_list(j, xs);
+    for (size_t i = 0; i < schemes->n; i++) {   /* ^[\w.+-]{2,}:(/){0,2}$ */
+        jstr *sc = need_str(j, schemes->it[i]);
+        size_t k = 0;
+        while (k < sc->len && (w_char((unsigned char)sc->p[k]) || strchr(".+-", sc->p[k]))) k++;
+        size_t sl = 0;
+        while (k + 1 + sl < sc->len && sc->p[k + 1 + sl] == '/') sl++;
+        if (k < 2 || k >= sc->len || sc->p[k] != ':' || sl > 2 || k + 1 + sl != sc->len) {
+            sb m;
+            sb_init(&m, j);
+            put_repr(&m, schemes->it[i]);
+            jfail(j, JE_FILTERARG, "%s is not a valid URI scheme prefix.", sb_val(&m).u.s->p);
+        }
+    }
+    sb esc;
+    sb_init(&esc, j);
+    put_escaped(&esc, need_str(j, v));
+    jstr *s = sb_val(&esc).u.s;
+    sb r;
+    sb_init(&r, j);
+    for (size_t i = 0; i < s->len;) {
+        unsigned cp;
+        size_t st = i;
+        u8_next(s->p, s->len, i, &cp);
+        int space = py_isspace(cp);
+        while (i < s->len) {   /* re.split(r"(\s+)"): words and the white space between */
+            size_t k = u8_next(s->p, s->len, i, &cp);
+            if (py_isspace(cp) != space) break;
+            i += k;
+        }
+        if (space) { sb_put(&r, s->p + st, i - st); continue; }
+        const char *m = s->p + st;
+        size_t mn = i - st, hn = 0, tn;
+        for (;;) {   /* head: ( < &lt; */
+            if (hn < mn && (m[hn] == '(' || m[hn] == '<')) hn++;
+            else if (mn - hn >= 4 && !memcmp(m + hn, "&lt;", 4)) hn += 4;
+            else break;
+        }
+        const char *mid = m + hn;
+        size_t midn = mn - hn, te = midn;
+        for (;;) {   /* tail: ) > . , \n &gt; */
+            if (te > 0 && strchr(")>.,\n", mid[te - 1])) te--;
+            else if (ends_with(mid, te, "&gt;")) te -= 4;
+            else break;
+        }
+        tn = midn - te;
+        midn = te;
+        static const char *const pairs[][2] = {{"(", ")"}, {"<", ">"}, {"&lt;", "&gt;"}};
+        for (int p = 0; p < 3; p++) {   /* balance brackets from the tail */
+            size_t sc = count_sub(mid, midn, pairs[p][0]);
+            if (sc <= count_sub(mid, midn, pairs[p][1])) continue;
+            size_t moves = count_sub(mid + midn, tn, pairs[p][1]);
+            if (moves > sc) moves = sc;
+            for (size_t k = 0; k < moves; k++) {
+                const char *e = strstr(mid + midn, pairs[p][1]);   /* the escaped text has no NUL before the end */
+                size_t add = (size_t)(e - (mid + midn)) + strlen(pairs[p][1]);
+                midn += add;
+                tn -= add;
+            }
+        }
+        sb_put(&r, m, hn);
+        int done = 0;
+        if (http_match(mid, midn)) {
+            sb_puts(&r, "<a href=\"");
+            if (!(midn >= 8 && !memcmp(mid, "https://", 8)) && !(midn >= 7 && !memcmp(mid, "http://", 7))) sb_puts(&r, "https://");
+            sb_put(&r, mid, midn);
+            sb_putc(&r, '"');
+            sb_put_str(&r, sb_val(&attrs).u.s);
+            sb_putc(&r, '>');
+            put_link_text(&r, mid, midn, trim);
+            sb_puts(&r, "</a>");
+            done = 1;
+        } else if (midn > 7 && !memcmp(mid, "mailto:", 7) && email_match(mid + 7, midn - 7)) {
+            sb_puts(&r, "<a href=\"");
+            sb_put(&r, mid, midn);
+            sb_puts(&r, "\">");
+            sb_put(&r, mid + 7, midn - 7);
+            sb_puts(&r, "</a>");
+            done = 1;
+        } else if (memchr(mid, '@', midn) && !(midn >= 4 && !memcmp(mid, "www.", 4)) && mid[0] != '@' &&
+                   !memchr(mid, ':', midn) && email_match(mid, midn)) {
+            sb_puts(&r, "<a href=\"mailto:");
+            sb_put(&r, mid, midn);
+            sb_puts(&r, "\">");
+            sb_put(&r, mid, midn);
+            sb_puts(&r, "</a>");
+            done = 1;
+        } else {
+            for (size_t k = 0; k < schemes->n && !done; k++) {
+                jstr *sc = schemes->it[k].u.s;
+                if (midn > sc->len && !memcmp(mid, sc->p, sc->len)) {
+                    sb_puts(&r, "<a href=\"");
+                    sb_put(&r, mid, midn);
+                    sb_putc(&r, '"');
+                    sb_put_str(&r, sb_val(&attrs).u.s);
+                    sb_putc(&r, '>');
+                    sb_put(&r, mid, midn);
+                    sb_puts(&r, "</a>");
+                    done = 1;
+                }
+            }
+        }
+        if (!done) sb_put(&r, mid, midn);
+        sb_put(&r, mid + midn, tn);
+    }
+    return sb_val(&r);
+}
+
 int text_filter(J *j, const char *name, jv v, jargs *A, jv *out)
 {
     if (!strcmp(name, "truncate")) *out = truncate(j, v, A);
@@ -343,6 +577,7 @@ int text_filter(J *j, const char *name, jv v, jargs *A, jv *out)
     else if (!strcmp(name, "xmlattr")) *out = xmlattr(j, v, A);
     else if (!strcmp(name, "striptags")) *out = striptags(j, v);
     else if (!strcmp(name, "wordwrap")) *out = wordwrap(j, v, A);
+    else if (!strcmp(name, "urlize")) *out = urlize(j, v, A);
     else return 0;
     return 1;
 }

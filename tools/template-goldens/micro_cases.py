@@ -247,3 +247,13 @@ CASES += [
 CASES += [
     ("t_escaped_markup", "{{ 'a' is escaped }} {{ ('a'|safe) is escaped }} {{ ('<'|e) is escaped }} {{ '<&>'|e|e }} {{ '<&>'|e|forceescape }} {{ ('<b>'|safe) + '<i>' }} {{ '<i>' + ('<b>'|safe) }} {{ ('<b>'|safe) ~ '<i>' }} {{ (('<b>'|safe) ~ '') is escaped }} {{ ['<b>'|safe, '<'|e] }} {{ 1|safe is string }} {{ ('x'|safe) == 'x' }} {{ ('<b>'|safe)|tojson }}", {}),
 ]
+
+# urlize: http(s), www., bare domains, IP addresses, e-mail, punctuation around, trim, rel/target
+CASES += [
+    ("f_urlize", "{{ t|urlize }}", {"t": "See https://example.com/a?b=1&c=2, (www.python.org) or docs.jinja.org/x. "
+        "Mail me@example.com or mailto:you@ex.co.uk! http://192.168.0.1:8080/p http://[::1]/ "
+        "<http://a.io> not.a.link foo@bar http://localhost:5000 (https://en.wikipedia.org/wiki/A_(b)) "
+        "HTTPS://UPPER.EXAMPLE.COM www.x.y.z example.com. end.\nnew http://x.com/<b>"}),
+    ("f_urlize_args", "{{ t|urlize(15) }}|{{ t|urlize(nofollow=true, target='_blank') }}|{{ t|urlize(rel='me  noopener') }}|{{ 'x tel:+123 ftp://h/f'|urlize(extra_schemes=['tel:', 'ftp://']) }}", {"t": "go https://example.com/a/long/path now"}),
+    ("f_urlize_bad_scheme", "{{ 'x'|urlize(extra_schemes=['not a scheme']) }}", {}),
+]
