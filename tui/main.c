@@ -20,6 +20,9 @@ static const command commands[] = {
     {"info", cmd_info, "describe a model directory"},
     {"bench", cmd_bench, "measure TTFT/TPOT against the bandwidth floor"},
     {"lesson", cmd_lesson, "list or check the lessons"},
+#ifdef TL_HAVE_SERVE
+    {"serve", cmd_serve, "an OpenAI-compatible chat server on the iterator streamer"},
+#endif
 };
 
 int cli_fail(int status, const char *fmt, ...)

@@ -1,0 +1,536 @@
+/* tokenloop serve: the iterator streamer's queue forwarded to an HTTP client, in the OpenAI
+ * chat-completions protocol that llama.cpp's server, vLLM, SGLang and Ollama also speak. This is
+ * the seam of lesson 4 made real: generation runs on tl_iter's thread, and the response's reader
+ * (libmicrohttpd calls it on the connection's thread) takes each chunk from the queue and sends
+ * it as a server-sent event. One session serves one request at a time; a second waits for it. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+
+#include "commands.h"
+#include "tokenloop/paths.h"
+#include "tokenloop/session.h"
+
+static const char usage[] =
+    "usage: tokenloop serve [--model DIR] [--host ADDR] [--port N] [--api-key KEY] [--threads N]\n"
+    "  An OpenAI-compatible chat server on the iterator streamer: POST /v1/chat/completions\n"
+    "  (messages, stream, max_tokens / max_completion_tokens, temperature (0: greedy), top_p,\n"
+    "  top_k, seed, stop, stream_options.include_usage), GET /v1/models, GET /health.\n"
+    "  --model DIR   default $TOKENLOOP_MODEL, else the bundled model\n"
+    "  --host ADDR   IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
+    "  --port N      default 8080; 0 picks a free port (printed on stderr)\n"
+    "  --api-key K   require \"Authorization: Bearer K\"\n";
+
+enum { MAX_BODY = 8 << 20 };
+
+typedef struct server {
+    tl_session *s;
+    tl_sampling defaults;       /* generation_config.json's, the start of every request */
+    pthread_mutex_t busy;       /* one request on the session at a time */
+    const char *model_id;
+    const char *api_key;
+    long long next_id;
+} server;
+
+/* One request: its body as it arrives, then (streaming) the queue reader's state. */
+typedef struct request {
+    char *body;
+    size_t len;
+    int too_big;
+    server *srv;
+    tl_iter *it;                /* streaming: running until finish */
+    int locked;
+    char id[48];
+    long long created;
+    int include_usage;
+    int phase;                  /* 0 role chunk, 1 content, 2 final, 3 [DONE], 4 end */
+    char *out;                  /* bytes not yet handed to libmicrohttpd */
+    size_t out_len, out_pos;
+} request;
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *json)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(json), (void *)json, MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result ok = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* OpenAI's error body: {"error": {"message", "type", "param", "code"}} */
+static enum MHD_Result fail(struct MHD_Connection *c, unsigned code, const char *param, const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *e = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(e, "error");
+    cJSON_AddStringToObject(o, "message", msg);
+    cJSON_AddStringToObject(o, "type", code == 401 ? "authentication_error" : "invalid_request_error");
+    if (param) cJSON_AddStringToObject(o, "param", param);
+    else cJSON_AddNullToObject(o, "param");
+    cJSON_AddNullToObject(o, "code");
+    char *j = cJSON_PrintUnformatted(e);
+    enum MHD_Result ok = reply(c, code, j ? j : "{}");
+    free(j);
+    cJSON_Delete(e);
+    return ok;
+}
+
+static const char *finish_reason(tl_stop_reason r)
+{
+    return r == TL_STOP_MAX_NEW_TOKENS ? "length" : "stop";   /* EOS and stop strings are both "stop" */
+}
+
+/* tokenloop's own account of the stop, beside OpenAI's two-valued finish_reason */
+static void add_stop_ext(cJSON *o, tl_session *s)
+{
+    const tl_stop_result *st = tl_session_stop(s);
+    const tl_stop_config *sc = tl_session_stop_config(s);
+    cJSON *x = cJSON_AddObjectToObject(o, "tokenloop");
+    cJSON_AddStringToObject(x, "stop_reason", tl_stop_reason_name(st->reason));
+    cJSON_AddStringToObject(x, "stop_detail", st->detail);
+    cJSON_AddStringToObject(x, "budget_source", tl_budget_source_name(sc->budget_source));
+    tl_metrics_report m = tl_session_metrics(s);
+    cJSON_AddNumberToObject(x, "ttft_ms", m.ttft_ms);
+    if (m.tpot_ms >= 0) cJSON_AddNumberToObject(x, "tpot_ms", m.tpot_ms);
+}
+
+static void add_usage(cJSON *o, tl_session *s)
+{
+    int np = 0, ng = 0;
+    tl_session_prompt_ids(s, &np);
+    tl_session_generated_ids(s, &ng);
+    cJSON *u = cJSON_AddObjectToObject(o, "usage");
+    /* trap 1: the prompt is not output; generate() returns both, usage keeps them apart */
+    cJSON_AddNumberToObject(u, "prompt_tokens", np);
+    cJSON_AddNumberToObject(u, "completion_tokens", ng);
+    cJSON_AddNumberToObject(u, "total_tokens", np + ng);
+}
+
+static cJSON *chunk_base(request *q)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", q->id);
+    cJSON_AddStringToObject(o, "object", "chat.completion.chunk");
+    cJSON_AddNumberToObject(o, "created", (double)q->created);
+    cJSON_AddStringToObject(o, "model", q->srv->model_id);
+    return o;
+}
+
+/* one server-sent event: "data: {json}\n\n" */
+static void set_event(request *q, cJSON *o)
+{
+    char *j = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    free(q->out);
+    q->out = NULL;
+    q->out_len = q->out_pos = 0;
+    if (j && asprintf(&q->out, "data: %s\n\n", j) >= 0) q->out_len = strlen(q->out);
+    free(j);
+}
+
+static cJSON *delta_chunk(request *q, const char *role, const char *content, const char *finish)
+{
+    cJSON *o = chunk_base(q), *ch = cJSON_AddArrayToObject(o, "choices"), *c0 = cJSON_CreateObject();
+    cJSON_AddItemToArray(ch, c0);
+    cJSON_AddNumberToObject(c0, "index", 0);
+    cJSON *d = cJSON_AddObjectToObject(c0, "delta");
+    if (role) cJSON_AddStringToObject(d, "role", role);
+    if (content) cJSON_AddStringToObject(d, "content", content);
+    cJSON_AddNullToObject(c0, "logprobs");
+    if (finish) cJSON_AddStringToObject(c0, "finish_reason", finish);
+    else cJSON_AddNullToObject(c0, "finish_reason");
+    return o;
+}
+
+/* The next event of the stream: the role, each chunk from the queue, the finish, the usage. */
+static int next_event(request *q)
+{
+    for (;;) {
+        if (q->phase == 0) {
+            set_event(q, delta_chunk(q, "assistant", "", NULL));
+            q->phase = 1;
+            return 1;
+        }
+        if (q->phase == 1) {
+            char *text;
+            size_t len;
+            int rc = tl_iter_next(q->it, &text, &len, -1);
+            if (rc == 1) {
+                set_event(q, delta_chunk(q, NULL, text, NULL));
+                free(text);
+                return 1;
+            }
+            tl_error err = {{0}};
+            int fin = tl_iter_finish(q->it, &err);
+            q->it = NULL;
+            if (fin < 0) {
+                cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+                cJSON_AddStringToObject(e, "message", err.msg);
+                set_event(q, o);
+                q->phase = 3;
+                return 1;
+            }
+            cJSON *o = delta_chunk(q, NULL, NULL, finish_reason(tl_session_stop(q->srv->s)->reason));
+            add_stop_ext(o, q->srv->s);
+            set_event(q, o);
+            q->phase = 2;
+            return 1;
+        }
+        if (q->phase == 2) {
+            q->phase = 3;
+            if (!q->include_usage) continue;
+            cJSON *o = chunk_base(q);
+            cJSON_AddArrayToObject(o, "choices");
+            add_usage(o, q->srv->s);
+            set_event(q, o);
+            return 1;
+        }
+        if (q->phase == 3) {
+            free(q->out);
+            q->out = strdup("data: [DONE]\n\n");
+            q->out_len = q->out ? strlen(q->out) : 0;
+            q->out_pos = 0;
+            q->phase = 4;
+            return 1;
+        }
+        return 0;
+    }
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    request *q = cls;
+    while (q->out_pos >= q->out_len)
+        if (!next_event(q)) return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t n = q->out_len - q->out_pos < max ? q->out_len - q->out_pos : max;
+    memcpy(buf, q->out + q->out_pos, n);
+    q->out_pos += n;
+    return (ssize_t)n;
+}
+
+/* The response is done or the client went away: a generation still running is cancelled (it
+ * stops at the next token) and the session is free for the next request. */
+static void stream_done(void *cls)
+{
+    request *q = cls;
+    if (q->it) {
+        tl_iter_cancel(q->it);
+        char *t;
+        size_t n;
+        while (tl_iter_next(q->it, &t, &n, -1) == 1) free(t);
+        tl_error err;
+        tl_iter_finish(q->it, &err);
+        q->it = NULL;
+    }
+    free(q->out);
+    q->out = NULL;
+    if (q->locked) pthread_mutex_unlock(&q->srv->busy);
+    q->locked = 0;
+}
+
+static int get_number(const cJSON *b, const char *name, double lo, double hi, double *out, char *why, size_t cap)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, name);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi)) {
+        snprintf(why, cap, "%s: expected a number from %g to %g", name, lo, hi);
+        return -1;
+    }
+    *out = v->valuedouble;
+    return 1;
+}
+
+/* The request's settings onto the session, from generation_config.json's defaults. */
+static int apply_request(server *srv, const cJSON *b, char *why, size_t cap, const char **param, int *stream,
+                         int *include_usage)
+{
+    tl_session *s = srv->s;
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(b, "messages");
+    *param = "messages";
+    if (!cJSON_IsArray(msgs)) return snprintf(why, cap, "messages: expected an array of messages"), -1;
+    char *mj = cJSON_PrintUnformatted(msgs);
+    tl_error err = {{0}};
+    int rc = !mj || tl_chat_messages_check(mj, strlen(mj), &err) || tl_session_set_messages(s, mj, &err);
+    free(mj);
+    if (rc) return snprintf(why, cap, "%s", err.msg), -1;
+    tl_session_set_add_generation_prompt(s, 1);
+    tl_session_set_stream_mode(s, TL_STREAM_SERVER);   /* hold back only what a stop string may take */
+    tl_sampling p = srv->defaults;
+    double v;
+    int got;
+    *param = "temperature";
+    if ((got = get_number(b, "temperature", 0, 2, &v, why, cap)) < 0) return -1;
+    if (got) {
+        p.greedy = v == 0;
+        if (v > 0) p.temperature = (float)v;
+    }
+    *param = "top_p";
+    if ((got = get_number(b, "top_p", 1e-9, 1, &v, why, cap)) < 0) return -1;
+    if (got) p.top_p = (float)v;
+    *param = "top_k";
+    if ((got = get_number(b, "top_k", 0, 1 << 20, &v, why, cap)) < 0) return -1;
+    if (got) p.top_k = (int)v;
+    *param = "seed";
+    if ((got = get_number(b, "seed", 0, 9007199254740991.0, &v, why, cap)) < 0) return -1;
+    if (got) p.seed = (uint64_t)v;
+    tl_session_set_sampling(s, p);
+    double max_new = 0;
+    *param = "max_completion_tokens";
+    if ((got = get_number(b, "max_completion_tokens", 1, 1 << 20, &max_new, why, cap)) < 0) return -1;
+    *param = "max_tokens";
+    if (!got && get_number(b, "max_tokens", 1, 1 << 20, &max_new, why, cap) < 0) return -1;
+    tl_session_set_max_new_tokens(s, (int)max_new);
+    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(b, "stop");
+    const char *list[TL_MAX_STOP];
+    int n = 0;
+    *param = "stop";
+    if (cJSON_IsString(stop)) list[n++] = stop->valuestring;
+    else if (cJSON_IsArray(stop)) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, stop) {
+            if (!cJSON_IsString(e) || n == 4) return snprintf(why, cap, "stop: expected a string or up to 4 strings"), -1;
+            list[n++] = e->valuestring;
+        }
+    } else if (stop && !cJSON_IsNull(stop)) return snprintf(why, cap, "stop: expected a string or up to 4 strings"), -1;
+    if (tl_session_set_stop_strings(s, list, n, &err)) return snprintf(why, cap, "%s", err.msg), -1;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(b, "stream");
+    *stream = cJSON_IsTrue(st);
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(b, "stream_options");
+    *include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
+    return 0;
+}
+
+static enum MHD_Result chat(struct MHD_Connection *c, request *q)
+{
+    server *srv = q->srv;
+    cJSON *b = cJSON_ParseWithLength(q->body ? q->body : "", q->len);
+    if (!cJSON_IsObject(b)) {
+        cJSON_Delete(b);
+        return fail(c, 400, NULL, "the body is not a JSON object");
+    }
+    pthread_mutex_lock(&srv->busy);
+    q->locked = 1;
+    char why[1100];
+    const char *param = NULL;
+    int stream = 0;
+    if (apply_request(srv, b, why, sizeof why, &param, &stream, &q->include_usage)) {
+        cJSON_Delete(b);
+        pthread_mutex_unlock(&srv->busy);
+        q->locked = 0;
+        return fail(c, 400, param, "%s", why);
+    }
+    cJSON_Delete(b);
+    snprintf(q->id, sizeof q->id, "chatcmpl-tl%lld", ++srv->next_id);
+    q->created = (long long)time(NULL);
+    tl_error err = {{0}};
+    if (stream) {
+        if (tl_iter_start(&q->it, srv->s, &err)) {
+            pthread_mutex_unlock(&srv->busy);
+            q->locked = 0;
+            return fail(c, 500, NULL, "%s", err.msg);
+        }
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, q, stream_done);
+        MHD_add_response_header(r, "Content-Type", "text/event-stream");
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        enum MHD_Result ok = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        return ok;   /* stream_done unlocks */
+    }
+    enum MHD_Result ok;
+    if (tl_generate(srv->s, NULL, NULL, &err) < 0) {
+        ok = fail(c, 500, NULL, "%s", err.msg);
+    } else {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", q->id);
+        cJSON_AddStringToObject(o, "object", "chat.completion");
+        cJSON_AddNumberToObject(o, "created", (double)q->created);
+        cJSON_AddStringToObject(o, "model", srv->model_id);
+        cJSON *ch = cJSON_AddArrayToObject(o, "choices"), *c0 = cJSON_CreateObject();
+        cJSON_AddItemToArray(ch, c0);
+        cJSON_AddNumberToObject(c0, "index", 0);
+        cJSON *m = cJSON_AddObjectToObject(c0, "message");
+        cJSON_AddStringToObject(m, "role", "assistant");
+        /* what the server-mode streamer printed: the text without a matched stop string */
+        cJSON_AddStringToObject(m, "content", tl_session_streamed(srv->s, NULL));
+        cJSON_AddNullToObject(c0, "logprobs");
+        cJSON_AddStringToObject(c0, "finish_reason", finish_reason(tl_session_stop(srv->s)->reason));
+        add_usage(o, srv->s);
+        add_stop_ext(o, srv->s);
+        char *j = cJSON_PrintUnformatted(o);
+        ok = reply(c, 200, j ? j : "{}");
+        free(j);
+        cJSON_Delete(o);
+    }
+    pthread_mutex_unlock(&srv->busy);
+    q->locked = 0;
+    return ok;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                              const char *version, const char *data, size_t *data_size, void **con_cls)
+{
+    (void)version;
+    server *srv = cls;
+    request *q = *con_cls;
+    if (!q) {   /* the headers have arrived: the body, if any, comes in later calls */
+        q = calloc(1, sizeof *q);
+        if (!q) return MHD_NO;
+        q->srv = srv;
+        *con_cls = q;
+        return MHD_YES;
+    }
+    if (*data_size) {
+        if (q->len + *data_size > MAX_BODY) q->too_big = 1;
+        else {
+            char *nb = realloc(q->body, q->len + *data_size + 1);
+            if (!nb) return MHD_NO;
+            q->body = nb;
+            memcpy(q->body + q->len, data, *data_size);
+            q->len += *data_size;
+            q->body[q->len] = 0;
+        }
+        *data_size = 0;
+        return MHD_YES;
+    }
+    if (srv->api_key) {
+        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, srv->api_key))
+            return fail(c, 401, NULL, "Incorrect or missing API key (send \"Authorization: Bearer KEY\")");
+    }
+    if (q->too_big) return fail(c, 413, NULL, "the body is larger than %d bytes", MAX_BODY);
+    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/health")) {
+        if (!get) return fail(c, 405, NULL, "%s %s: use GET", method, url);
+        return reply(c, 200, "{\"status\":\"ok\"}");
+    }
+    if (!strcmp(url, "/v1/models")) {
+        if (!get) return fail(c, 405, NULL, "%s %s: use GET", method, url);
+        cJSON *o = cJSON_CreateObject(), *d = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "object", "list");
+        cJSON_AddItemToArray(d, m);
+        cJSON_AddStringToObject(m, "id", srv->model_id);
+        cJSON_AddStringToObject(m, "object", "model");
+        cJSON_AddNumberToObject(m, "created", 0);
+        cJSON_AddStringToObject(m, "owned_by", "tokenloop");
+        char *j = cJSON_PrintUnformatted(o);
+        enum MHD_Result ok = reply(c, 200, j ? j : "{}");
+        free(j);
+        cJSON_Delete(o);
+        return ok;
+    }
+    if (!strcmp(url, "/v1/chat/completions")) {
+        if (!post) return fail(c, 405, NULL, "%s %s: use POST", method, url);
+        return chat(c, q);
+    }
+    return fail(c, 404, NULL, "%s %s: no such endpoint (/v1/chat/completions, /v1/models, /health)", method, url);
+}
+
+static void request_free(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    request *q = *con_cls;
+    if (!q) return;
+    free(q->body);
+    free(q);
+    *con_cls = NULL;
+}
+
+static const char *base_name(const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    const char *p = dir + n;
+    while (p > dir && p[-1] != '/') p--;
+    static char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(dir + n - p), p);
+    return name;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    const char *model = getenv("TOKENLOOP_MODEL"), *host = "127.0.0.1", *key = NULL;
+    long port = 8080, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_val = i + 1 < argc;
+        char *end;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return 0; }
+        else if (!strcmp(a, "--model") && has_val) model = argv[++i];
+        else if (!strcmp(a, "--host") && has_val) host = argv[++i];
+        else if (!strcmp(a, "--api-key") && has_val) key = argv[++i];
+        else if ((!strcmp(a, "--port") || !strcmp(a, "--threads")) && has_val) {
+            const char *v = argv[++i];
+            errno = 0;
+            long x = strtol(v, &end, 10);
+            int is_port = !strcmp(a, "--port");
+            if (errno || end == v || *end || x < 0 || x > (is_port ? 65535 : 1024))
+                return cli_fail(2, "%s %s: expected an integer from 0 to %d", a, v, is_port ? 65535 : 1024);
+            if (is_port) port = x;
+            else threads = x;
+        } else if (!strcmp(a, "--model") || !strcmp(a, "--host") || !strcmp(a, "--api-key") ||
+                   !strcmp(a, "--port") || !strcmp(a, "--threads")) {
+            return cli_fail(2, "%s: needs a value", a);
+        } else {
+            fputs(usage, stderr);
+            return cli_fail(2, "%s: unknown option", a);
+        }
+    }
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
+        return cli_fail(2, "--host %s: expected an IPv4 address such as 127.0.0.1", host);
+    tl_error err = {{0}};
+    char default_model[4096];
+    if (!model) {
+        if (tl_paths_default_model(default_model, sizeof default_model, &err))
+            return cli_fail(2, "--model: no model given, and %s", err.msg);
+        model = default_model;
+    }
+    server srv = {.model_id = base_name(model), .api_key = key};
+    tl_session_opts o = {.model_dir = model, .threads = (int)threads};
+    if (tl_session_open(&srv.s, &o, &err)) return cli_fail(1, "%s", err.msg);
+    srv.defaults = tl_session_sampling(srv.s);
+    pthread_mutex_init(&srv.busy, NULL);
+
+    /* SIGINT/SIGTERM end the server: blocked here so every thread inherits the mask and
+     * sigwait below takes them */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                                MHD_USE_ERROR_LOG,
+                                            (uint16_t)port, NULL, NULL, handle, &srv,
+                                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                                            MHD_OPTION_NOTIFY_COMPLETED, request_free, NULL,
+                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+    if (!d) {
+        tl_session_free(srv.s);
+        return cli_fail(1, "serve: cannot listen on %s:%ld (%s)", host, port, strerror(errno));
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    fprintf(stderr, "tokenloop serve: %s on http://%s:%u (POST /v1/chat/completions; Ctrl-C stops)\n",
+            srv.model_id, host, info ? info->port : (unsigned)port);
+    int sig;
+    sigwait(&stop, &sig);
+    MHD_stop_daemon(d);
+    tl_session_free(srv.s);
+    pthread_mutex_destroy(&srv.busy);
+    return 0;
+}
