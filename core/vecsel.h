@@ -1,0 +1,38 @@
+/* The three passes over a pass's scores that choosing a token needs, vectorized: the best k
+ * (tl_topk's order), exp sums for the softmax and its entropy, and the ids above a threshold.
+ * Each picks AVX-512, AVX2+FMA or portable code at run time (TL_CPU_ISA=generic|avx2|avx512
+ * forces one, as for the matmul kernels). Internal to core: sampler.c and topk.c. */
+#ifndef TOKENLOOP_VECSEL_H
+#define TOKENLOOP_VECSEL_H
+
+#include <stddef.h>
+
+/* Scores per block of vs_exp's block sums: the draw walks blocks, then one block. A vector
+ * lane adds at most TL_VS_BLOCK / 16 terms in float before the block's sum goes to double. */
+#define TL_VS_BLOCK 256
+
+/* Below this, exp in float is 0 (normal floats end at e^-87.34): every score that far under
+ * the maximum counts as 0, as float softmax gives it. */
+#define TL_VS_EXP_MIN (-87.3f)
+
+/* The k (1..n) largest of v[0..n) into ids/vals, descending, ties to the lower index, NaN as
+ * -inf: tl_topk's contract. */
+void vs_top(const float *v, int n, int k, int *ids, float *vals);
+
+/* With d = (v[i] - mx) * scale and e = exp(d) in float (0 where d < TL_VS_EXP_MIN or d is NaN):
+ * *sum = sum of e, *wsum (if not NULL) = sum of e * d (float lanes per block, blocks in
+ * double: each term off by at most (4 + |d| + TL_VS_BLOCK / 16) * 2^-24), e_out (if not NULL)
+ * gets every e, bsum (if not NULL) the sum of each TL_VS_BLOCK scores, *sum being their sum.
+ * mx must be at least every v: d <= 0. */
+void vs_exp(const float *v, int n, float mx, float scale, float *e_out, double *bsum, double *sum, double *wsum);
+
+/* Ids of the v[i] >= thr (NaN never), ascending, into out (room for n); returns how many. */
+int vs_ge(const float *v, int n, float thr, int *out);
+
+/* The ISA chosen: "avx512", "avx2" or "generic". */
+const char *vs_isa(void);
+/* Forces one of those (tests, for every path this machine runs); -1 if the CPU lacks it. Not
+ * for use while another thread is in these functions. */
+int vs_set_isa(const char *name);
+
+#endif
