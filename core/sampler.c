@@ -1,7 +1,16 @@
 /* transformers' sampling pipeline: TemperatureLogitsWarper -> TopKLogitsWarper ->
  * TopPLogitsWarper -> softmax -> multinomial; or argmax when not sampling. Each warper is
  * skipped at its neutral value (temperature 1, top_k 0, top_p 1), as transformers does not add
- * it then. Arithmetic in double; the RNG is our own (xoshiro256**), seeded per sampler. */
+ * it then. The RNG is our own (xoshiro256**), seeded per sampler.
+ *
+ * A step costs a few passes over the vocabulary and no sort of it (vecsel.c): the best few
+ * scores (the report's rows, and top-k's cut when k <= TL_MAX_TOP), one float exp per token
+ * whose sums (in double) give the softmax, its entropy and the draw, and only where the cut
+ * needs more than the best few a pass collecting the tokens above a threshold. Nothing is
+ * sorted: top-k's k-th score and top-p's boundary come from quickselects on those few.
+ * The float exp is within a few ulp of the true one: against the float64 reference a
+ * probability moves by about 1e-7 relative, and a top-p cut or a draw can differ only where a
+ * cumulative sum falls within that of its limit (tests/generate/check_sampler.py). */
 #define _GNU_SOURCE
 #include "tokenloop/sampler.h"
 
@@ -10,15 +19,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vecsel.h"
+
+/* The nucleus is looked for among the tokens above a threshold whose leftover mass is under
+ * 1 - top_p by this much of the total: float sums are within ~1e-6 of the reference's, so
+ * every token left out is one the reference cuts too. */
+#define TOP_P_MARGIN 1e-4
+
 struct tl_sampler {
     int vocab;
     tl_sampling p;
     uint64_t rng[4];
-    double *x;      /* processed logits (-inf when cut) */
-    double *e;      /* exp(logit / t - max), before the cuts */
-    double zt, zk;  /* sums of e: all tokens, kept tokens */
-    int *idx;       /* scratch: sorted indices */
-    unsigned char *cut; /* 1 top-k, 2 top-p */
+    float *e;        /* exp((logit - max) / t) of every token, this step */
+    double *bsum;    /* e summed per TL_VS_BLOCK tokens: the draw's index */
+    int *cand;       /* tokens above a threshold, then the kept ones */
+    uint64_t *keys;  /* cand as rank keys, for the selections */
+    /* this step */
+    int ntop;
+    int top_ids[TL_MAX_TOP];
+    float top_vals[TL_MAX_TOP];
+    float mx;
+    double zt, wt, zk;  /* sum of e over all tokens, sum of e * (logit - max) / t, sum over kept */
+    int nlist;          /* kept tokens in cand[], or -1: none cut, every token kept */
+    int cut_k, cut_p;   /* the rule that says which are kept */
+    float kth, xb;      /* kept: logit >= kth (top-k); after (xb, ib) in top-p order (top-p) */
+    int ib;
 };
 
 static uint64_t splitmix(uint64_t *s)
@@ -66,11 +91,11 @@ tl_sampler *tl_sampler_create(int vocab_size, tl_sampling p)
     tl_sampler *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->vocab = vocab_size;
-    s->x = malloc(sizeof(double) * (size_t)vocab_size);
-    s->e = malloc(sizeof(double) * (size_t)vocab_size);
-    s->idx = malloc(sizeof(int) * (size_t)vocab_size);
-    s->cut = malloc((size_t)vocab_size);
-    if (!s->x || !s->e || !s->idx || !s->cut) {
+    s->e = malloc(sizeof(float) * (size_t)vocab_size);
+    s->bsum = malloc(sizeof(double) * (size_t)(vocab_size / TL_VS_BLOCK + 1));
+    s->cand = malloc(sizeof(int) * (size_t)vocab_size);
+    s->keys = malloc(sizeof(uint64_t) * (size_t)vocab_size);
+    if (!s->e || !s->bsum || !s->cand || !s->keys) {
         tl_sampler_free(s);
         return NULL;
     }
@@ -81,10 +106,10 @@ tl_sampler *tl_sampler_create(int vocab_size, tl_sampling p)
 void tl_sampler_free(tl_sampler *s)
 {
     if (!s) return;
-    free(s->x);
     free(s->e);
-    free(s->idx);
-    free(s->cut);
+    free(s->bsum);
+    free(s->cand);
+    free(s->keys);
     free(s);
 }
 
@@ -103,111 +128,257 @@ void tl_sampler_tune(tl_sampler *s, tl_sampling p)
 
 tl_sampling tl_sampler_get(const tl_sampler *s) { return s->p; }
 
-/* Sorting by value with ties broken by index keeps every order deterministic. */
-static int by_value_desc(const void *a, const void *b, void *ctx)
-{
-    const double *key = ctx;
-    int i = *(const int *)a, j = *(const int *)b;
-    if (key[i] > key[j]) return -1;
-    if (key[i] < key[j]) return 1;
-    return (i > j) - (i < j);
-}
-
-/* Top n indices of v by value, descending (partial selection, then a sort of n). */
-static int top_indices(const double *v, int len, int n, int *out)
-{
-    if (n > len) n = len;
-    int m = 0;
-    for (int i = 0; i < len; i++) {
-        if (m < n) {
-            int j = m++;
-            while (j > 0 && (v[out[j - 1]] < v[i])) { out[j] = out[j - 1]; j--; }
-            out[j] = i;
-        } else if (v[i] > v[out[n - 1]]) {
-            int j = n - 1;
-            while (j > 0 && v[out[j - 1]] < v[i]) { out[j] = out[j - 1]; j--; }
-            out[j] = i;
-        }
-    }
-    return m;
-}
-
-static int top_indices_f(const float *v, int len, int n, int *out)
-{
-    if (n > len) n = len;
-    int m = 0;
-    for (int i = 0; i < len; i++) {
-        if (m < n || v[i] > v[out[n - 1]]) {
-            int j = m < n ? m++ : n - 1;
-            while (j > 0 && v[out[j - 1]] < v[i]) { out[j] = out[j - 1]; j--; }
-            out[j] = i;
-        }
-    }
-    return m;
-}
-
 static int use_temperature(const tl_sampling *p) { return !p->greedy && p->temperature > 0 && p->temperature != 1.0f; }
 static int use_top_k(const tl_sampling *p) { return !p->greedy && p->top_k > 0; }
 static int use_top_p(const tl_sampling *p) { return !p->greedy && p->top_p < 1.0f; }
 
-/* Runs the pipeline: s->x processed logits (-inf when cut), s->e = exp(logit/t - max) for every
- * token (before any cut), s->zt its sum, s->zk the sum over the kept tokens. Returns the number
- * of tokens kept. */
-static int process(tl_sampler *s, const float *logits)
+static float key(float x) { return isnan(x) ? -INFINITY : x; }
+
+/* A float's order as an unsigned integer: above it the id, so one comparison ranks by score
+ * and then by id. Descending, that is the order the top-p rule reads from its most likely end:
+ * transformers sorts ascending with a stable sort, lower id first among equal scores. */
+static uint64_t rank_key(float x, int id)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u;
+    return (uint64_t)u << 32 | (uint32_t)id;
+}
+
+static void swap64(uint64_t *a, int i, int j)
+{
+    uint64_t t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+}
+
+/* Moves a median of three of a[l..r) to a[r-1], then the larger keys before it: returns the
+ * pivot's place p, a[l..p) above it, a[p+1..r) below. Keys are distinct (they hold the id). */
+static int partition(uint64_t *a, int l, int r)
+{
+    int m = l + (r - l) / 2;
+    if (a[m] < a[l]) swap64(a, m, l);
+    if (a[r - 1] < a[l]) swap64(a, r - 1, l);
+    if (a[m] < a[r - 1]) swap64(a, m, r - 1);   /* now a[l] <= a[r-1] <= a[m] */
+    uint64_t piv = a[r - 1];
+    int i = l;
+    for (int j = l; j < r - 1; j++)
+        if (a[j] > piv) swap64(a, i++, j);
+    swap64(a, i, r - 1);
+    return i;
+}
+
+/* Quickselect: afterwards a[0..k) are the k largest of a[0..n), a[k-1] the smallest of them. */
+static void select_top(uint64_t *a, int n, int k)
+{
+    int l = 0, r = n;
+    while (r - l > 1) {
+        int p = partition(a, l, r);
+        if (p == k - 1) return;
+        if (p > k - 1) r = p;
+        else l = p + 1;
+    }
+}
+
+static double e_of(const tl_sampler *s, uint64_t k) { return s->e[(uint32_t)k]; }
+
+/* The top-p cut without sorting: a token stays when the mass of the tokens ranked at or below
+ * it, plus `below` (all ranked under a[]), exceeds lim_z. That mass only grows with the rank,
+ * so a quickselect on it finds the boundary; the kept ones end up in a[0..return). */
+static int select_nucleus(const tl_sampler *s, uint64_t *a, int n, double below, double lim_z)
+{
+    int l = 0, r = n;
+    while (l < r) {
+        int p = r - l == 1 ? l : partition(a, l, r);
+        double lo = 0;
+        for (int j = p + 1; j < r; j++) lo += e_of(s, a[j]);
+        if (below + lo + e_of(s, a[p]) > lim_z) {
+            l = p + 1;   /* the pivot and all above it stay */
+        } else {
+            below += lo + e_of(s, a[p]);   /* the pivot and all below it go */
+            r = p;
+        }
+    }
+    if (l == 0 && n > 0) {   /* the most likely token always stays */
+        int best = 0;
+        for (int j = 1; j < n; j++)
+            if (a[j] > a[best]) best = j;
+        swap64(a, 0, best);
+        l = 1;
+    }
+    return l;
+}
+
+/* Tokens with logit >= the K-th best - d, until there are at least `need` of them and
+ * (top_p_lim >= 0) the rest hold at most top_p_lim of zt. d starts from the spread of the
+ * best K's lower half: K/2 more tokens per that much lower, so log2(need / K) spreads for
+ * `need`; then it quadruples. A Gaussian-like tail thickens downwards, so the set is a few
+ * times what is needed, not the vocabulary. The last try takes every token. Returns how many
+ * are in cand[], with their mass in *mass. */
+static int collect(tl_sampler *s, const float *logits, int need, double top_p_lim, double *mass)
+{
+    int V = s->vocab, K = s->ntop;
+    float start = s->top_vals[K - 1], step = s->top_vals[K / 2] - start;
+    if (!(step > 1e-3f)) step = 1.0f;
+    float d = step * (need > K ? 1.5f * log2f((float)need / (float)K) + 1.0f : 1.0f);
+    for (;; d *= 4) {
+        float thr = d > 1e30f || start - d == -INFINITY ? -INFINITY : start - d;
+        int c = vs_ge(logits, V, thr, s->cand);
+        double m = 0;
+        if (top_p_lim >= 0)   /* top-k's cut looks at counts only */
+            for (int j = 0; j < c; j++) m += s->e[s->cand[j]];
+        *mass = m;
+        if (thr == -INFINITY) return c;
+        if (c >= need && (top_p_lim < 0 || s->zt - m <= (top_p_lim - TOP_P_MARGIN) * s->zt)) return c;
+    }
+}
+
+static int kept_token(const tl_sampler *s, int id, float x)
+{
+    if (s->nlist < 0) return 1;
+    if (s->cut_k && !(x >= s->kth)) return 0;
+    if (s->cut_p && !(x > s->xb || (x == s->xb && id >= s->ib))) return 0;
+    return 1;
+}
+
+/* The step's numbers (see the struct). Returns the number of tokens kept. */
+static int process(tl_sampler *s, const float *logits, int top_n, int report)
 {
     const tl_sampling *p = &s->p;
     int V = s->vocab;
-    double t = use_temperature(p) ? p->temperature : 1.0, mx = -INFINITY;
-    for (int i = 0; i < V; i++) {
-        s->x[i] = (double)logits[i] / t;
-        s->cut[i] = 0;
-        if (s->x[i] > mx) mx = s->x[i];
+    int K = top_n < 1 ? 1 : top_n;
+    /* one past top-k's k, to see whether a tie with the k-th goes on past it; all the room
+     * there is when a cut may need more than that, for collect()'s first guess */
+    if (use_top_k(p) && p->top_k < TL_MAX_TOP && p->top_k + 1 > K) K = p->top_k + 1;
+    if ((use_top_k(p) && p->top_k >= TL_MAX_TOP) || use_top_p(p)) K = TL_MAX_TOP;
+    if (K > TL_MAX_TOP) K = TL_MAX_TOP;
+    if (K > V) K = V;
+    s->ntop = K;
+    vs_top(logits, V, K, s->top_ids, s->top_vals);
+    s->mx = s->top_vals[0];
+    s->nlist = -1;
+    s->cut_k = s->cut_p = 0;
+    s->zt = s->wt = 0;
+    if (s->mx == -INFINITY) {   /* nothing to exponentiate: every score -inf or NaN */
+        s->zk = 0;
+        return p->greedy ? 1 : V;
     }
-    s->zt = 0;
-    for (int i = 0; i < V; i++) s->zt += (s->e[i] = exp(s->x[i] - mx));
-    s->zk = s->zt;
-    if (p->greedy) return 1;
-    int kept = V;
+    if (p->greedy) {
+        /* the draw needs nothing more; the report the softmax sum and the entropy */
+        if (report) vs_exp(logits, V, s->mx, 1.0f, NULL, NULL, &s->zt, &s->wt);
+        s->zk = s->zt;
+        return 1;
+    }
+    float scale = use_temperature(p) ? 1.0f / p->temperature : 1.0f;
+    vs_exp(logits, V, s->mx, scale, s->e, s->bsum, &s->zt, report ? &s->wt : NULL);
+    int list = 0;
+    double z = s->zt, tail = 0;
     if (use_top_k(p) && p->top_k < V) {
-        /* scores < k-th largest are removed: ties with the k-th value stay. */
         int k = p->top_k;
-        top_indices(s->x, V, k, s->idx);
-        double kth = s->x[s->idx[k - 1]];
-        kept = 0;
-        for (int i = 0; i < V; i++) {
-            if (s->x[i] < kth) { s->cut[i] = 1; s->x[i] = -INFINITY; }
-            else kept++;
+        /* scores < the k-th largest are removed, ties with it stay: the best K hold them all
+         * unless the tie may go on past the K-th */
+        if (k < K && !(K < V && s->top_vals[K - 1] == s->top_vals[k - 1])) {
+            s->kth = s->top_vals[k - 1];
+            int n = 0;
+            while (n < K && s->top_vals[n] >= s->kth) {
+                s->cand[n] = s->top_ids[n];
+                n++;
+            }
+            s->nlist = n;
+        } else {
+            double m;
+            int c = collect(s, logits, k, -1, &m);
+            if (k > c) k = c;   /* NaN scores are never kept */
+            uint64_t *a = s->keys;
+            for (int j = 0; j < c; j++) a[j] = rank_key(logits[s->cand[j]], s->cand[j]);
+            select_top(a, c, k);
+            s->kth = key(logits[(uint32_t)a[k - 1]]);
+            int n = k;
+            for (int j = k; j < c; j++)   /* equal to the k-th, a lower id: stays too */
+                if (logits[(uint32_t)a[j]] >= s->kth) swap64(a, n++, j);
+            for (int j = 0; j < n; j++) s->cand[j] = (int)(uint32_t)a[j];
+            s->nlist = n;
         }
+        s->cut_k = 1;
+        list = 1;
+        z = 0;
+        for (int j = 0; j < s->nlist; j++) z += s->e[s->cand[j]];
     }
     if (use_top_p(p)) {
-        /* Ascending order; cumulative softmax from the least likely side; remove where
-         * cum <= 1 - top_p; the most likely token always stays. */
-        int n = 0;
-        double z = 0;
-        for (int i = 0; i < V; i++)
-            if (!s->cut[i]) {
-                s->idx[n++] = i;
-                z += s->e[i];
-            }
-        qsort_r(s->idx, (size_t)n, sizeof(int), by_value_desc, s->x);
-        double cum = 0, lim = 1.0 - (double)p->top_p;
-        for (int j = n - 1; j >= 1; j--) {   /* least likely first; j == 0 is always kept */
-            cum += s->e[s->idx[j]] / z;
-            if (cum <= lim) {
-                s->cut[s->idx[j]] = 2;
-                s->x[s->idx[j]] = -INFINITY;
-                kept--;
-            } else {
-                break;   /* cum only grows */
-            }
+        double lim = 1.0 - (double)p->top_p;
+        if (!list) {
+            /* the tokens above the K-th best, if what lies below is sure to be cut; ties with
+             * the K-th stay out so that the set is closed under equal scores */
+            int n = 0;
+            double m = 0;
+            float last = s->top_vals[K - 1];
+            for (int j = 0; j < K; j++)
+                if (K == V || s->top_vals[j] > last) {
+                    s->cand[n++] = s->top_ids[j];
+                    m += s->e[s->top_ids[j]];
+                }
+            if (K < V && !(n > 0 && s->zt - m <= (lim - TOP_P_MARGIN) * s->zt))
+                n = collect(s, logits, 1, lim, &m);
+            s->nlist = n;
+            tail = s->zt - m;
+            if (tail < 0 || n == V) tail = 0;
         }
+        /* transformers: ascending cumulative softmax from the least likely side (the tail
+         * first, all of it cut), remove where cum <= 1 - top_p, the most likely token stays */
+        uint64_t *a = s->keys;
+        for (int j = 0; j < s->nlist; j++) a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
+        int n = select_nucleus(s, a, s->nlist, tail, lim * z);
+        uint64_t low = a[0];
+        for (int j = 0; j < n; j++) {
+            s->cand[j] = (int)(uint32_t)a[j];
+            if (a[j] < low) low = a[j];
+        }
+        s->nlist = n;
+        s->cut_p = 1;
+        s->ib = (int)(uint32_t)low;
+        s->xb = key(logits[s->ib]);
+        list = 1;
     }
-    if (kept < V) {
-        s->zk = 0;
-        for (int i = 0; i < V; i++)
-            if (!s->cut[i]) s->zk += s->e[i];
+    if (!list) {
+        s->zk = s->zt;
+        return V;
     }
-    return kept;
+    s->zk = 0;
+    for (int j = 0; j < s->nlist; j++) s->zk += s->e[s->cand[j]];
+    return s->nlist;
+}
+
+/* u in [0, zk): the token where the running sum of e passes u. Kept tokens in cand[] order,
+ * or (none cut) by id through the block sums. */
+static int draw(tl_sampler *s)
+{
+    double u = rng_uniform(s->rng) * s->zk, acc = 0;
+    if (s->nlist >= 0) {
+        int last = s->cand[0];
+        for (int j = 0; j < s->nlist; j++) {
+            int i = s->cand[j];
+            if (s->e[i] > 0) last = i;
+            acc += s->e[i];
+            if (u < acc) return i;
+        }
+        return last;   /* rounding left u at the very end */
+    }
+    int V = s->vocab, nb = (V + TL_VS_BLOCK - 1) / TL_VS_BLOCK;
+    for (int b = 0; b < nb; b++) {
+        if (!(u < acc + s->bsum[b]) && b < nb - 1) {
+            acc += s->bsum[b];
+            continue;
+        }
+        int i0 = b * TL_VS_BLOCK, i1 = i0 + TL_VS_BLOCK < V ? i0 + TL_VS_BLOCK : V, last = -1;
+        for (int i = i0; i < i1; i++) {
+            if (s->e[i] > 0) last = i;
+            acc += s->e[i];
+            if (u < acc) return i;
+        }
+        /* the block's vector sum and this running one differ in the last bits */
+        if (last >= 0) return last;
+    }
+    return s->top_ids[0];
 }
 
 static void fill_report(tl_sampler *s, const float *logits, int top_n, int chosen, int kept,
@@ -218,75 +389,47 @@ static void fill_report(tl_sampler *s, const float *logits, int top_n, int chose
     if (top_n > TL_MAX_TOP) top_n = TL_MAX_TOP;
     if (top_n > V) top_n = V;
     int t_on = use_temperature(&s->p);
+    double t = t_on ? s->p.temperature : 1.0, mx = s->mx;
     /* the raw softmax differs from the tempered one only when a temperature applies */
-    double mx = -INFINITY, z = 0, ent = 0;
-    for (int i = 0; i < V; i++)
-        if (logits[i] > mx) mx = logits[i];
-    if (t_on)
-        for (int i = 0; i < V; i++) z += exp(logits[i] - mx);
-    else
-        z = s->zt;
-    for (int i = 0; i < V; i++) {
-        double q = s->e[i] / s->zt;
-        if (q > 0) ent -= q * log(q);
-    }
-    int top[TL_MAX_TOP];
-    int n = top_indices_f(logits, V, top_n, top);
+    double zr = s->zt;
+    if (t_on && mx > -INFINITY) vs_exp(logits, V, s->mx, 1.0f, NULL, NULL, &zr, NULL);
     memset(rep, 0, sizeof *rep);
     rep->chosen = chosen;
-    rep->n = n;
-    rep->entropy = ent;
+    rep->n = top_n;
+    /* H = -sum q log q with q = e / zt and log q = d - log zt, d = (logit - max) / t */
+    rep->entropy = s->zt > 0 ? log(s->zt) - s->wt / s->zt : 0;
     rep->kept = kept;
     double in = 0;
-    for (int j = 0; j < n; j++) {
-        int i = top[j];
+    for (int j = 0; j < top_n; j++) {
+        int i = s->top_ids[j];
+        float x = key(logits[i]);
         tl_candidate *c = &rep->cand[j];
         c->id = i;
         c->logit = logits[i];
-        c->prob = (float)(t_on ? exp(logits[i] - mx) / z : s->e[i] / z);
-        double pt = s->e[i] / s->zt;
+        if (!(s->zt > 0)) continue;
+        c->prob = (float)(exp((double)x - mx) / zr);
+        double pt = exp(((double)x - mx) / t) / s->zt;
         c->prob_temp = (float)pt;
         in += pt;
-        c->cut_top_k = s->cut[i] == 1;
-        c->cut_top_p = s->cut[i] == 2;
+        int k = kept_token(s, i, x);
+        c->cut_top_k = s->cut_k && !(x >= s->kth);
+        c->cut_top_p = !k && !c->cut_top_k;
         if (s->p.greedy) c->prob_final = i == chosen ? 1.0f : 0.0f;
-        else c->prob_final = s->cut[i] ? 0.0f : (float)(s->e[i] / s->zk);
+        else c->prob_final = k ? (float)(s->e[i] / s->zk) : 0.0f;
     }
     rep->mass_outside = in >= 1.0 ? 0.0 : 1.0 - in;
 }
 
-static int argmax(const float *v, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (v[i] > v[b]) b = i;
-    return b;
-}
-
 int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_report *rep)
 {
-    int kept = process(s, logits);
-    int chosen;
-    if (s->p.greedy) {
-        chosen = argmax(logits, s->vocab);
-    } else {
-        double u = rng_uniform(s->rng) * s->zk, acc = 0;
-        chosen = -1;
-        int last = -1;
-        for (int i = 0; i < s->vocab; i++) {
-            if (s->cut[i]) continue;
-            last = i;
-            acc += s->e[i];
-            if (u < acc) { chosen = i; break; }
-        }
-        if (chosen < 0) chosen = last >= 0 ? last : argmax(logits, s->vocab);
-    }
+    int kept = process(s, logits, rep ? top_n : 1, rep != NULL);
+    int chosen = s->p.greedy || !(s->zk > 0) ? s->top_ids[0] : draw(s);
     if (rep) fill_report(s, logits, top_n, chosen, kept, rep);
     return chosen;
 }
 
 void tl_sampler_explain(tl_sampler *s, const float *logits, int top_n, int chosen, tl_sample_report *rep)
 {
-    int kept = process(s, logits);
+    int kept = process(s, logits, top_n, rep != NULL);
     if (rep) fill_report(s, logits, top_n, chosen, kept, rep);
 }

@@ -1,7 +1,11 @@
 """The sampler against a float64 NumPy implementation of transformers' pipeline
 (TemperatureLogitsWarper -> TopKLogitsWarper -> TopPLogitsWarper -> softmax -> multinomial):
 the probabilities after each stage, which tokens each stage cuts, the number kept, and the
-frequencies of many draws (a chi-square test); the same seed gives the same tokens.
+frequencies of many draws (a chi-square test); the same seed gives the same tokens. Every
+case runs on each vector path of the sampler (TL_CPU_ISA=avx512, avx2, generic; one the CPU
+lacks falls back to the next). The sampler computes exp in float (sums in double): its
+probabilities are within ~1e-7 relative of these, well inside the tolerances below, and no
+case here has a top-p cumulative sum that close to its limit, so the cuts match exactly.
 
     check_sampler.py SAMPLER_DUMP WORK_DIR
 """
@@ -62,11 +66,17 @@ def pipeline(logits, greedy, t, k, p):
     return ptemp, softmax(x), cut_k, cut_p
 
 
+ISA = None
+
+
 def run(dump, work, name, logits, greedy, t, k, p, seed, draws, top_n):
     path = os.path.join(work, name + ".f32")
     logits.astype("<f4").tofile(path)
+    env = dict(os.environ)
+    if ISA:
+        env["TL_CPU_ISA"] = ISA
     out = subprocess.run([dump, path, str(len(logits)), str(int(greedy)), repr(t), str(k), repr(p), str(seed),
-                          str(draws), str(top_n)], check=True, capture_output=True, text=True).stdout
+                          str(draws), str(top_n)], check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out)
 
 
@@ -122,9 +132,7 @@ def compare(dump, work, name, logits, greedy=False, t=1.0, k=0, p=1.0, seed=7, d
             check(other != r["draws"], f"{name}: another seed, other tokens")
 
 
-def main():
-    dump, work = sys.argv[1], sys.argv[2]
-    os.makedirs(work, exist_ok=True)
+def cases(dump, work):
     rng = np.random.default_rng(3)
     small = rng.standard_normal(40) * 0.8
     compare(dump, work, "plain", small, draws=20000)
@@ -142,6 +150,31 @@ def main():
     big = rng.standard_normal(128256).astype(np.float32) * 3.0
     compare(dump, work, "llama_vocab", big, t=0.6, k=50, p=0.9, draws=3000)
     compare(dump, work, "llama_vocab_top_p_only", big, t=0.8, p=0.9, draws=0)
+    # top-k past the 64 best, the sampler's threshold pass
+    compare(dump, work, "llama_vocab_top_k_200", big, t=0.7, k=200, draws=3000)
+    compare(dump, work, "llama_vocab_top_k_200_top_p", big, t=0.7, k=200, p=0.5, draws=3000)
+    # a model's peaked scores: the nucleus lies within the best few
+    peak = big.copy()
+    peak[[17, 90000, 4321, 128255]] += np.float32([22.0, 20.5, 20.0, 19.0])
+    compare(dump, work, "llama_vocab_peaked_top_p", peak, t=0.6, p=0.9, draws=3000)
+    compare(dump, work, "llama_vocab_peaked_plain", peak, t=0.6, draws=3000)
+    # ties: the k-th value shared past the 64th candidate; a top-p cut through equal scores,
+    # where transformers' ascending stable sort removes the lower id first
+    levels = (np.arange(500) * 7919 % 5).astype(np.float32)
+    compare(dump, work, "top_k_ties_past_64", levels, k=70, draws=5000)
+    compare(dump, work, "top_k_ties_past_64_top_p", levels, t=0.5, k=70, p=0.3, draws=5000)
+    compare(dump, work, "top_p_ties", np.zeros(4, np.float32), p=0.6, draws=4000)
+    compare(dump, work, "top_p_ties_levels", levels, p=0.45, draws=5000)
+    compare(dump, work, "llama_vocab_flat_top_p", np.zeros(128256, np.float32), p=0.9, draws=0)
+
+
+def main():
+    global ISA
+    dump, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    for ISA in ("avx512", "avx2", "generic"):
+        print(f"-- TL_CPU_ISA={ISA}")
+        cases(dump, work)
     print(f"generate_sampler: {checks - failures} passed, {failures} failed")
     sys.exit(1 if failures else 0)
 
