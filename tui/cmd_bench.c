@@ -25,6 +25,7 @@ static const char usage[] =
     "                       [--threads N] [--device cpu|cuda] [--async] [--seed S] [--json]\n"
     "       tokenloop bench --tokenizer ...   (the tokenizer benchmark; see its --help)\n"
     "       tokenloop bench --template ...    (the template engine benchmark; see its --help)\n"
+    "       tokenloop bench --sampler ...     (the sampler's cost per step; see its --help)\n"
     "  Runs one prefill of N prompt tokens (default 64) and N decode steps (default 32) and\n"
     "  reports TTFT, TPOT (median and p90), the bytes a decode step reads, this machine's\n"
     "  memory read bandwidth (a short probe), the floor bytes / bandwidth and TPOT / floor.\n"
@@ -162,6 +163,8 @@ int cmd_bench(int argc, char **argv)
             return cmd_bench_tokenizer(argc, argv);
         if (!strcmp(argv[i], "--template"))
             return cmd_bench_template(argc, argv);
+        if (!strcmp(argv[i], "--sampler"))
+            return cmd_bench_sampler(argc, argv);
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
             return 0;

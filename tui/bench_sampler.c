@@ -1,0 +1,184 @@
+/* tokenloop bench --sampler: what choosing a token costs outside the forward pass, per step,
+ * for each sampling setting, at a vocabulary of 128,256 (or --vocab N): tl_sampler_sample with
+ * the report a step keeps (the top 10), and tl_topk of the best 64 with its softmax sum (what
+ * keep_top does each step). Scores are generated: a model's peaked shape, a wide Gaussian
+ * (a nucleus of hundreds of tokens), and all equal (the worst case for top-p: nine tenths of
+ * the vocabulary kept). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "commands.h"
+#include "tokenloop/sampler.h"
+#include "tokenloop/topk.h"
+
+static const char usage[] =
+    "usage: tokenloop bench --sampler [--vocab N] [--reps N] [--json]\n"
+    "  Median microseconds per step of tl_sampler_sample (with the top-10 report) for greedy\n"
+    "  and sampled settings, and of tl_topk (k 64, with its softmax sum), on generated scores\n"
+    "  of N tokens (default 128256), each timed over --reps steps (default 300).\n";
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static double gauss(void)
+{
+    /* Box-Muller on xorshift64: the same scores on every run */
+    double u[2];
+    for (int i = 0; i < 2; i++) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        u[i] = ((double)(rng >> 11) + 0.5) * 0x1.0p-53;
+    }
+    return sqrt(-2 * log(u[0])) * cos(6.283185307179586 * u[1]);
+}
+
+enum { N_VARIANTS = 4 };   /* distinct score vectors per shape, so no step reuses the last */
+
+static void make_scores(float *v, int n, int shape)
+{
+    for (int i = 0; i < n; i++)
+        v[i] = shape == 2 ? 0.0f : (float)(gauss() * (shape == 0 ? 2.0 : 3.0));
+    if (shape == 0) {
+        /* a model's step: a few tokens far above the rest, the first most likely */
+        for (int j = 0; j < 6; j++) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            v[rng % (uint64_t)n] = 20.0f - 1.5f * (float)j;
+        }
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+typedef struct {
+    const char *name;
+    tl_sampling p;
+} setting;
+
+int cmd_bench_sampler(int argc, char **argv)
+{
+    int vocab = 128256, reps = 300, json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "bench") || !strcmp(a, "--sampler")) continue;
+        if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if ((!strcmp(a, "--vocab") || !strcmp(a, "--reps")) && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > (1 << 24))
+                return cli_fail(2, "bench --sampler: %s %s: expected 1..%d", a, argv[i], 1 << 24);
+            if (!strcmp(a, "--vocab")) vocab = (int)v;
+            else reps = (int)v;
+        } else {
+            fprintf(stderr, "%s", usage);
+            return cli_fail(2, "bench --sampler: unknown argument %s", a);
+        }
+    }
+    static const char *shapes[] = {"peaked", "gaussian", "flat"};
+    const setting settings[] = {
+        {"greedy", {.greedy = 1, .temperature = 1.0f, .top_k = 50, .top_p = 1.0f}},
+        {"T0.6 k50 p0.9", {.temperature = 0.6f, .top_k = 50, .top_p = 0.9f}},
+        {"T0.6 k0 p0.9", {.temperature = 0.6f, .top_k = 0, .top_p = 0.9f}},
+        {"T1 k0 p1", {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}},
+        {"T0.8 k200 p1", {.temperature = 0.8f, .top_k = 200, .top_p = 1.0f}},
+        {"T0.7 k1000 p0.95", {.temperature = 0.7f, .top_k = 1000, .top_p = 0.95f}},
+    };
+    const int n_set = (int)(sizeof settings / sizeof *settings);
+    float *v = malloc(sizeof(float) * (size_t)vocab * N_VARIANTS);
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    tl_sample_report *rep = malloc(sizeof *rep);
+    if (!v || !t || !rep) {
+        free(v);
+        free(t);
+        free(rep);
+        return cli_fail(1, "bench --sampler: out of memory");
+    }
+    cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "cases");
+    cJSON_AddNumberToObject(root, "vocab", vocab);
+    cJSON_AddNumberToObject(root, "reps", reps);
+    if (!json) printf("%-10s %-18s %10s %10s\n", "scores", "setting", "median_us", "kept");
+    double worst = 0;
+    int rc = 0;
+    for (int sh = 0; sh < 3 && !rc; sh++) {
+        for (int j = 0; j < N_VARIANTS; j++) make_scores(v + (size_t)j * vocab, vocab, sh);
+        for (int c = 0; c <= n_set && !rc; c++) {
+            int kept = 0;
+            tl_sampler *s = c < n_set ? tl_sampler_create(vocab, settings[c].p) : NULL;
+            if (c < n_set && !s) {
+                rc = cli_fail(1, "bench --sampler: cannot make a sampler of %d tokens", vocab);
+                break;
+            }
+            for (int r = -10; r < reps; r++) {   /* ten untimed steps warm the caches */
+                const float *x = v + (size_t)((r + 10) % N_VARIANTS) * vocab;
+                double t0 = now_us();
+                if (s) {
+                    tl_sampler_sample(s, x, 10, rep);
+                    kept = rep->kept;
+                } else {
+                    int ids[TL_TOPK_MAX];
+                    float vals[TL_TOPK_MAX];
+                    double z;
+                    tl_topk(x, vocab, TL_TOPK_MAX, ids, vals, &z);
+                }
+                double dt = now_us() - t0;
+                if (r >= 0) t[r] = dt;
+            }
+            tl_sampler_free(s);
+            double med = median(t, reps);
+            const char *name = c < n_set ? settings[c].name : "tl_topk k64";
+            /* the goal covers a model's scores; the flat case is reported, not held to it */
+            if (sh < 2 && med > worst) worst = med;
+            if (json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "scores", shapes[sh]);
+                cJSON_AddStringToObject(o, "setting", name);
+                cJSON_AddNumberToObject(o, "median_us", med);
+                if (s || c < n_set) cJSON_AddNumberToObject(o, "kept", kept);
+                cJSON_AddItemToArray(rows, o);
+            } else {
+                printf("%-10s %-18s %10.1f %10d\n", shapes[sh], name, med, c < n_set ? kept : TL_TOPK_MAX);
+            }
+        }
+    }
+    cJSON_AddNumberToObject(root, "worst_median_us_peaked_gaussian", worst);
+    if (!rc && json) {
+        char *js = cJSON_PrintUnformatted(root);
+        if (js) puts(js);
+        free(js);
+    } else if (!rc) {
+        printf("worst median (peaked, gaussian): %.1f us\n", worst);
+    }
+    cJSON_Delete(root);
+    free(v);
+    free(t);
+    free(rep);
+    return rc;
+}
