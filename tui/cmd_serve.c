@@ -2,7 +2,8 @@
  * chat-completions protocol that llama.cpp's server, vLLM, SGLang and Ollama also speak. This is
  * the seam of lesson 4 made real: generation runs on tl_iter's thread, and the response's reader
  * (libmicrohttpd calls it on the connection's thread) takes each chunk from the queue and sends
- * it as a server-sent event. One session serves one request at a time; a second waits for it. */
+ * it as a server-sent event. Each slot's session serves one request at a time; requests beyond the
+ * slots wait in a bounded queue, and past it get 429. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,41 +23,86 @@
 #include "tokenloop/session.h"
 
 static const char usage[] =
-    "usage: tokenloop serve [--model DIR] [--host ADDR] [--port N] [--api-key KEY] [--threads N]\n"
+    "usage: tokenloop serve [--model DIR] [--host ADDR] [--port N] [--slots N] [--queue N]\n"
+    "                       [--api-key KEY] [--threads N]\n"
     "  An OpenAI-compatible chat server on the iterator streamer: POST /v1/chat/completions\n"
     "  (messages, stream, max_tokens / max_completion_tokens, temperature (0: greedy), top_p,\n"
     "  top_k, seed, stop, stream_options.include_usage), GET /v1/models, GET /health.\n"
     "  --model DIR   default $TOKENLOOP_MODEL, else the bundled model\n"
     "  --host ADDR   IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
     "  --port N      default 8080; 0 picks a free port (printed on stderr)\n"
+    "  --slots N     requests served at once, each with its own KV cache, all on one copy of\n"
+    "                the weights (default 1)\n"
+    "  --queue N     requests that may wait for a slot (default 8); past that, 429 + Retry-After\n"
     "  --api-key K   require \"Authorization: Bearer K\"\n";
 
-enum { MAX_BODY = 8 << 20 };
+enum { MAX_BODY = 8 << 20, MAX_SLOTS = 64 };
+
+/* A slot: one session (its own KV cache, sampler, streamer) serving one request at a time. */
+typedef struct slot {
+    tl_session *s;
+    int busy;
+} slot;
 
 typedef struct server {
-    tl_session *s;
+    slot slots[MAX_SLOTS];
+    int n_slots, max_queue, waiting;
+    pthread_mutex_t mu;         /* slots[].busy, waiting, next_id */
+    pthread_cond_t freed;
     tl_sampling defaults;       /* generation_config.json's, the start of every request */
-    pthread_mutex_t busy;       /* one request on the session at a time */
     const char *model_id;
     const char *api_key;
     long long next_id;
 } server;
 
-/* One request: its body as it arrives, then (streaming) the queue reader's state. */
+/* A free slot, waiting for one if need be; NULL when the queue is full (the caller says 429). */
+static slot *slot_acquire(server *srv)
+{
+    pthread_mutex_lock(&srv->mu);
+    slot *got = NULL;
+    for (;;) {
+        for (int i = 0; i < srv->n_slots && !got; i++)
+            if (!srv->slots[i].busy) got = &srv->slots[i];
+        if (got || srv->waiting >= srv->max_queue) break;
+        srv->waiting++;
+        pthread_cond_wait(&srv->freed, &srv->mu);
+        srv->waiting--;
+    }
+    if (got) got->busy = 1;
+    pthread_mutex_unlock(&srv->mu);
+    return got;
+}
+
+static void slot_release(server *srv, slot *sl)
+{
+    pthread_mutex_lock(&srv->mu);
+    sl->busy = 0;
+    pthread_cond_signal(&srv->freed);
+    pthread_mutex_unlock(&srv->mu);
+}
+
+/* One request: its body as it arrives, and the slot while it runs. */
 typedef struct request {
     char *body;
     size_t len;
     int too_big;
     server *srv;
-    tl_iter *it;                /* streaming: running until finish */
-    int locked;
+    slot *sl;                   /* held from the request's start to its answer */
+} request;
+
+/* A streamed answer: owned by its response, which libmicrohttpd may destroy after the request
+ * itself is gone, so it holds the slot from then on and frees itself in stream_done. */
+typedef struct stream {
+    server *srv;
+    slot *sl;
+    tl_iter *it;                /* running until finish */
     char id[48];
     long long created;
     int include_usage;
     int phase;                  /* 0 role chunk, 1 content, 2 final, 3 [DONE], 4 end */
     char *out;                  /* bytes not yet handed to libmicrohttpd */
     size_t out_len, out_pos;
-} request;
+} stream;
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *json)
 {
@@ -119,7 +165,7 @@ static void add_usage(cJSON *o, tl_session *s)
     cJSON_AddNumberToObject(u, "total_tokens", np + ng);
 }
 
-static cJSON *chunk_base(request *q)
+static cJSON *chunk_base(stream *q)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", q->id);
@@ -130,7 +176,7 @@ static cJSON *chunk_base(request *q)
 }
 
 /* one server-sent event: "data: {json}\n\n" */
-static void set_event(request *q, cJSON *o)
+static void set_event(stream *q, cJSON *o)
 {
     char *j = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -141,7 +187,7 @@ static void set_event(request *q, cJSON *o)
     free(j);
 }
 
-static cJSON *delta_chunk(request *q, const char *role, const char *content, const char *finish)
+static cJSON *delta_chunk(stream *q, const char *role, const char *content, const char *finish)
 {
     cJSON *o = chunk_base(q), *ch = cJSON_AddArrayToObject(o, "choices"), *c0 = cJSON_CreateObject();
     cJSON_AddItemToArray(ch, c0);
@@ -156,7 +202,7 @@ static cJSON *delta_chunk(request *q, const char *role, const char *content, con
 }
 
 /* The next event of the stream: the role, each chunk from the queue, the finish, the usage. */
-static int next_event(request *q)
+static int next_event(stream *q)
 {
     for (;;) {
         if (q->phase == 0) {
@@ -183,8 +229,8 @@ static int next_event(request *q)
                 q->phase = 3;
                 return 1;
             }
-            cJSON *o = delta_chunk(q, NULL, NULL, finish_reason(tl_session_stop(q->srv->s)->reason));
-            add_stop_ext(o, q->srv->s);
+            cJSON *o = delta_chunk(q, NULL, NULL, finish_reason(tl_session_stop(q->sl->s)->reason));
+            add_stop_ext(o, q->sl->s);
             set_event(q, o);
             q->phase = 2;
             return 1;
@@ -194,7 +240,7 @@ static int next_event(request *q)
             if (!q->include_usage) continue;
             cJSON *o = chunk_base(q);
             cJSON_AddArrayToObject(o, "choices");
-            add_usage(o, q->srv->s);
+            add_usage(o, q->sl->s);
             set_event(q, o);
             return 1;
         }
@@ -213,7 +259,7 @@ static int next_event(request *q)
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
-    request *q = cls;
+    stream *q = cls;
     while (q->out_pos >= q->out_len)
         if (!next_event(q)) return MHD_CONTENT_READER_END_OF_STREAM;
     size_t n = q->out_len - q->out_pos < max ? q->out_len - q->out_pos : max;
@@ -226,7 +272,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
  * stops at the next token) and the session is free for the next request. */
 static void stream_done(void *cls)
 {
-    request *q = cls;
+    stream *q = cls;
     if (q->it) {
         tl_iter_cancel(q->it);
         char *t;
@@ -234,12 +280,10 @@ static void stream_done(void *cls)
         while (tl_iter_next(q->it, &t, &n, -1) == 1) free(t);
         tl_error err;
         tl_iter_finish(q->it, &err);
-        q->it = NULL;
     }
+    if (q->sl) slot_release(q->srv, q->sl);
     free(q->out);
-    q->out = NULL;
-    if (q->locked) pthread_mutex_unlock(&q->srv->busy);
-    q->locked = 0;
+    free(q);
 }
 
 static int get_number(const cJSON *b, const char *name, double lo, double hi, double *out, char *why, size_t cap)
@@ -255,10 +299,9 @@ static int get_number(const cJSON *b, const char *name, double lo, double hi, do
 }
 
 /* The request's settings onto the session, from generation_config.json's defaults. */
-static int apply_request(server *srv, const cJSON *b, char *why, size_t cap, const char **param, int *stream,
-                         int *include_usage)
+static int apply_request(server *srv, tl_session *s, const cJSON *b, char *why, size_t cap, const char **param,
+                         int *stream, int *include_usage)
 {
-    tl_session *s = srv->s;
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(b, "messages");
     *param = "messages";
     if (!cJSON_IsArray(msgs)) return snprintf(why, cap, "messages: expected an array of messages"), -1;
@@ -322,42 +365,72 @@ static enum MHD_Result chat(struct MHD_Connection *c, request *q)
         cJSON_Delete(b);
         return fail(c, 400, NULL, "the body is not a JSON object");
     }
-    pthread_mutex_lock(&srv->busy);
-    q->locked = 1;
+    q->sl = slot_acquire(srv);
+    if (!q->sl) {
+        cJSON_Delete(b);
+        char body[300];
+        snprintf(body, sizeof body, "{\"error\":{\"message\":\"all %d slots are busy and %d requests wait: try "
+                 "again shortly\",\"type\":\"rate_limit_error\",\"param\":null,\"code\":null}}",
+                 srv->n_slots, srv->max_queue);
+        struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        MHD_add_response_header(r, "Retry-After", "1");
+        enum MHD_Result ok = MHD_queue_response(c, 429, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
+    tl_session *s = q->sl->s;
     char why[1100];
     const char *param = NULL;
-    int stream = 0;
-    if (apply_request(srv, b, why, sizeof why, &param, &stream, &q->include_usage)) {
+    int streaming = 0;
+    int include_usage = 0;
+    if (apply_request(srv, s, b, why, sizeof why, &param, &streaming, &include_usage)) {
         cJSON_Delete(b);
-        pthread_mutex_unlock(&srv->busy);
-        q->locked = 0;
+        slot_release(srv, q->sl);
+        q->sl = NULL;
         return fail(c, 400, param, "%s", why);
     }
     cJSON_Delete(b);
-    snprintf(q->id, sizeof q->id, "chatcmpl-tl%lld", ++srv->next_id);
-    q->created = (long long)time(NULL);
+    pthread_mutex_lock(&srv->mu);
+    long long id = ++srv->next_id;
+    pthread_mutex_unlock(&srv->mu);
+    char cid[48];
+    snprintf(cid, sizeof cid, "chatcmpl-tl%lld", id);
+    long long created = (long long)time(NULL);
     tl_error err = {{0}};
-    if (stream) {
-        if (tl_iter_start(&q->it, srv->s, &err)) {
-            pthread_mutex_unlock(&srv->busy);
-            q->locked = 0;
-            return fail(c, 500, NULL, "%s", err.msg);
+    if (streaming) {
+        stream *st = calloc(1, sizeof *st);
+        if (!st || tl_iter_start(&st->it, s, &err)) {
+            free(st);
+            slot_release(srv, q->sl);
+            q->sl = NULL;
+            return fail(c, 500, NULL, "%s", st ? err.msg : "out of memory");
         }
-        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, q, stream_done);
+        st->srv = srv;
+        st->sl = q->sl;   /* the response holds the slot now */
+        q->sl = NULL;
+        memcpy(st->id, cid, sizeof cid);
+        st->created = created;
+        st->include_usage = include_usage;
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, st, stream_done);
+        if (!r) {
+            stream_done(st);
+            return MHD_NO;
+        }
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         enum MHD_Result ok = MHD_queue_response(c, 200, r);
         MHD_destroy_response(r);
-        return ok;   /* stream_done unlocks */
+        return ok;   /* stream_done releases the slot */
     }
     enum MHD_Result ok;
-    if (tl_generate(srv->s, NULL, NULL, &err) < 0) {
+    if (tl_generate(s, NULL, NULL, &err) < 0) {
         ok = fail(c, 500, NULL, "%s", err.msg);
     } else {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "id", q->id);
+        cJSON_AddStringToObject(o, "id", cid);
         cJSON_AddStringToObject(o, "object", "chat.completion");
-        cJSON_AddNumberToObject(o, "created", (double)q->created);
+        cJSON_AddNumberToObject(o, "created", (double)created);
         cJSON_AddStringToObject(o, "model", srv->model_id);
         cJSON *ch = cJSON_AddArrayToObject(o, "choices"), *c0 = cJSON_CreateObject();
         cJSON_AddItemToArray(ch, c0);
@@ -365,18 +438,18 @@ static enum MHD_Result chat(struct MHD_Connection *c, request *q)
         cJSON *m = cJSON_AddObjectToObject(c0, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
         /* what the server-mode streamer printed: the text without a matched stop string */
-        cJSON_AddStringToObject(m, "content", tl_session_streamed(srv->s, NULL));
+        cJSON_AddStringToObject(m, "content", tl_session_streamed(s, NULL));
         cJSON_AddNullToObject(c0, "logprobs");
-        cJSON_AddStringToObject(c0, "finish_reason", finish_reason(tl_session_stop(srv->s)->reason));
-        add_usage(o, srv->s);
-        add_stop_ext(o, srv->s);
+        cJSON_AddStringToObject(c0, "finish_reason", finish_reason(tl_session_stop(s)->reason));
+        add_usage(o, s);
+        add_stop_ext(o, s);
         char *j = cJSON_PrintUnformatted(o);
         ok = reply(c, 200, j ? j : "{}");
         free(j);
         cJSON_Delete(o);
     }
-    pthread_mutex_unlock(&srv->busy);
-    q->locked = 0;
+    slot_release(srv, q->sl);
+    q->sl = NULL;
     return ok;
 }
 
@@ -446,6 +519,7 @@ static void request_free(void *cls, struct MHD_Connection *c, void **con_cls, en
     (void)toe;
     request *q = *con_cls;
     if (!q) return;
+    if (q->sl) slot_release(q->srv, q->sl);   /* a request that ended before its answer */
     free(q->body);
     free(q);
     *con_cls = NULL;
@@ -465,7 +539,7 @@ static const char *base_name(const char *dir)
 int cmd_serve(int argc, char **argv)
 {
     const char *model = getenv("TOKENLOOP_MODEL"), *host = "127.0.0.1", *key = NULL;
-    long port = 8080, threads = 0;
+    long port = 8080, threads = 0, slots = 1, queue = 8;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -474,17 +548,19 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--model") && has_val) model = argv[++i];
         else if (!strcmp(a, "--host") && has_val) host = argv[++i];
         else if (!strcmp(a, "--api-key") && has_val) key = argv[++i];
-        else if ((!strcmp(a, "--port") || !strcmp(a, "--threads")) && has_val) {
+        else if ((!strcmp(a, "--port") || !strcmp(a, "--threads") || !strcmp(a, "--slots") ||
+                  !strcmp(a, "--queue")) && has_val) {
             const char *v = argv[++i];
+            long lo = !strcmp(a, "--slots") ? 1 : 0;
+            long hi = !strcmp(a, "--port") ? 65535 : !strcmp(a, "--slots") ? MAX_SLOTS : 1024;
             errno = 0;
             long x = strtol(v, &end, 10);
-            int is_port = !strcmp(a, "--port");
-            if (errno || end == v || *end || x < 0 || x > (is_port ? 65535 : 1024))
-                return cli_fail(2, "%s %s: expected an integer from 0 to %d", a, v, is_port ? 65535 : 1024);
-            if (is_port) port = x;
-            else threads = x;
+            if (errno || end == v || *end || x < lo || x > hi)
+                return cli_fail(2, "%s %s: expected an integer from %ld to %ld", a, v, lo, hi);
+            *(!strcmp(a, "--port") ? &port : !strcmp(a, "--threads") ? &threads : !strcmp(a, "--slots") ? &slots : &queue) = x;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--host") || !strcmp(a, "--api-key") ||
-                   !strcmp(a, "--port") || !strcmp(a, "--threads")) {
+                   !strcmp(a, "--port") || !strcmp(a, "--threads") || !strcmp(a, "--slots") ||
+                   !strcmp(a, "--queue")) {
             return cli_fail(2, "%s: needs a value", a);
         } else {
             fputs(usage, stderr);
@@ -501,11 +577,22 @@ int cmd_serve(int argc, char **argv)
             return cli_fail(2, "--model: no model given, and %s", err.msg);
         model = default_model;
     }
-    server srv = {.model_id = base_name(model), .api_key = key};
+    static server srv;
+    srv.model_id = base_name(model);
+    srv.api_key = key;
+    srv.max_queue = (int)queue;
     tl_session_opts o = {.model_dir = model, .threads = (int)threads};
-    if (tl_session_open(&srv.s, &o, &err)) return cli_fail(1, "%s", err.msg);
-    srv.defaults = tl_session_sampling(srv.s);
-    pthread_mutex_init(&srv.busy, NULL);
+    if (tl_session_open(&srv.slots[0].s, &o, &err)) return cli_fail(1, "%s", err.msg);
+    /* the other slots read the first one's weights: one copy, a KV cache each */
+    tl_model *m = (tl_model *)tl_session_model(srv.slots[0].s);
+    for (srv.n_slots = 1; srv.n_slots < slots; srv.n_slots++)
+        if (tl_session_open_model(&srv.slots[srv.n_slots].s, m, 0, &o, &err)) {
+            for (int i = srv.n_slots - 1; i >= 0; i--) tl_session_free(srv.slots[i].s);
+            return cli_fail(1, "%s", err.msg);
+        }
+    srv.defaults = tl_session_sampling(srv.slots[0].s);
+    pthread_mutex_init(&srv.mu, NULL);
+    pthread_cond_init(&srv.freed, NULL);
 
     /* SIGINT/SIGTERM end the server: blocked here so every thread inherits the mask and
      * sigwait below takes them */
@@ -514,23 +601,24 @@ int cmd_serve(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                                MHD_USE_ERROR_LOG,
+    /* no MHD_USE_ERROR_LOG: its one routine message is a client going away, which cancels */
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
                                             (uint16_t)port, NULL, NULL, handle, &srv,
                                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                             MHD_OPTION_NOTIFY_COMPLETED, request_free, NULL,
                                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
     if (!d) {
-        tl_session_free(srv.s);
+        for (int i = srv.n_slots - 1; i >= 0; i--) tl_session_free(srv.slots[i].s);
         return cli_fail(1, "serve: cannot listen on %s:%ld (%s)", host, port, strerror(errno));
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    fprintf(stderr, "tokenloop serve: %s on http://%s:%u (POST /v1/chat/completions; Ctrl-C stops)\n",
-            srv.model_id, host, info ? info->port : (unsigned)port);
+    fprintf(stderr, "tokenloop serve: %s on http://%s:%u, %d slot%s (POST /v1/chat/completions; Ctrl-C stops)\n",
+            srv.model_id, host, info ? info->port : (unsigned)port, srv.n_slots, srv.n_slots == 1 ? "" : "s");
     int sig;
     sigwait(&stop, &sig);
     MHD_stop_daemon(d);
-    tl_session_free(srv.s);
-    pthread_mutex_destroy(&srv.busy);
+    for (int i = srv.n_slots - 1; i >= 0; i--) tl_session_free(srv.slots[i].s);   /* slot 0 owns the model */
+    pthread_mutex_destroy(&srv.mu);
+    pthread_cond_destroy(&srv.freed);
     return 0;
 }

@@ -47,6 +47,17 @@ if not m:
     srv.kill()
     sys.exit("check_serve: the server did not say where it listens: %r" % line)
 base = "http://127.0.0.1:%s" % m.group(1)
+
+
+def drain(proc, sink):
+    """the server's stderr after its first line (a sanitizer's report, libmicrohttpd's errors)"""
+    for l in proc.stderr:
+        sink.append(l)
+
+
+import threading
+server_log = []
+threading.Thread(target=drain, args=(srv, server_log), daemon=True).start()
 client = OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0, timeout=120)
 
 
@@ -166,11 +177,73 @@ try:
     check(srv.poll() is None, "the server is still running after the bad requests")
 finally:
     srv.terminate()
+    if srv.poll() is not None and srv.returncode not in (0, -15):
+        sys.stderr.write("the server ended with %s:\n%s" % (srv.returncode, "".join(server_log)[-6000:]))
     try:
         rc = srv.wait(timeout=30)
     except subprocess.TimeoutExpired:
         srv.kill()
         rc = "killed"
 check(rc == 0, "the server exits 0 on SIGTERM (got %s)" % rc)
+
+# --slots 2 --queue 1: two students at once, each with a KV cache of their own on one copy of the
+# weights; a third request waits for a slot, a fourth is told to come back (429 + Retry-After)
+srv = subprocess.Popen([exe, "serve", "--port", "0", "--slots", "2", "--queue", "1", "--threads", "1"],
+                       stderr=subprocess.PIPE, text=True, env=env)
+base = "http://127.0.0.1:%s" % re.search(r":(\d+),", srv.stderr.readline()).group(1)
+threading.Thread(target=drain, args=(srv, server_log), daemon=True).start()
+client = OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
+try:
+    def seeded(seed, n=600):
+        return dict(model="x", messages=[{"role": "user", "content": qs[-1]}], temperature=2, top_p=1, seed=seed,
+                    max_tokens=n, extra_body={"top_k": 0})
+    alone = [client.chat.completions.create(**seeded(k)).choices[0].message.content for k in (1, 2)]
+    results, events = {}, []
+
+    def run(name, kw):
+        try:
+            got = []
+            for ch in client.chat.completions.create(stream=True, **kw):
+                for c in ch.choices:
+                    if c.delta.content:
+                        got.append(c.delta.content)
+                        events.append((time.time(), name))
+            results[name] = "".join(got)
+        except openai.APIStatusError as e:
+            results[name] = e
+
+    ts = [threading.Thread(target=run, args=(k, seeded(k))) for k in (1, 2)]
+    for t in ts:
+        t.start()
+    time.sleep(0.15)
+    t3 = threading.Thread(target=run, args=(3, seeded(3, 8)))
+    t3.start()
+    time.sleep(0.15)
+    req = urllib.request.Request(base + "/v1/chat/completions", method="POST",
+                                 data=json.dumps(seeded(4, 8)).encode())
+    try:
+        urllib.request.urlopen(req, timeout=60)
+        check(False, "a fourth request with 2 slots busy and the queue full was served")
+    except urllib.error.HTTPError as e:
+        check(e.code == 429 and e.headers.get("Retry-After") == "1", "the fourth request: %d %s" % (e.code, e.headers))
+    for t in ts + [t3]:
+        t.join()
+    check([results.get(1), results.get(2)] == alone, "two slots at once give what each gives alone (same seeds)")
+    check(isinstance(results.get(3), str) and results[3], "the queued request was served: %r" % results.get(3))
+    # both streams were producing at the same time: each one's chunks arrive before the other's end
+    first = {n: min(t for t, m in events if m == n) for n in (1, 2)}
+    last = {n: max(t for t, m in events if m == n) for n in (1, 2)}
+    check(first[1] < last[2] and first[2] < last[1], "the two slots' streams overlap in time")
+    print("--slots 2: two seeded streams at once equal the same requests alone; a third waited; a fourth got 429")
+finally:
+    srv.terminate()
+    try:
+        rc = srv.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        srv.kill()
+        rc = "killed"
+check(rc == 0, "the server exits 0 on SIGTERM (got %s)" % rc)
+if failures or server_log:
+    sys.stderr.write("the server's stderr:\n" + "".join(server_log)[-6000:])
 print("openai %s against tokenloop serve: %d failures" % (openai.__version__, len(failures)))
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures or server_log else 0)
