@@ -13,6 +13,7 @@
 
 typedef struct chunk {
     struct chunk *next;
+    double t_ms;                /* the step's t_ms: when its token was on the host */
     size_t len;
     char text[];
 } chunk;
@@ -26,15 +27,17 @@ struct tl_iter {
     int ended;                  /* the producer pushed the end marker */
     int started;                /* the first step was seen */
     atomic_int cancel;
+    double last_ms;             /* consumer side: t_ms of the chunk tl_iter_next gave last */
     int rc;
     tl_error err;
 };
 
-static void push(tl_iter *it, const char *text, size_t len)
+static void push(tl_iter *it, const char *text, size_t len, double t_ms)
 {
     chunk *c = malloc(sizeof *c + len + 1);
     if (!c) return;
     c->next = NULL;
+    c->t_ms = t_ms;
     c->len = len;
     memcpy(c->text, text, len);
     c->text[len] = 0;
@@ -57,11 +60,11 @@ static int on_step(void *ctx, tl_session *s, const tl_step *st)
          * before the iterator started, so the chunks always add up to the streamed text. */
         size_t all;
         const char *text = tl_session_streamed(s, &all);
-        if (all > n) push(it, text, all - n);
+        if (all > n) push(it, text, all - n, st->t_ms);
         it->started = 1;
     }
-    if (cut) push(it, st->printed, cut);
-    if (n > cut) push(it, st->printed + cut, n - cut);
+    if (cut) push(it, st->printed, cut, st->t_ms);
+    if (n > cut) push(it, st->printed + cut, n - cut, st->t_ms);
     return atomic_load(&it->cancel);
 }
 
@@ -130,6 +133,7 @@ int tl_iter_next(tl_iter *it, char **text, size_t *len, int timeout_ms)
     }
     pthread_mutex_unlock(&it->mu);
     if (!c) return 0;   /* ended and drained */
+    it->last_ms = c->t_ms;
     char *t = malloc(c->len + 1);
     if (t) {
         memcpy(t, c->text, c->len + 1);
@@ -141,6 +145,8 @@ int tl_iter_next(tl_iter *it, char **text, size_t *len, int timeout_ms)
 }
 
 void tl_iter_cancel(tl_iter *it) { atomic_store(&it->cancel, 1); }
+
+double tl_iter_last_ms(const tl_iter *it) { return it->last_ms; }
 
 int tl_iter_finish(tl_iter *it, tl_error *err)
 {

@@ -215,7 +215,10 @@ static int next_event(stream *q)
             size_t len;
             int rc = tl_iter_next(q->it, &text, &len, -1);
             if (rc == 1) {
-                set_event(q, delta_chunk(q, NULL, text, NULL));
+                cJSON *o = delta_chunk(q, NULL, text, NULL);
+                /* the server's clock for this text: a client compares its own receive time */
+                cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "tokenloop"), "token_ms", tl_iter_last_ms(q->it));
+                set_event(q, o);
                 free(text);
                 return 1;
             }

@@ -100,7 +100,7 @@ try:
         check(r.usage.prompt_tokens == len(ref["prompt_ids"]) and r.usage.completion_tokens == len(ref["generated_ids"])
               and r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens, "%r: usage %r" % (q, r.usage))
         check(r.model_extra.get("tokenloop", {}).get("stop_reason") == ref["stop_reason"], "%r: tokenloop stop_reason" % q)
-        parts, finish, usage, content_chunks = [], None, None, 0
+        parts, finish, usage, content_chunks, token_ms, ext = [], None, None, 0, [], {}
         stream = client.chat.completions.create(model="tl-mini-instruct", messages=msgs, temperature=0, max_tokens=48,
                                                 stream=True, stream_options={"include_usage": True})
         for ch in stream:
@@ -110,12 +110,18 @@ try:
                 if choice.delta.content:
                     parts.append(choice.delta.content)
                     content_chunks += 1
+                    token_ms.append(ch.model_extra["tokenloop"]["token_ms"])
                 if choice.finish_reason:
                     finish = choice.finish_reason
+                    ext = ch.model_extra.get("tokenloop", {})
         check("".join(parts) == ref["streamed"] and finish == want_finish,
               "%r stream: %r %s vs %r" % (q, "".join(parts), finish, ref["streamed"]))
         check(content_chunks > 1 and usage is not None and usage.completion_tokens == len(ref["generated_ids"]),
               "%r stream: %d content chunks, usage %r" % (q, content_chunks, usage))
+        # each chunk carries the server's time of the token that completed it: never before the
+        # first token (TTFT), never going back
+        check(token_ms == sorted(token_ms) and token_ms[0] >= ext.get("ttft_ms", 1e9) - 1e-6,
+              "%r stream: token_ms %s, ttft %s" % (q, token_ms[:4], ext.get("ttft_ms")))
         n_chunks += content_chunks
     print("%d questions: completions and streams equal generate --json; %d content chunks" % (len(qs), n_chunks))
 

@@ -174,6 +174,9 @@ int tl_iter_start(tl_iter **out, tl_session *s, tl_error *err);
 int tl_iter_next(tl_iter *it, char **chunk, size_t *len, int timeout_ms);
 /* From the consumer: stop at the next token. */
 void tl_iter_cancel(tl_iter *it);
+/* For the chunk tl_iter_next gave last: when the token that completed it was on the host (the
+ * step's t_ms, ms since the request started), so a client can set its own clock beside it. */
+double tl_iter_last_ms(const tl_iter *it);
 /* Joins the thread and frees it. Returns what tl_generate returned (-1 with err on error). */
 int tl_iter_finish(tl_iter *it, tl_error *err);
 
