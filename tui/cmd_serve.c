@@ -21,13 +21,15 @@
 #include "commands.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/session.h"
+#include "tokenloop/tokenizer.h"
 
 static const char usage[] =
     "usage: tokenloop serve [--model DIR] [--host ADDR] [--port N] [--slots N] [--queue N]\n"
     "                       [--api-key KEY] [--threads N]\n"
     "  An OpenAI-compatible chat server on the iterator streamer: POST /v1/chat/completions\n"
     "  (messages, stream, max_tokens / max_completion_tokens, temperature (0: greedy), top_p,\n"
-    "  top_k, seed, stop, stream_options.include_usage), GET /v1/models, GET /health.\n"
+    "  top_k, seed, stop, stream_options.include_usage); POST /v1/completions (prompt: raw\n"
+    "  text, no chat template: the model continues it); GET /v1/models, GET /health.\n"
     "  Without max_tokens the budget is generate()'s: generation_config.json's, else 20 new\n"
     "  tokens (vLLM and llama.cpp's server run to the context's end); every answer says which\n"
     "  in tokenloop.budget_source, and finish_reason \"length\" when the budget stopped it.\n"
@@ -102,6 +104,7 @@ typedef struct stream {
     char id[48];
     long long created;
     int include_usage;
+    int raw;                    /* /v1/completions: text chunks, no role */
     int phase;                  /* 0 role chunk, 1 content, 2 final, 3 [DONE], 4 end */
     char *out;                  /* bytes not yet handed to libmicrohttpd */
     size_t out_len, out_pos;
@@ -172,7 +175,7 @@ static cJSON *chunk_base(stream *q)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", q->id);
-    cJSON_AddStringToObject(o, "object", "chat.completion.chunk");
+    cJSON_AddStringToObject(o, "object", q->raw ? "text_completion" : "chat.completion.chunk");
     cJSON_AddNumberToObject(o, "created", (double)q->created);
     cJSON_AddStringToObject(o, "model", q->srv->model_id);
     return o;
@@ -195,9 +198,13 @@ static cJSON *delta_chunk(stream *q, const char *role, const char *content, cons
     cJSON *o = chunk_base(q), *ch = cJSON_AddArrayToObject(o, "choices"), *c0 = cJSON_CreateObject();
     cJSON_AddItemToArray(ch, c0);
     cJSON_AddNumberToObject(c0, "index", 0);
-    cJSON *d = cJSON_AddObjectToObject(c0, "delta");
-    if (role) cJSON_AddStringToObject(d, "role", role);
-    if (content) cJSON_AddStringToObject(d, "content", content);
+    if (q->raw) {
+        cJSON_AddStringToObject(c0, "text", content ? content : "");
+    } else {
+        cJSON *d = cJSON_AddObjectToObject(c0, "delta");
+        if (role) cJSON_AddStringToObject(d, "role", role);
+        if (content) cJSON_AddStringToObject(d, "content", content);
+    }
     cJSON_AddNullToObject(c0, "logprobs");
     if (finish) cJSON_AddStringToObject(c0, "finish_reason", finish);
     else cJSON_AddNullToObject(c0, "finish_reason");
@@ -209,8 +216,9 @@ static int next_event(stream *q)
 {
     for (;;) {
         if (q->phase == 0) {
-            set_event(q, delta_chunk(q, "assistant", "", NULL));
             q->phase = 1;
+            if (q->raw) continue;   /* a text completion has no role */
+            set_event(q, delta_chunk(q, "assistant", "", NULL));
             return 1;
         }
         if (q->phase == 1) {
@@ -304,19 +312,40 @@ static int get_number(const cJSON *b, const char *name, double lo, double hi, do
     return 1;
 }
 
-/* The request's settings onto the session, from generation_config.json's defaults. */
-static int apply_request(server *srv, tl_session *s, const cJSON *b, char *why, size_t cap, const char **param,
-                         int *stream, int *include_usage)
+/* /v1/completions' prompt: the text as it is, no chat template, BOS as the tokenizer's
+ * post-processor adds it (what vLLM does); the model continues it */
+static int set_raw_prompt(tl_session *s, const cJSON *b, tl_error *err)
 {
-    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(b, "messages");
-    *param = "messages";
-    if (!cJSON_IsArray(msgs)) return snprintf(why, cap, "messages: expected an array of messages"), -1;
-    char *mj = cJSON_PrintUnformatted(msgs);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(b, "prompt");
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1) p = cJSON_GetArrayItem(p, 0);
+    if (!cJSON_IsString(p) || !p->valuestring[0]) return tl_error_set(err, "prompt: expected a non-empty string");
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
+    if (!tok) return tl_error_set(err, "prompt: this model has no tokenizer");
+    int *ids = NULL, n = 0;
+    int rc = tl_tokenizer_encode(tok, p->valuestring, strlen(p->valuestring), TL_TOK_ADD_BOS, &ids, &n, err);
+    if (!rc) rc = tl_session_set_prompt_ids(s, ids, n, err);
+    free(ids);
+    return rc;
+}
+
+/* The request's settings onto the session, from generation_config.json's defaults. */
+static int apply_request(server *srv, tl_session *s, const cJSON *b, int raw, char *why, size_t cap,
+                         const char **param, int *stream, int *include_usage)
+{
     tl_error err = {{0}};
-    int rc = !mj || tl_chat_messages_check(mj, strlen(mj), &err) || tl_session_set_messages(s, mj, &err);
-    free(mj);
-    if (rc) return snprintf(why, cap, "%s", err.msg), -1;
-    tl_session_set_add_generation_prompt(s, 1);
+    if (raw) {
+        *param = "prompt";
+        if (set_raw_prompt(s, b, &err)) return snprintf(why, cap, "%s", err.msg), -1;
+    } else {
+        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(b, "messages");
+        *param = "messages";
+        if (!cJSON_IsArray(msgs)) return snprintf(why, cap, "messages: expected an array of messages"), -1;
+        char *mj = cJSON_PrintUnformatted(msgs);
+        int rc = !mj || tl_chat_messages_check(mj, strlen(mj), &err) || tl_session_set_messages(s, mj, &err);
+        free(mj);
+        if (rc) return snprintf(why, cap, "%s", err.msg), -1;
+        tl_session_set_add_generation_prompt(s, 1);
+    }
     tl_session_set_stream_mode(s, TL_STREAM_SERVER);   /* hold back only what a stop string may take */
     tl_sampling p = srv->defaults;
     double v;
@@ -363,7 +392,8 @@ static int apply_request(server *srv, tl_session *s, const cJSON *b, char *why, 
     return 0;
 }
 
-static enum MHD_Result chat(struct MHD_Connection *c, request *q)
+/* POST /v1/chat/completions (raw 0) and /v1/completions (raw 1) */
+static enum MHD_Result complete(struct MHD_Connection *c, request *q, int raw)
 {
     server *srv = q->srv;
     cJSON *b = cJSON_ParseWithLength(q->body ? q->body : "", q->len);
@@ -390,7 +420,7 @@ static enum MHD_Result chat(struct MHD_Connection *c, request *q)
     const char *param = NULL;
     int streaming = 0;
     int include_usage = 0;
-    if (apply_request(srv, s, b, why, sizeof why, &param, &streaming, &include_usage)) {
+    if (apply_request(srv, s, b, raw, why, sizeof why, &param, &streaming, &include_usage)) {
         cJSON_Delete(b);
         slot_release(srv, q->sl);
         q->sl = NULL;
@@ -401,7 +431,7 @@ static enum MHD_Result chat(struct MHD_Connection *c, request *q)
     long long id = ++srv->next_id;
     pthread_mutex_unlock(&srv->mu);
     char cid[48];
-    snprintf(cid, sizeof cid, "chatcmpl-tl%lld", id);
+    snprintf(cid, sizeof cid, "%s-tl%lld", raw ? "cmpl" : "chatcmpl", id);
     long long created = (long long)time(NULL);
     tl_error err = {{0}};
     if (streaming) {
@@ -418,6 +448,7 @@ static enum MHD_Result chat(struct MHD_Connection *c, request *q)
         memcpy(st->id, cid, sizeof cid);
         st->created = created;
         st->include_usage = include_usage;
+        st->raw = raw;
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, st, stream_done);
         if (!r) {
             stream_done(st);
@@ -435,16 +466,20 @@ static enum MHD_Result chat(struct MHD_Connection *c, request *q)
     } else {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "id", cid);
-        cJSON_AddStringToObject(o, "object", "chat.completion");
+        cJSON_AddStringToObject(o, "object", raw ? "text_completion" : "chat.completion");
         cJSON_AddNumberToObject(o, "created", (double)created);
         cJSON_AddStringToObject(o, "model", srv->model_id);
         cJSON *ch = cJSON_AddArrayToObject(o, "choices"), *c0 = cJSON_CreateObject();
         cJSON_AddItemToArray(ch, c0);
         cJSON_AddNumberToObject(c0, "index", 0);
-        cJSON *m = cJSON_AddObjectToObject(c0, "message");
-        cJSON_AddStringToObject(m, "role", "assistant");
         /* what the server-mode streamer printed: the text without a matched stop string */
-        cJSON_AddStringToObject(m, "content", tl_session_streamed(s, NULL));
+        if (raw) {
+            cJSON_AddStringToObject(c0, "text", tl_session_streamed(s, NULL));
+        } else {
+            cJSON *m = cJSON_AddObjectToObject(c0, "message");
+            cJSON_AddStringToObject(m, "role", "assistant");
+            cJSON_AddStringToObject(m, "content", tl_session_streamed(s, NULL));
+        }
         cJSON_AddNullToObject(c0, "logprobs");
         cJSON_AddStringToObject(c0, "finish_reason", finish_reason(tl_session_stop(s)->reason));
         add_usage(o, s);
@@ -511,11 +546,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         cJSON_Delete(o);
         return ok;
     }
-    if (!strcmp(url, "/v1/chat/completions")) {
+    int raw = !strcmp(url, "/v1/completions");
+    if (raw || !strcmp(url, "/v1/chat/completions")) {
         if (!post) return fail(c, 405, NULL, "%s %s: use POST", method, url);
-        return chat(c, q);
+        return complete(c, q, raw);
     }
-    return fail(c, 404, NULL, "%s %s: no such endpoint (/v1/chat/completions, /v1/models, /health)", method, url);
+    return fail(c, 404, NULL, "%s %s: no such endpoint (/v1/chat/completions, /v1/completions, /v1/models, /health)",
+                method, url);
 }
 
 static void request_free(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)

@@ -1,6 +1,6 @@
 """`tokenloop serve` against the `openai` Python client (scripts/requirements-hf.txt), the client
 a student's own code would use: the server on the bundled model, then
-- /v1/models, /health;
+- /v1/models, /health; /v1/completions (raw text, no template) against generate --ids;
 - for held-out questions, a greedy chat completion equals `tokenloop generate --json` in server
   stream mode (text, finish_reason mapped from the stop reason, usage: prompt tokens and
   completion tokens kept apart, trap 1);
@@ -124,6 +124,25 @@ try:
               "%r stream: token_ms %s, ttft %s" % (q, token_ms[:4], ext.get("ttft_ms")))
         n_chunks += content_chunks
     print("%d questions: completions and streams equal generate --json; %d content chunks" % (len(qs), n_chunks))
+
+    # /v1/completions: the raw text, no template (BOS from the tokenizer), as generate --ids of
+    # the same tokens; streamed, the text chunks add up to it
+    for text in ("What is the capital of France?", "Once upon a time"):
+        tk = subprocess.run([exe, "tokenize", "--model", bundled, "--text", text, "--add-bos", "--json"],
+                            capture_output=True, text=True, env=env)
+        ids = json.loads(tk.stdout)["ids"]
+        p = subprocess.run([exe, "generate", "--model", bundled, "--ids", ",".join(map(str, ids)), "--greedy",
+                            "--stream-mode", "server", "--max-new-tokens", "24", "--json", "--top", "1"],
+                           capture_output=True, text=True, env=env)
+        ref = json.loads(p.stdout)
+        r = client.completions.create(model="x", prompt=text, temperature=0, max_tokens=24)
+        check(r.choices[0].text == ref["streamed"] and r.usage.prompt_tokens == len(ids)
+              and r.usage.completion_tokens == len(ref["generated_ids"]),
+              "completions %r: %r vs generate --ids %r" % (text, r.choices[0].text, ref["streamed"]))
+        got = "".join(ch.choices[0].text for ch in client.completions.create(model="x", prompt=text, temperature=0,
+                                                                            max_tokens=24, stream=True) if ch.choices)
+        check(got == ref["streamed"], "completions stream %r: %r" % (text, got))
+        print("/v1/completions %r (no template) -> %r" % (text, r.choices[0].text[:60]))
 
     # a stop string: cut from the content, as OpenAI and llama.cpp's server do
     q = qs[0]
