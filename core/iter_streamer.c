@@ -28,6 +28,7 @@ struct tl_iter {
     int started;                /* the first step was seen */
     atomic_int cancel;
     double last_ms;             /* consumer side: t_ms of the chunk tl_iter_next gave last */
+    int n_put, n_got;           /* chunks the producer queued, the consumer took (under mu) */
     int rc;
     tl_error err;
 };
@@ -45,6 +46,7 @@ static void push(tl_iter *it, const char *text, size_t len, double t_ms)
     if (it->tail) it->tail->next = c;
     else it->head = c;
     it->tail = c;
+    it->n_put++;
     pthread_cond_signal(&it->cv);
     pthread_mutex_unlock(&it->mu);
 }
@@ -130,6 +132,7 @@ int tl_iter_next(tl_iter *it, char **text, size_t *len, int timeout_ms)
     if (c) {
         it->head = c->next;
         if (!it->head) it->tail = NULL;
+        it->n_got++;
     }
     pthread_mutex_unlock(&it->mu);
     if (!c) return 0;   /* ended and drained */
@@ -147,6 +150,14 @@ int tl_iter_next(tl_iter *it, char **text, size_t *len, int timeout_ms)
 void tl_iter_cancel(tl_iter *it) { atomic_store(&it->cancel, 1); }
 
 double tl_iter_last_ms(const tl_iter *it) { return it->last_ms; }
+
+void tl_iter_counts(tl_iter *it, int *put, int *got)
+{
+    pthread_mutex_lock(&it->mu);
+    *put = it->n_put;
+    *got = it->n_got;
+    pthread_mutex_unlock(&it->mu);
+}
 
 int tl_iter_finish(tl_iter *it, tl_error *err)
 {

@@ -300,6 +300,7 @@ static int run_poll(tl_app *a)
             free(chunk);
             continue;
         }
+        tl_iter_counts(a->it, &a->sv.v.queue_put, &a->sv.v.queue_got);
         return r == 0;
     }
 }

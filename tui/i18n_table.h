@@ -117,7 +117,7 @@
 /* 4 Stream */
 {"4 Stream", "4 Luồng ra (Stream)"},
 {"server mode", "chế độ server"},
-{"running — text arrives from the background thread's queue", "đang chạy — văn bản đến từ hàng đợi của luồng nền"},
+{"running — queue: %d put, %d taken, %d waiting", "đang chạy — hàng đợi: vào %d, đã lấy %d, còn chờ %d"},
 {"held back «%s»: %s", "giữ lại «%s»: %s"},
 {"nothing held back", "không giữ lại gì"},
 {"nothing printed yet", "chưa in ra gì"},

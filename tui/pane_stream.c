@@ -66,7 +66,8 @@ void Pane_stream(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     /* the status of the hold, always on the last row */
     char line[256];
     if (v->running)
-        snprintf(line, sizeof line, "%s", T("running \xE2\x80\x94 text arrives from the background thread's queue"));
+        snprintf(line, sizeof line, T("running \xE2\x80\x94 queue: %d put, %d taken, %d waiting"),
+                 v->queue_put, v->queue_got, v->queue_put - v->queue_got);
     else if (*h) {
         char vis[128];
         Format_visible(h, strlen(h), vis, sizeof vis);

@@ -111,6 +111,7 @@ typedef struct tl_view {
 
     /* state */
     int running;
+    int queue_put, queue_got;   /* while running: the iterator queue's chunks in and out */
     char next[96];              /* "next: prefill 37 tokens" */
     char message[160];          /* last notice or error, shown on the status line */
 } tl_view;

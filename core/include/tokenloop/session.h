@@ -177,6 +177,9 @@ void tl_iter_cancel(tl_iter *it);
 /* For the chunk tl_iter_next gave last: when the token that completed it was on the host (the
  * step's t_ms, ms since the request started), so a client can set its own clock beside it. */
 double tl_iter_last_ms(const tl_iter *it);
+/* Chunks the generation thread has put into the queue, and the consumer has taken; the
+ * difference is the queue's depth (the TUI shows the seam while it runs). */
+void tl_iter_counts(tl_iter *it, int *put, int *got);
 /* Joins the thread and frees it. Returns what tl_generate returned (-1 with err on error). */
 int tl_iter_finish(tl_iter *it, tl_error *err);
 
