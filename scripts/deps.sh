@@ -2,7 +2,7 @@
 # Installs the Debian packages tokenloop needs to build and test, if any is missing.
 set -euo pipefail
 need=(build-essential cmake pkg-config libcjson-dev libpcre2-dev libutf8proc-dev libncurses-dev
-      libmicrohttpd-dev python3-numpy python3-jinja2 python3-venv tmux locales clang libclang-rt-14-dev)
+      libmicrohttpd-dev chromium python3-numpy python3-jinja2 python3-venv tmux locales clang libclang-rt-14-dev)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

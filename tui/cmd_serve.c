@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 
+#include "class_page.h"
 #include "commands.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/session.h"
@@ -29,7 +30,8 @@ static const char usage[] =
     "  An OpenAI-compatible chat server on the iterator streamer: POST /v1/chat/completions\n"
     "  (messages, stream, max_tokens / max_completion_tokens, temperature (0: greedy), top_p,\n"
     "  top_k, seed, stop, stream_options.include_usage); POST /v1/completions (prompt: raw\n"
-    "  text, no chat template: the model continues it); GET /v1/models, GET /health.\n"
+    "  text, no chat template: the model continues it); GET /v1/models, GET /health; GET / the\n"
+    "  class page: a streamed request with the client's clock beside the server's.\n"
     "  Without max_tokens the budget is generate()'s: generation_config.json's, else 20 new\n"
     "  tokens (vLLM and llama.cpp's server run to the context's end); every answer says which\n"
     "  in tokenloop.budget_source, and finish_reason \"length\" when the budget stopped it.\n"
@@ -520,13 +522,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *data_size = 0;
         return MHD_YES;
     }
-    if (srv->api_key) {
+    int open_path = !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/health");
+    if (srv->api_key && !open_path) {   /* the page and /health carry no secret */
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, srv->api_key))
             return fail(c, 401, NULL, "Incorrect or missing API key (send \"Authorization: Bearer KEY\")");
     }
     if (q->too_big) return fail(c, 413, NULL, "the body is larger than %d bytes", MAX_BODY);
     int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) {
+        if (!get) return fail(c, 405, NULL, "%s %s: use GET", method, url);
+        struct MHD_Response *r = MHD_create_response_from_buffer(sizeof class_page - 1, (void *)class_page,
+                                                                MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+        enum MHD_Result ok = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
     if (!strcmp(url, "/health")) {
         if (!get) return fail(c, 405, NULL, "%s %s: use GET", method, url);
         return reply(c, 200, "{\"status\":\"ok\"}");
