@@ -167,6 +167,13 @@ int tl_engine_create(tl_engine **out, const tl_model *m, const tl_backend_ops *b
         return tl_error_set(err, "engine: out of memory");
     }
     compute_inv_freq(e->inv_freq_host, c);
+    tl_error why;
+    if (be->accepts && be->accepts(c, &why)) {
+        tl_engine_free(e);
+        if (m->dir[0])
+            return tl_error_set(err, "%s/config.json: %s", m->dir, why.msg);
+        return tl_error_set(err, "synthetic model: %s", why.msg);
+    }
     if (!(e->ctx = be->create(threads, err))) {
         tl_engine_free(e);
         return -1;
@@ -300,21 +307,29 @@ static int check_room(const tl_engine *e, int n, const char *what, tl_error *err
 
 /* Sync, then bring the scores out (all of them, or the best k where the backend can select
  * them); the pass's wall time includes both, as a step of a real loop would. */
-static void finish(tl_engine *e, double t0)
+static int finish(tl_engine *e, double t0, tl_error *err)
 {
     int V = e->m->cfg.vocab_size;
     /* a synchronous backend has done the work by now: there is no wrong number to read */
     e->last_unsynced_ms = e->async ? now_ms() - t0 : -1;
-    e->be->sync(e->ctx);
+    if (e->be->sync(e->ctx, err)) {   /* a device fault: no logits, no timing to report */
+        e->n_top = 0;
+        return -1;
+    }
     e->n_top = 0;
     if (e->keep_top && e->be->topk)
         e->n_top = e->be->topk(e->ctx, e->logits_dev, V, e->keep_top, e->top_ids, e->top_vals, &e->top_sumexp);
     if (e->n_top <= 0) {
         e->be->to_host(e->ctx, e->logits, e->logits_dev, (size_t)V);
+        if (e->be->sync(e->ctx, err)) {   /* the copy (or a failed device top-k) faulted */
+            e->n_top = 0;
+            return -1;
+        }
         if (e->keep_top)
             e->n_top = tl_topk(e->logits, V, e->keep_top, e->top_ids, e->top_vals, &e->top_sumexp);
     }
     e->last_ms = now_ms() - t0;
+    return 0;
 }
 
 int tl_engine_set_async(tl_engine *e, int on, tl_error *err)
@@ -370,8 +385,7 @@ int tl_engine_prefill(tl_engine *e, const int *ids, int n, tl_error *err)
         forward(e, ids + done, T, done + T == n);
         done += T;
     }
-    finish(e, t0);
-    return 0;
+    return finish(e, t0, err);
 }
 
 int tl_engine_decode(tl_engine *e, int id, tl_error *err)
@@ -380,8 +394,7 @@ int tl_engine_decode(tl_engine *e, int id, tl_error *err)
         return -1;
     double t0 = now_ms();
     forward(e, &id, 1, 1);
-    finish(e, t0);
-    return 0;
+    return finish(e, t0, err);
 }
 
 int tl_engine_rewind(tl_engine *e, int n)

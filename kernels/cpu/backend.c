@@ -520,6 +520,13 @@ static void cpu_sync(void *ctx)
     stream_wait(c->stream);
 }
 
+static int cpu_sync_op(void *ctx, tl_error *err)
+{
+    (void)err;   /* the CPU's operations cannot fail once their buffers exist */
+    cpu_sync(ctx);
+    return 0;
+}
+
 /* Runs the operation now (synchronous mode) or queues it. Whatever cannot be queued for want
  * of memory runs now, after everything queued before it: the order is all that matters. */
 static void launch(cpu_ctx *c, cpu_op *o)
@@ -662,7 +669,7 @@ static const tl_backend_ops cpu_ops = {
     .alloc = cpu_alloc, .release = cpu_release, .to_host = cpu_to_host,
     .upload = cpu_upload, .unload = cpu_unload,
     .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matmul = cpu_matmul, .rope = cpu_rope,
-    .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync,
+    .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync_op,
     .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
 };
 

@@ -14,6 +14,7 @@
 #include <new>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,9 @@ struct cuctx {
 
     tl_cuda_stats st{};
     int reported = 0;
+    char first_err[256] = "";  /* the first error, for sync's message */
+    int ev0_pending = 0;       /* a deferred decode records its start event when its work launches */
+    long fault_at = -1;        /* TL_CUDA_FAULT_AT_PASS: the pass that launches a faulting kernel */
 
     char *d_topk = nullptr;  /* scratch of the two top-k launches, then their result */
     char *h_topk = nullptr;  /* pinned: the result's way to the host */
@@ -118,16 +122,27 @@ struct cuctx {
 
 constexpr size_t PIN_BYTES = 32u << 20;
 
+/* Every error counts; the first is kept (sync reports it) and printed once. After one, every
+ * sync fails: a fault leaves the buffers (the KV cache) and any timing untrustworthy. */
+void note_error(cuctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void note_error(cuctx *c, const char *fmt, ...)
+{
+    c->st.errors++;
+    if (c->reported)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->first_err, sizeof c->first_err, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "tokenloop: cuda: %s\n", c->first_err);
+    c->reported = 1;
+}
+
 int ck(cuctx *c, cudaError_t e, const char *what, int line)
 {
     if (e == cudaSuccess)
         return 0;
-    c->st.errors++;
-    if (!c->reported) {
-        fprintf(stderr, "tokenloop: cuda: %s (%s, kernels/cuda/backend.cu:%d)\n", cudaGetErrorString(e), what,
-                line);
-        c->reported = 1;
-    }
+    note_error(c, "%s (%s, kernels/cuda/backend.cu:%d)", cudaGetErrorString(e), what, line);
     return -1;
 }
 #define CK(c, call) ck((c), (call), #call, __LINE__)
@@ -202,13 +217,8 @@ void launch_matmul(cuctx *c, dptr out, dptr x, const cmd &k, const int *posp)
         cublasStatus_t st = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, T, cols, &alpha, W,
                                          CUDA_R_16BF, cols, c->d_xb, CUDA_R_16BF, cols, &beta, out.base,
                                          CUDA_R_32F, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-        if (st != CUBLAS_STATUS_SUCCESS) {
-            c->st.errors++;
-            if (!c->reported) {
-                fprintf(stderr, "tokenloop: cuda: cublasGemmEx failed (status %d)\n", (int)st);
-                c->reported = 1;
-            }
-        }
+        if (st != CUBLAS_STATUS_SUCCESS)
+            note_error(c, "cublasGemmEx failed (status %d, [%d, %d] x %d tokens)", (int)st, rows, cols, T);
         return;
     }
     if (!vec) {
@@ -222,26 +232,28 @@ void launch_matmul(cuctx *c, dptr out, dptr x, const cmd &k, const int *posp)
     }
     int target = 4 * c->nsm;
     int rpb = rows / 8 >= target ? 8 : rows / 4 >= target ? 4 : rows / 2 >= target ? 2 : 1;
-    for (int t0 = 0; t0 < T; t0 += 8) {
-        int tn = T - t0 < 8 ? T - t0 : 8;
+    /* up to 16 tokens per launch: a prefill of 9..16 tokens streams the weights once */
+    for (int t0 = 0; t0 < T; t0 += 16) {
+        int tn = T - t0 < 16 ? T - t0 : 16;
         dptr xs = {x.base + (size_t)t0 * cols, x.stride}, os = {out.base + (size_t)t0 * rows, out.stride};
         unsigned g = (unsigned)((rows + rpb - 1) / rpb);
 #define MV(R, TT) k_matvec<R, TT><<<g, 256, 0, c->s>>>(W, xs, os, posp, rows, cols, tn)
+#define MV_ALL(TT)                                                                                                   \
+    switch (rpb) {                                                                                                   \
+    case 8: MV(8, TT); break;                                                                                        \
+    case 4: MV(4, TT); break;                                                                                        \
+    case 2: MV(2, TT); break;                                                                                        \
+    default: MV(1, TT); break;                                                                                       \
+    }
         if (tn == 1) {
-            switch (rpb) {
-            case 8: MV(8, 1); break;
-            case 4: MV(4, 1); break;
-            case 2: MV(2, 1); break;
-            default: MV(1, 1); break;
-            }
+            MV_ALL(1);
+            c->st.variants[TL_CUDA_V_MATVEC + (rpb == 8 ? 3 : rpb == 4 ? 2 : rpb == 2 ? 1 : 0)]++;
+        } else if (tn <= 8) {
+            MV_ALL(8);
         } else {
-            switch (rpb) {
-            case 8: MV(8, 8); break;
-            case 4: MV(4, 8); break;
-            case 2: MV(2, 8); break;
-            default: MV(1, 8); break;
-            }
+            MV_ALL(16);
         }
+#undef MV_ALL
 #undef MV
     }
     CKL(c);
@@ -278,6 +290,10 @@ void exec_cmd(cuctx *c, const cmd &k, bool graph)
         k_rope<<<dim3(k.a, k.T), 64, 0, c->s>>>(P[0], posp, k.pos, k.a, k.b, (const float *)k.w);
         break;
     case OP_ATTN: { /* a = n_heads, b = n_kv, c = head_dim */
+        if (k.c > TL_CUDA_MAX_HEAD_DIM) {  /* accepts() refuses such models; never read past sm_o */
+            note_error(c, "attention: head_dim %d is more than %d", k.c, TL_CUDA_MAX_HEAD_DIM);
+            return;
+        }
         dim3 g(k.a, k.T);
         float scale = 1.0f / sqrtf((float)k.c);
         int D = (k.c + 31) / 32;
@@ -340,6 +356,7 @@ void exec_list(cuctx *c, const cmdlist &L, bool graph)
                 int R = rows / 4 >= target ? 4 : rows / 2 >= target ? 2 : 1;
                 unsigned blocks = (unsigned)((rows + R - 1) / R);
                 const uint16_t *Wg = (const uint16_t *)k.w, *Wu = (const uint16_t *)u.w;
+                c->st.variants[TL_CUDA_V_GATE_UP + (R == 4 ? 2 : R == 2 ? 1 : 0)]++;
                 if (R == 4)
                     k_gate_up_swiglu<4><<<blocks, 256, 0, c->s>>>(Wg, Wu, x, g, up, posp, rows, cols);
                 else if (R == 2)
@@ -377,6 +394,7 @@ void exec_list(cuctx *c, const cmdlist &L, bool graph)
                     blocks += (sg.rows[m] + rpb - 1) / rpb;
                 }
                 int cols = (int)k.wc;
+                c->st.variants[TL_CUDA_V_MULTI + (rpb == 8 ? 3 : rpb == 4 ? 2 : rpb == 2 ? 1 : 0)]++;
                 switch (rpb) {
                 case 8: k_matvec_multi<8><<<blocks, 256, 0, c->s>>>(sg, x, posp, cols); break;
                 case 4: k_matvec_multi<4><<<blocks, 256, 0, c->s>>>(sg, x, posp, cols); break;
@@ -418,12 +436,24 @@ void exec_list(cuctx *c, const cmdlist &L, bool graph)
     }
 }
 
+/* The pass's start event, recorded when its first work is launched rather than at begin_pass:
+ * a decode step's operations are only recorded until end_pass, and that host time is no
+ * device time. */
+void start_timer(cuctx *c)
+{
+    if (!c->ev0_pending)
+        return;
+    c->ev0_pending = 0;
+    CK(c, cudaEventRecord(c->ev0, c->s));
+}
+
 /* Runs what a deferred pass recorded so far, op by op; the rest of the pass runs eagerly. */
 void flush(cuctx *c)
 {
     if (!c->deferring)
         return;
     c->deferring = 0;
+    start_timer(c);
     exec_list(c, c->cur, false);
     c->cur.n = 0;
     c->prev_valid = 0;
@@ -541,6 +571,7 @@ bool capture(cuctx *c)
 void end_deferred(cuctx *c)
 {
     c->deferring = 0;
+    start_timer(c);
     set_step(c);
     int pos = c->pass_pos;
     bool done = false;
@@ -611,6 +642,8 @@ void *cu_create(int threads, tl_error *err)
     c->graphs_enabled = !(g && !strcmp(g, "0"));
     const char *f = getenv("TL_CUDA_FUSE");
     c->fuse = !(f && !strcmp(f, "0"));
+    const char *fa = getenv("TL_CUDA_FAULT_AT_PASS");
+    c->fault_at = fa && *fa ? strtol(fa, nullptr, 10) : -1;
     if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->pin_ev[0], cudaEventDisableTiming) != cudaSuccess ||
@@ -1021,11 +1054,25 @@ void cu_add(void *ctx, float *x, const float *y, int n)
     submit((cuctx *)ctx, k);
 }
 
-void cu_sync(void *ctx)
+int cu_sync(void *ctx, tl_error *err)
 {
     cuctx *c = (cuctx *)ctx;
     flush(c);
     CK(c, cudaStreamSynchronize(c->s));
+    if (!c->st.errors)
+        return 0;
+    return tl_error_set(err, "cuda: %s%s", c->first_err,
+                        c->st.errors > 1 ? " (and later errors; the device's results are not usable)" : "");
+}
+
+/* head_dim: k_attention keeps a row of q, acc and V in D = head_dim / 32 registers per lane,
+ * D <= 8. Everything else of a Llama shape runs at any size. */
+int cu_accepts(const tl_config *cfg, tl_error *err)
+{
+    if (cfg->head_dim > TL_CUDA_MAX_HEAD_DIM)
+        return tl_error_set(err, "head_dim: %d is more than the %d the cuda backend's attention handles",
+                            cfg->head_dim, TL_CUDA_MAX_HEAD_DIM);
+    return 0;
 }
 
 void cu_begin_pass(void *ctx, int T, int pos0)
@@ -1037,11 +1084,19 @@ void cu_begin_pass(void *ctx, int T, int pos0)
     c->timed = 0;
     c->pass_T = T;
     c->pass_pos = pos0;
-    CK(c, cudaEventRecord(c->ev0, c->s));
+    c->ev0_pending = 1;
+    if (c->fault_at >= 0 && c->st.passes == c->fault_at) {
+        fprintf(stderr, "tokenloop: cuda: TL_CUDA_FAULT_AT_PASS=%ld: launching a faulting kernel\n", c->fault_at);
+        start_timer(c);
+        k_fault<<<1, 1, 0, c->s>>>(nullptr);
+        CKL(c);
+    }
     if (T == 1) {
         c->deferring = 1;
         c->cur.n = 0;
         c->nids = 0;
+    } else {
+        start_timer(c);
     }
 }
 
@@ -1051,6 +1106,7 @@ void cu_end_pass(void *ctx)
     if (c->deferring)
         end_deferred(c);
     if (c->in_pass) {
+        start_timer(c);
         CK(c, cudaEventRecord(c->ev1, c->s));
         c->timed = 1;
         c->in_pass = 0;
@@ -1152,6 +1208,7 @@ const tl_backend_ops cuda_ops = [] {
     memset(&o, 0, sizeof o);
     o.name = "cuda";
     o.create = cu_create;
+    o.accepts = cu_accepts;
     o.destroy = cu_destroy;
     o.alloc = cu_alloc;
     o.release = cu_release;
@@ -1197,4 +1254,49 @@ extern "C" void tl_cuda_get_stats(void *ctx, tl_cuda_stats *out)
 extern "C" double tl_cuda_pass_device_ms(void *ctx)
 {
     return cu_pass_device_ms(ctx);
+}
+
+extern "C" double tl_cuda_read_bandwidth(void *ctx, double budget_s)
+{
+    cuctx *c = (cuctx *)ctx;
+    flush(c);
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess)
+        return 0;
+    size_t bytes = (size_t)2 << 30;   /* 2 GiB: 35 times an H200's L2 */
+    while (bytes > ((size_t)64 << 20) && 2 * bytes > fr)
+        bytes >>= 1;
+    char *a = nullptr;
+    unsigned *sink = nullptr;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    double best = 0, spent = 0;
+    size_t n = bytes / sizeof(uint4);
+    unsigned blocks = (unsigned)(c->nsm > 0 ? c->nsm * 8 : 1024);
+    if (cudaMalloc(&a, bytes) == cudaSuccess && cudaMalloc(&sink, sizeof(unsigned)) == cudaSuccess &&
+        cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
+        cudaMemsetAsync(a, 1, bytes, c->s) == cudaSuccess) {
+        if (budget_s <= 0)
+            budget_s = 0.2;
+        k_read<<<blocks, 256, 0, c->s>>>((const uint4 *)a, n, sink);   /* warm-up */
+        for (int i = 0; i < 200 && (i < 3 || spent < budget_s); i++) {
+            float ms = 0;
+            if (cudaEventRecord(e0, c->s) != cudaSuccess)
+                break;
+            k_read<<<blocks, 256, 0, c->s>>>((const uint4 *)a, n, sink);
+            if (cudaGetLastError() != cudaSuccess || cudaEventRecord(e1, c->s) != cudaSuccess ||
+                cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess || ms <= 0)
+                break;
+            spent += ms / 1e3;
+            double rate = (double)bytes / (ms / 1e3);
+            if (rate > best)
+                best = rate;
+        }
+    }
+    cudaGetLastError();
+    cudaStreamSynchronize(c->s);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(sink);
+    return best;
 }

@@ -7,17 +7,30 @@
 extern "C" {
 #endif
 
+/* The largest head_dim the attention kernel handles (tl_backend_ops.accepts refuses more). */
+#define TL_CUDA_MAX_HEAD_DIM 256
+
+/* Indices of tl_cuda_stats.variants: launches of each matrix-vector kernel variant issued by
+ * the host (a replayed graph adds none), by rows per block 1, 2, 4, 8 (gate/up: 1, 2, 4). */
+enum { TL_CUDA_V_MATVEC = 0, TL_CUDA_V_MULTI = 4, TL_CUDA_V_GATE_UP = 8, TL_CUDA_V_COUNT = 11 };
+
 typedef struct tl_cuda_stats {
     long passes;        /* begin_pass..end_pass brackets seen */
     long eager_decode;  /* T == 1 passes run op by op (first steps, shape changes) */
     long captures;      /* decode graphs captured */
     long replays;       /* decode passes served by replaying the graph */
-    long errors;        /* CUDA errors seen by operations (reported once on stderr) */
+    long errors;        /* CUDA errors seen by operations (the first on stderr; sync fails after) */
+    long variants[TL_CUDA_V_COUNT];  /* k_matvec<R,1>, k_matvec_multi<R>, k_gate_up_swiglu<R> */
 } tl_cuda_stats;
 
 void tl_cuda_get_stats(void *ctx, tl_cuda_stats *out);
 /* Device time between the last begin_pass and end_pass, from CUDA events; < 0 if none. */
 double tl_cuda_pass_device_ms(void *ctx);
+/* The device memory's read bandwidth in bytes/s: a kernel streaming a buffer far larger than
+ * L2 with 16-byte evict-first loads (as the decode GEMVs read weights), timed with events, the
+ * best of several runs within about budget_s seconds; <= 0 if it failed. The floor of a
+ * decode step is its bytes / this (the backend's `bandwidth` op is a copy: read + write). */
+double tl_cuda_read_bandwidth(void *ctx, double budget_s);
 
 #ifdef __cplusplus
 }

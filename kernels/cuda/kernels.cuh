@@ -415,6 +415,31 @@ __global__ void k_matvec_any(const WT *__restrict__ W, dptr xp, dptr op, const i
     }
 }
 
+/* TL_CUDA_FAULT_AT_PASS: a store through p (nullptr): an illegal-address fault, as a bug would. */
+__global__ void k_fault(int *p)
+{
+    p[threadIdx.x] = 1;
+}
+
+/* Streams n 16-byte words with evict-first loads, four in flight per thread; the XOR keeps the
+ * loads (the store is practically never taken). The read-bandwidth probe. */
+__global__ void __launch_bounds__(256) k_read(const uint4 *__restrict__ p, size_t n, unsigned *sink)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x, i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    unsigned acc = 0;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
+              d = __ldcs(p + i + 3 * stride);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    for (; i < n; i += stride) {
+        uint4 a = __ldcs(p + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (acc == 0x9e3779b9u)
+        sink[0] = acc;
+}
+
 __global__ void k_f32_to_bf16(uint16_t *out, const float *x, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {

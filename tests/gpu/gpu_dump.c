@@ -3,6 +3,8 @@
  * float64 NumPy reference.
  *
  *   gpu_dump --probe                 exit 0 if a CUDA device is usable, else 77
+ *   gpu_dump --bandwidth [SECONDS]   one JSON line: the device's read bandwidth (the decode
+ *                                    floor's denominator) and its copy bandwidth, in GB/s
  *   gpu_dump MODEL_DIR OUT OP...     prefill:1,2,3  decode:5  rewind:2
  *
  * OUT.txt: one line per pass "<op> <position after> <token fed or -1>"; OUT.f32: the logits. */
@@ -10,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/cuda.h"
+#include "tokenloop/backend.h"
 #include "tokenloop/engine.h"
 
 static int run_op(tl_engine *e, const char *op, FILE *txt, FILE *bin, tl_error *err)
@@ -50,6 +54,26 @@ int main(int argc, char **argv)
         if (!ok)
             printf("gpu_dump: SKIP: no usable CUDA device\n");
         return ok ? 0 : 77;
+    }
+    if ((argc == 2 || argc == 3) && !strcmp(argv[1], "--bandwidth")) {
+        if (!tl_backend_cuda() || !tl_backend_cuda_available()) {
+            printf("gpu_dump: SKIP: no usable CUDA device\n");
+            return 77;
+        }
+        double budget = argc == 3 ? atof(argv[2]) : 0.5;
+        tl_error err = {{0}};
+        const tl_backend_ops *be = tl_backend_cuda();
+        void *ctx = be->create(0, &err);
+        if (!ctx) {
+            fprintf(stderr, "gpu_dump: %s\n", err.msg);
+            return 1;
+        }
+        double rd = tl_cuda_read_bandwidth(ctx, budget), cp = be->bandwidth(ctx, budget);
+        int bad = be->sync(ctx, &err) || rd <= 0;
+        printf("{\"read_gbps\": %.1f, \"copy_gbps\": %.1f, \"probe\": \"read: 16-byte evict-first loads of a "
+               "buffer far larger than L2; copy: device-to-device, read + write bytes\"}\n", rd / 1e9, cp / 1e9);
+        be->destroy(ctx);
+        return bad ? 1 : 0;
     }
     if (argc < 4) {
         fprintf(stderr, "usage: gpu_dump MODEL_DIR OUT OP...\n");

@@ -71,7 +71,7 @@ static tl_weight host_weight(tl_dtype dt, int64_t rows, int64_t cols, float scal
 static float *dev_from(const float *h, size_t n)
 {
     float *d = be->alloc(ctx, n);
-    be->sync(ctx); /* alloc zeroes on the backend's stream */
+    TL_CHECK_INT(be->sync(ctx, NULL), 0); /* alloc zeroes on the backend's stream */
     cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
     cudaDeviceSynchronize();
     return d;
@@ -283,7 +283,7 @@ static double mini_step(mini *m, int id, int pos, int extra)
         be->add(ctx, m->x, m->o, H);
     be->rmsnorm(ctx, m->xb, m->x, &m->d_norm, 1, H, 1e-5f); /* as the next layer would */
     be->end_pass(ctx);
-    be->sync(ctx);
+    TL_CHECK_INT(be->sync(ctx, NULL), 0);
     float got[H], gotn[H], gotu[FF];
     be->to_host(ctx, got, m->x, H);
     be->to_host(ctx, gotn, m->xb, H);
@@ -465,6 +465,8 @@ int main(void)
     test_matmul(64, 256, 5, TL_BF16);
     test_matmul(64, 256, 13, TL_BF16);
     test_matmul(37, 100, 16, TL_BF16);
+    test_matmul(64, 256, 9, TL_BF16);   /* 9..16 tokens: one launch of k_matvec<R, 16> */
+    test_matmul(1024, 512, 16, TL_BF16);
     test_matmul(300, 512, 40, TL_BF16); /* cuBLAS */
     test_matmul(50, 24, 257, TL_BF16);
     test_matmul(1, 64, 3, TL_F32);      /* a [1, n] weight stays fp32 */
@@ -481,6 +483,7 @@ int main(void)
     test_attention(4, 11, 6, 3, 16);
     test_attention(2, 5, 2, 1, 256);
     test_attention(3, 9, 4, 2, 72);
+    TL_CHECK(be->accepts != NULL);
     test_elementwise(1000);
     test_elementwise(14336);
     test_decode_graph();

@@ -11,6 +11,9 @@
 typedef struct tl_backend_ops {
     const char *name;
     void *(*create)(int threads, tl_error *err);     /* threads <= 0: all cores */
+    /* Optional: whether this backend can run a model of this shape, asked before create (no
+     * device is touched). 0, or -1 with err naming the config.json field, e.g. "head_dim: ...". */
+    int (*accepts)(const tl_config *cfg, tl_error *err);
     void (*destroy)(void *ctx);
 
     float *(*alloc)(void *ctx, size_t n_floats);      /* zeroed; NULL on failure */
@@ -33,7 +36,10 @@ typedef struct tl_backend_ops {
                       int T, int pos0, int n_heads, int n_kv, int head_dim);
     void (*swiglu)(void *ctx, float *gate, const float *up, int n);   /* gate = silu(gate) * up */
     void (*add)(void *ctx, float *x, const float *y, int n);          /* x += y */
-    void (*sync)(void *ctx);                                          /* wait for queued work */
+    /* Wait for queued work. 0, or -1 with err set when the backend failed since it was created
+     * (a device fault, a failed launch): its buffers can no longer be trusted, and every later
+     * sync fails too. err may be NULL. */
+    int (*sync)(void *ctx, tl_error *err);
 
     /* Optional: bracket one forward pass of T tokens at pos0, so a backend can capture the
      * decode step as a graph and replay it (CUDA), or hand a whole pass to its worker at once
