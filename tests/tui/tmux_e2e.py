@@ -319,8 +319,9 @@ def main():
         s, m = wait_for(lambda s: re.search(r"running: (\d+) chunks", s), "the run in progress", 30)
         check(m, "r: the screen repaints while the background thread generates (%s)" % (m.group(0) if m else "-"))
         # the seam itself: chunks the generation thread put into the queue, those the screen took
-        s, m = wait_for(lambda s: re.search(r"queue: (\d+) put, (\d+) taken, (\d+) waiting", s), "the queue's counts", 30)
-        check(m and int(m.group(1)) >= int(m.group(2)) > 0 and int(m.group(3)) == int(m.group(1)) - int(m.group(2)),
+        s, m = wait_for(lambda s: re.search(r"queue: ([1-9]\d*) put, (\d+) taken, (\d+) waiting", s),
+                        "the queue's counts", 30)
+        check(m and int(m.group(1)) >= int(m.group(2)) and int(m.group(3)) == int(m.group(1)) - int(m.group(2)),
               "the Stream pane counts the iterator queue while it runs (%s)" % (m.group(0) if m else "-"))
         tmux("send-keys", "-t", "t", "x")
         s, m = wait_for(lambda s: "paused" in s, "the pause", 30)
