@@ -223,7 +223,8 @@ static void test_keep_top(const tl_model *m, int n_prompt, int n_new)
         TL_CHECK_INT(tn, fn);
         TL_CHECK_MSG(tn == fn && !memcmp(fi, ti, sizeof(int) * (size_t)fn) && !memcmp(fv, tv, sizeof(float) * (size_t)fn),
                      "keep_top step %d: the kept candidates differ from the full copy's", i);
-        TL_CHECK_MSG(fabs(fz - tz) <= 1e-9 * fz, "keep_top step %d: sum %.12g vs %.12g", i, tz, fz);
+        /* the CPU side's tl_topk sums float exps (core/topk.h's bound) */
+        TL_CHECK_MSG(fabs(fz - tz) <= 1e-5 * fz, "keep_top step %d: sum %.12g vs %.12g", i, tz, fz);
         if (i == n_new)
             break;
         TL_CHECK_INT(tl_engine_decode(full, fi[0], &err), 0);

@@ -425,7 +425,9 @@ static void test_topk(int n, int k, int kind)
     if (gn == rn && rn > 0) {
         TL_CHECK_MSG(!memcmp(gi, ri, sizeof(int) * rn) && !memcmp(gv, rv, sizeof(float) * rn),
                      "topk n %d k %d kind %d: ids or scores differ (first: %d vs %d)", n, k, kind, gi[0], ri[0]);
-        TL_CHECK_MSG(fabs(gz - rz) <= 1e-9 * rz, "topk n %d k %d kind %d: sum %.12g vs %.12g", n, k, kind, gz, rz);
+        /* tl_topk's sum is a float exp per term now (core/topk.h states its bound); 1e-5 of
+         * the sum is far wider than that bound and far tighter than a wrong sum */
+        TL_CHECK_MSG(fabs(gz - rz) <= 1e-5 * rz, "topk n %d k %d kind %d: sum %.12g vs %.12g", n, k, kind, gz, rz);
     }
     be->release(ctx, d);
     free(h);
