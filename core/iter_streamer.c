@@ -14,6 +14,8 @@
 typedef struct chunk {
     struct chunk *next;
     double t_ms;                /* the step's t_ms: when its token was on the host */
+    tl_iter_token *tok;         /* the tokens chosen since the previous chunk */
+    int n_tok;
     size_t len;
     char text[];
 } chunk;
@@ -28,6 +30,12 @@ struct tl_iter {
     int started;                /* the first step was seen */
     atomic_int cancel;
     double last_ms;             /* consumer side: t_ms of the chunk tl_iter_next gave last */
+    tl_iter_token *last_tok;    /* consumer side: that chunk's tokens (owned) */
+    int n_last_tok;
+    tl_iter_token *pend;        /* producer side: tokens no chunk has carried yet */
+    int n_pend, cap_pend;
+    tl_iter_token *rest;        /* pend at the end of generation (under mu), for the consumer */
+    int n_rest;
     int n_put, n_got;           /* chunks the producer queued, the consumer took (under mu) */
     int rc;
     tl_error err;
@@ -39,6 +47,10 @@ static void push(tl_iter *it, const char *text, size_t len, double t_ms)
     if (!c) return;
     c->next = NULL;
     c->t_ms = t_ms;
+    c->tok = it->pend;   /* the first chunk of a step carries the tokens since the last one */
+    c->n_tok = it->n_pend;
+    it->pend = NULL;
+    it->n_pend = it->cap_pend = 0;
     c->len = len;
     memcpy(c->text, text, len);
     c->text[len] = 0;
@@ -56,6 +68,14 @@ static void push(tl_iter *it, const char *text, size_t len, double t_ms)
 static int on_step(void *ctx, tl_session *s, const tl_step *st)
 {
     tl_iter *it = ctx;
+    if (it->n_pend == it->cap_pend) {
+        int cap = it->cap_pend ? 2 * it->cap_pend : 4;
+        tl_iter_token *p = realloc(it->pend, (size_t)cap * sizeof *p);
+        if (!p) return 1;   /* out of memory: stop, as a cancel would */
+        it->pend = p;
+        it->cap_pend = cap;
+    }
+    it->pend[it->n_pend++] = (tl_iter_token){.id = st->chosen, .forced = st->forced, .sample = st->sample};
     size_t n = st->printed ? strlen(st->printed) : 0, cut = st->end_at < n ? st->end_at : n;
     if (!it->started) {
         /* Printed before this step: the prompt (skip_prompt off) and any steps the session took
@@ -76,6 +96,10 @@ static void *run(void *arg)
     int rc = tl_generate(it->s, on_step, it, &it->err);
     pthread_mutex_lock(&it->mu);
     it->rc = rc;
+    it->rest = it->pend;
+    it->n_rest = it->n_pend;
+    it->pend = NULL;
+    it->n_pend = 0;
     it->ended = 1;
     pthread_cond_broadcast(&it->cv);
     pthread_mutex_unlock(&it->mu);
@@ -134,9 +158,20 @@ int tl_iter_next(tl_iter *it, char **text, size_t *len, int timeout_ms)
         if (!it->head) it->tail = NULL;
         it->n_got++;
     }
+    free(it->last_tok);
+    it->last_tok = NULL;
+    it->n_last_tok = 0;
+    if (!c) {   /* ended and drained: what no chunk carried, once */
+        it->last_tok = it->rest;
+        it->n_last_tok = it->n_rest;
+        it->rest = NULL;
+        it->n_rest = 0;
+    }
     pthread_mutex_unlock(&it->mu);
-    if (!c) return 0;   /* ended and drained */
+    if (!c) return 0;
     it->last_ms = c->t_ms;
+    it->last_tok = c->tok;
+    it->n_last_tok = c->n_tok;
     char *t = malloc(c->len + 1);
     if (t) {
         memcpy(t, c->text, c->len + 1);
@@ -150,6 +185,12 @@ int tl_iter_next(tl_iter *it, char **text, size_t *len, int timeout_ms)
 void tl_iter_cancel(tl_iter *it) { atomic_store(&it->cancel, 1); }
 
 double tl_iter_last_ms(const tl_iter *it) { return it->last_ms; }
+
+int tl_iter_last_tokens(const tl_iter *it, const tl_iter_token **tok)
+{
+    *tok = it->last_tok;
+    return it->n_last_tok;
+}
 
 void tl_iter_counts(tl_iter *it, int *put, int *got)
 {
@@ -167,9 +208,13 @@ int tl_iter_finish(tl_iter *it, tl_error *err)
     if (rc < 0 && err) *err = it->err;
     for (chunk *c = it->head; c;) {
         chunk *n = c->next;
+        free(c->tok);
         free(c);
         c = n;
     }
+    free(it->last_tok);
+    free(it->pend);
+    free(it->rest);
     pthread_mutex_destroy(&it->mu);
     pthread_cond_destroy(&it->cv);
     free(it);

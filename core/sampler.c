@@ -399,6 +399,8 @@ static void fill_report(tl_sampler *s, const float *logits, int top_n, int chose
     /* H = -sum q log q with q = e / zt and log q = d - log zt, d = (logit - max) / t */
     rep->entropy = s->zt > 0 ? log(s->zt) - s->wt / s->zt : 0;
     rep->kept = kept;
+    rep->log_z = zr > 0 ? mx + log(zr) : INFINITY;
+    rep->chosen_logit = chosen >= 0 && chosen < V ? logits[chosen] : -INFINITY;
     double in = 0;
     for (int j = 0; j < top_n; j++) {
         int i = s->top_ids[j];

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include "class_page.h"
 #include "commands.h"
 #include "tokenloop/paths.h"
+#include "tokenloop/streamer.h"
 #include "tokenloop/session.h"
 #include "tokenloop/tokenizer.h"
 
@@ -29,7 +31,8 @@ static const char usage[] =
     "                       [--api-key KEY] [--threads N]\n"
     "  An OpenAI-compatible chat server on the iterator streamer: POST /v1/chat/completions\n"
     "  (messages, stream, max_tokens / max_completion_tokens, temperature (0: greedy), top_p,\n"
-    "  top_k, seed, stop, stream_options.include_usage); POST /v1/completions (prompt: raw\n"
+    "  top_k, seed, stop, logprobs + top_logprobs (<= 20), stream_options.include_usage);\n"
+    "  POST /v1/completions (prompt: raw\n"
     "  text, no chat template: the model continues it); GET /v1/models, GET /health; GET / the\n"
     "  class page: a streamed request with the client's clock beside the server's.\n"
     "  Without max_tokens the budget is generate()'s: generation_config.json's, else 20 new\n"
@@ -107,6 +110,8 @@ typedef struct stream {
     long long created;
     int include_usage;
     int raw;                    /* /v1/completions: text chunks, no role */
+    int logprobs, top_logprobs; /* logprobs -1: none asked for; top_logprobs: alternatives per token */
+    const tl_tokenizer *tok;    /* read-only while generation runs */
     int phase;                  /* 0 role chunk, 1 content, 2 final, 3 [DONE], 4 end */
     char *out;                  /* bytes not yet handed to libmicrohttpd */
     size_t out_len, out_pos;
@@ -173,6 +178,42 @@ static void add_usage(cJSON *o, tl_session *s)
     cJSON_AddNumberToObject(u, "total_tokens", np + ng);
 }
 
+/* A log probability as JSON can carry it: a token the model rules out entirely (a -inf logit)
+ * gets OpenAI's floor, -9999, instead of a non-number */
+static double json_logprob(double lp) { return isfinite(lp) ? lp : -9999.0; }
+
+/* token, bytes, logprob: the token's text with bytes that are not UTF-8 on their own as U+FFFD
+ * (Python's errors="replace"), and its exact bytes, so a client can join the pieces of a
+ * character split across tokens */
+static void add_token_fields(cJSON *o, const tl_tokenizer *tok, int id, double lp)
+{
+    size_t n = 0;
+    const char *b = tl_tokenizer_piece(tok, id, &n);
+    if (!b) n = 0;
+    char *text = tl_utf8_decode_replace(b ? b : "", n, NULL, NULL);
+    cJSON_AddStringToObject(o, "token", text ? text : "");
+    free(text);
+    cJSON_AddNumberToObject(o, "logprob", json_logprob(lp));
+    cJSON *by = cJSON_AddArrayToObject(o, "bytes");
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(by, cJSON_CreateNumber((unsigned char)b[i]));
+}
+
+/* One entry of logprobs.content. The log probabilities are the model's own (log softmax of the
+ * logits, before temperature, top-k and top-p), as vLLM reports by default: what the model
+ * thought of each token, whichever sampling then chose it. */
+static void add_logprob_entry(cJSON *content, const tl_tokenizer *tok, int id, const tl_sample_report *r, int top)
+{
+    cJSON *e = cJSON_CreateObject();
+    add_token_fields(e, tok, id, (double)r->chosen_logit - r->log_z);
+    cJSON *alts = cJSON_AddArrayToObject(e, "top_logprobs");
+    for (int j = 0; j < top && j < r->n; j++) {
+        cJSON *a = cJSON_CreateObject();
+        add_token_fields(a, tok, r->cand[j].id, (double)r->cand[j].logit - r->log_z);
+        cJSON_AddItemToArray(alts, a);
+    }
+    cJSON_AddItemToArray(content, e);
+}
+
 static cJSON *chunk_base(stream *q)
 {
     cJSON *o = cJSON_CreateObject();
@@ -195,7 +236,20 @@ static void set_event(stream *q, cJSON *o)
     free(j);
 }
 
-static cJSON *delta_chunk(stream *q, const char *role, const char *content, const char *finish)
+/* logprobs of a chunk: the tokens that came with it from the queue (none for the role chunk) */
+static void add_chunk_logprobs(stream *q, cJSON *c0, const tl_iter_token *t, int n)
+{
+    if (q->logprobs < 0) {
+        cJSON_AddNullToObject(c0, "logprobs");
+        return;
+    }
+    cJSON *lp = cJSON_AddObjectToObject(c0, "logprobs"), *content = cJSON_AddArrayToObject(lp, "content");
+    for (int i = 0; i < n; i++) add_logprob_entry(content, q->tok, t[i].id, &t[i].sample, q->top_logprobs);
+    cJSON_AddNullToObject(lp, "refusal");
+}
+
+static cJSON *delta_chunk(stream *q, const char *role, const char *content, const char *finish,
+                          const tl_iter_token *t, int n_tok)
 {
     cJSON *o = chunk_base(q), *ch = cJSON_AddArrayToObject(o, "choices"), *c0 = cJSON_CreateObject();
     cJSON_AddItemToArray(ch, c0);
@@ -207,7 +261,8 @@ static cJSON *delta_chunk(stream *q, const char *role, const char *content, cons
         if (role) cJSON_AddStringToObject(d, "role", role);
         if (content) cJSON_AddStringToObject(d, "content", content);
     }
-    cJSON_AddNullToObject(c0, "logprobs");
+    if (role) cJSON_AddNullToObject(c0, "logprobs");
+    else add_chunk_logprobs(q, c0, t, n_tok);
     if (finish) cJSON_AddStringToObject(c0, "finish_reason", finish);
     else cJSON_AddNullToObject(c0, "finish_reason");
     return o;
@@ -220,32 +275,41 @@ static int next_event(stream *q)
         if (q->phase == 0) {
             q->phase = 1;
             if (q->raw) continue;   /* a text completion has no role */
-            set_event(q, delta_chunk(q, "assistant", "", NULL));
+            set_event(q, delta_chunk(q, "assistant", "", NULL, NULL, 0));
             return 1;
         }
         if (q->phase == 1) {
             char *text;
             size_t len;
             int rc = tl_iter_next(q->it, &text, &len, -1);
+            const tl_iter_token *toks;
+            int n_tok = tl_iter_last_tokens(q->it, &toks);
             if (rc == 1) {
-                cJSON *o = delta_chunk(q, NULL, text, NULL);
+                cJSON *o = delta_chunk(q, NULL, text, NULL, toks, n_tok);
                 /* the server's clock for this text: a client compares its own receive time */
                 cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "tokenloop"), "token_ms", tl_iter_last_ms(q->it));
                 set_event(q, o);
                 free(text);
                 return 1;
             }
+            /* the final chunk carries the tokens no text came with (an EOS, a stop string's cut) */
+            cJSON *o = delta_chunk(q, NULL, NULL, NULL, toks, n_tok);
             tl_error err = {{0}};
             int fin = tl_iter_finish(q->it, &err);
             q->it = NULL;
             if (fin < 0) {
-                cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+                cJSON_Delete(o);
+                o = NULL;
+                cJSON *eo = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(eo, "error");
                 cJSON_AddStringToObject(e, "message", err.msg);
+                o = eo;
                 set_event(q, o);
                 q->phase = 3;
                 return 1;
             }
-            cJSON *o = delta_chunk(q, NULL, NULL, finish_reason(tl_session_stop(q->sl->s)->reason));
+            cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "choices"), 0);
+            cJSON_ReplaceItemInObjectCaseSensitive(c0, "finish_reason",
+                                                   cJSON_CreateString(finish_reason(tl_session_stop(q->sl->s)->reason)));
             add_stop_ext(o, q->sl->s);
             set_event(q, o);
             q->phase = 2;
@@ -307,7 +371,7 @@ static int get_number(const cJSON *b, const char *name, double lo, double hi, do
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, name);
     if (!v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi)) {
-        snprintf(why, cap, "%s: expected a number from %g to %g", name, lo, hi);
+        snprintf(why, cap, "%s: expected a number from %.15g to %.15g", name, lo, hi);
         return -1;
     }
     *out = v->valuedouble;
@@ -331,10 +395,91 @@ static int set_raw_prompt(tl_session *s, const cJSON *b, tl_error *err)
 }
 
 /* The request's settings onto the session, from generation_config.json's defaults. */
+/* The fields a request may carry. OpenAI refuses a field it does not know; so does this server,
+ * rather than let a student believe an option (n, logit_bias, tools...) took effect. */
+static const char *const known_fields[] = {
+    "model", "messages", "prompt", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+    "temperature", "top_p", "top_k", "seed", "stop", "logprobs", "top_logprobs", "n", "user",
+    "frequency_penalty", "presence_penalty", NULL};
+
+static int check_fields(const cJSON *b, int raw, char *why, size_t cap, const char **param)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, b) {
+        int known = 0;
+        for (int i = 0; known_fields[i] && !known; i++) known = !strcmp(f->string, known_fields[i]);
+        if (!known || (raw && !strcmp(f->string, "messages")) || (!raw && !strcmp(f->string, "prompt"))) {
+            *param = f->string;
+            return snprintf(why, cap, "%s: not a field of %s that tokenloop serve supports", f->string,
+                            raw ? "/v1/completions" : "/v1/chat/completions"), -1;
+        }
+        *param = f->string;
+        if (cJSON_IsNull(f)) continue;
+        if (!strcmp(f->string, "n") && !(cJSON_IsNumber(f) && f->valuedouble == 1))
+            return snprintf(why, cap, "n: only 1 choice per request (one session per slot)"), -1;
+        if ((!strcmp(f->string, "frequency_penalty") || !strcmp(f->string, "presence_penalty")) &&
+            !(cJSON_IsNumber(f) && f->valuedouble == 0))
+            return snprintf(why, cap, "%s: only 0 (tokenloop samples as transformers' generate() does, "
+                            "without penalties)", f->string), -1;
+        if ((!strcmp(f->string, "model") || !strcmp(f->string, "user")) && !cJSON_IsString(f))
+            return snprintf(why, cap, "%s: expected a string", f->string), -1;
+        if ((!strcmp(f->string, "stream") || !strcmp(f->string, "logprobs")) && !cJSON_IsBool(f))
+            return snprintf(why, cap, "%s: expected true or false", f->string), -1;
+        if (!strcmp(f->string, "stream_options")) {
+            const cJSON *u = cJSON_GetObjectItemCaseSensitive(f, "include_usage");
+            if (!cJSON_IsObject(f) || (u && !cJSON_IsBool(u) && !cJSON_IsNull(u)))
+                return snprintf(why, cap, "stream_options: expected {\"include_usage\": true or false}"), -1;
+        }
+    }
+    *param = NULL;
+    return 0;
+}
+
+/* The roles the Llama 3.x templates know. A template renders any role string as a header, so an
+ * unknown one ("wizard", a typo of "user") would reach the model silently: refused instead. */
+static int check_roles(const cJSON *msgs, char *why, size_t cap)
+{
+    static const char *const roles[] = {"system", "user", "assistant", "tool", "ipython", NULL};
+    int i = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (!cJSON_IsObject(m)) return snprintf(why, cap, "messages[%d]: expected an object", i), -1;
+        if (!cJSON_IsString(r)) return snprintf(why, cap, "messages[%d].role: expected a string", i), -1;
+        int known = 0;
+        for (int k = 0; roles[k] && !known; k++) known = !strcmp(r->valuestring, roles[k]);
+        if (!known)
+            return snprintf(why, cap, "messages[%d].role: '%.100s' is not one of system, user, assistant, tool, "
+                            "ipython", i, r->valuestring), -1;
+        /* only an assistant's turn may be tool calls without text */
+        int calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls") != NULL;
+        if ((!content || cJSON_IsNull(content)) && !(calls && !strcmp(r->valuestring, "assistant")))
+            return snprintf(why, cap, "messages[%d].content: required for role %s", i, r->valuestring), -1;
+        i++;
+    }
+    return 0;
+}
+
 static int apply_request(server *srv, tl_session *s, const cJSON *b, int raw, char *why, size_t cap,
-                         const char **param, int *stream, int *include_usage)
+                         const char **param, int *stream, int *include_usage, int *logprobs)
 {
     tl_error err = {{0}};
+    if (check_fields(b, raw, why, cap, param)) return -1;
+    /* logprobs: the chosen token's and top_logprobs alternatives' (the legacy /v1/completions
+     * form, an integer, is not served: chat's form names each token's bytes) */
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(b, "logprobs");
+    double top = 0;
+    *param = "top_logprobs";
+    int got_top = get_number(b, "top_logprobs", 0, 20, &top, why, cap);
+    if (got_top < 0 || (got_top && top != (int)top))
+        return snprintf(why, cap, "top_logprobs: expected an integer from 0 to 20"), -1;
+    *logprobs = cJSON_IsTrue(lp) ? (int)top : -1;
+    if (got_top && *logprobs < 0) return snprintf(why, cap, "top_logprobs: needs \"logprobs\": true"), -1;
+    *param = "logprobs";
+    if (raw && *logprobs >= 0)
+        return snprintf(why, cap, "logprobs: not served on /v1/completions (use /v1/chat/completions)"), -1;
+    tl_session_set_top_n(s, *logprobs > 0 ? *logprobs : 1);
     if (raw) {
         *param = "prompt";
         if (set_raw_prompt(s, b, &err)) return snprintf(why, cap, "%s", err.msg), -1;
@@ -342,6 +487,7 @@ static int apply_request(server *srv, tl_session *s, const cJSON *b, int raw, ch
         const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(b, "messages");
         *param = "messages";
         if (!cJSON_IsArray(msgs)) return snprintf(why, cap, "messages: expected an array of messages"), -1;
+        if (check_roles(msgs, why, cap)) return -1;
         char *mj = cJSON_PrintUnformatted(msgs);
         int rc = !mj || tl_chat_messages_check(mj, strlen(mj), &err) || tl_session_set_messages(s, mj, &err);
         free(mj);
@@ -421,14 +567,24 @@ static enum MHD_Result complete(struct MHD_Connection *c, request *q, int raw)
     char why[1100];
     const char *param = NULL;
     int streaming = 0;
-    int include_usage = 0;
-    if (apply_request(srv, s, b, raw, why, sizeof why, &param, &streaming, &include_usage)) {
+    int include_usage = 0, logprobs = -1;
+    if (apply_request(srv, s, b, raw, why, sizeof why, &param, &streaming, &include_usage, &logprobs)) {
+        char pname[64];   /* param may point into the body */
+        snprintf(pname, sizeof pname, "%s", param ? param : "");
         cJSON_Delete(b);
         slot_release(srv, q->sl);
         q->sl = NULL;
-        return fail(c, 400, param, "%s", why);
+        return fail(c, 400, param ? pname : NULL, "%s", why);
     }
     cJSON_Delete(b);
+    /* rendered and tokenized here, so a prompt the context cannot hold (or a template that
+     * refuses the messages) is the client's 400, before any stream begins */
+    tl_error perr = {{0}};
+    if (tl_session_prepare(s, &perr)) {
+        slot_release(srv, q->sl);
+        q->sl = NULL;
+        return fail(c, 400, raw ? "prompt" : "messages", "%s", perr.msg);
+    }
     pthread_mutex_lock(&srv->mu);
     long long id = ++srv->next_id;
     pthread_mutex_unlock(&srv->mu);
@@ -438,19 +594,25 @@ static enum MHD_Result complete(struct MHD_Connection *c, request *q, int raw)
     tl_error err = {{0}};
     if (streaming) {
         stream *st = calloc(1, sizeof *st);
+        if (!st) tl_error_set(&err, "out of memory");
+        else {
+            st->srv = srv;
+            memcpy(st->id, cid, sizeof cid);
+            st->created = created;
+            st->include_usage = include_usage;
+            st->raw = raw;
+            st->logprobs = logprobs;
+            st->top_logprobs = logprobs > 0 ? logprobs : 0;
+            st->tok = tl_session_tokenizer(s);
+        }
         if (!st || tl_iter_start(&st->it, s, &err)) {
             free(st);
             slot_release(srv, q->sl);
             q->sl = NULL;
-            return fail(c, 500, NULL, "%s", st ? err.msg : "out of memory");
+            return fail(c, 500, NULL, "%s", err.msg);
         }
-        st->srv = srv;
         st->sl = q->sl;   /* the response holds the slot now */
         q->sl = NULL;
-        memcpy(st->id, cid, sizeof cid);
-        st->created = created;
-        st->include_usage = include_usage;
-        st->raw = raw;
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, st, stream_done);
         if (!r) {
             stream_done(st);
@@ -482,7 +644,16 @@ static enum MHD_Result complete(struct MHD_Connection *c, request *q, int raw)
             cJSON_AddStringToObject(m, "role", "assistant");
             cJSON_AddStringToObject(m, "content", tl_session_streamed(s, NULL));
         }
-        cJSON_AddNullToObject(c0, "logprobs");
+        if (logprobs < 0) {
+            cJSON_AddNullToObject(c0, "logprobs");
+        } else {   /* one entry per generated token, the EOS and a stop string's tokens too */
+            cJSON *lo = cJSON_AddObjectToObject(c0, "logprobs"), *content = cJSON_AddArrayToObject(lo, "content");
+            for (int i = 0; i < tl_session_n_steps(s); i++) {
+                const tl_step *stp = tl_session_step_at(s, i);
+                add_logprob_entry(content, tl_session_tokenizer(s), stp->chosen, &stp->sample, logprobs);
+            }
+            cJSON_AddNullToObject(lo, "refusal");
+        }
         cJSON_AddStringToObject(c0, "finish_reason", finish_reason(tl_session_stop(s)->reason));
         add_usage(o, s);
         add_stop_ext(o, s);

@@ -32,6 +32,10 @@ typedef struct tl_sample_report {
     double entropy;             /* nats, of softmax(logit / temperature) */
     double mass_outside;        /* prob_temp mass not in cand[] */
     int kept;                   /* tokens left after top-k and top-p */
+    /* log of the raw softmax's normaliser (log sum exp logit): a token's log probability under
+     * the model itself is logit - log_z, for the chosen one too when it is not in cand[] */
+    double log_z;
+    float chosen_logit;
 } tl_sample_report;
 
 typedef struct tl_sampler tl_sampler;

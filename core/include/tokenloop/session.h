@@ -177,6 +177,18 @@ void tl_iter_cancel(tl_iter *it);
 /* For the chunk tl_iter_next gave last: when the token that completed it was on the host (the
  * step's t_ms, ms since the request started), so a client can set its own clock beside it. */
 double tl_iter_last_ms(const tl_iter *it);
+/* A token as the iterator hands it over, with the chunk it completed: the id and the sampler's
+ * report (a copy: the session itself must not be read while the iterator runs). */
+typedef struct tl_iter_token {
+    int id;
+    int forced;
+    tl_sample_report sample;
+} tl_iter_token;
+/* For the chunk tl_iter_next gave last: the tokens chosen since the chunk before it (several when
+ * the streamer held text back, so every token arrives with the text it completed). After
+ * tl_iter_next returned 0: the tokens no chunk carried (an EOS that printed nothing, text a stop
+ * string cut). Returns the count; *tok is valid until the next tl_iter_next or tl_iter_finish. */
+int tl_iter_last_tokens(const tl_iter *it, const tl_iter_token **tok);
 /* Chunks the generation thread has put into the queue, and the consumer has taken; the
  * difference is the queue's depth (the TUI shows the seam while it runs). */
 void tl_iter_counts(tl_iter *it, int *put, int *got);
