@@ -32,9 +32,11 @@ static const char usage[] =
     "  An OpenAI-compatible chat server on the iterator streamer: POST /v1/chat/completions\n"
     "  (messages, stream, max_tokens / max_completion_tokens, temperature (0: greedy), top_p,\n"
     "  top_k, seed, stop, logprobs + top_logprobs (<= 20), stream_options.include_usage);\n"
-    "  POST /v1/completions (prompt: raw\n"
-    "  text, no chat template: the model continues it); GET /v1/models, GET /health; GET / the\n"
-    "  class page: a streamed request with the client's clock beside the server's.\n"
+    "  POST /v1/completions (prompt: raw text, no chat template: the model continues it);\n"
+    "  GET /v1/models; GET /health (slots busy, requests waiting); GET / the class page: a\n"
+    "  streamed request with the client's clock beside the server's. Fields it does not serve\n"
+    "  (n > 1, penalties, logit_bias, tools...) are refused with 400, not ignored.\n"
+    "  logprobs are the model's own (log softmax of the logits, before temperature and cuts).\n"
     "  Without max_tokens the budget is generate()'s: generation_config.json's, else 20 new\n"
     "  tokens (vLLM and llama.cpp's server run to the context's end); every answer says which\n"
     "  in tokenloop.budget_source, and finish_reason \"length\" when the budget stopped it.\n"
@@ -456,6 +458,8 @@ static int check_roles(const cJSON *msgs, char *why, size_t cap)
         int calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls") != NULL;
         if ((!content || cJSON_IsNull(content)) && !(calls && !strcmp(r->valuestring, "assistant")))
             return snprintf(why, cap, "messages[%d].content: required for role %s", i, r->valuestring), -1;
+        if (content && !cJSON_IsNull(content) && !cJSON_IsString(content) && !cJSON_IsArray(content))
+            return snprintf(why, cap, "messages[%d].content: expected a string or a list of parts", i), -1;
         i++;
     }
     return 0;
@@ -712,7 +716,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     if (!strcmp(url, "/health")) {
         if (!get) return fail(c, 405, NULL, "%s %s: use GET", method, url);
-        return reply(c, 200, "{\"status\":\"ok\"}");
+        /* the slots and the queue as they are now: a class (and the load test) sees them fill and free */
+        pthread_mutex_lock(&srv->mu);
+        int busy = 0;
+        for (int i = 0; i < srv->n_slots; i++) busy += srv->slots[i].busy;
+        char h[160];
+        snprintf(h, sizeof h, "{\"status\":\"ok\",\"slots\":%d,\"busy\":%d,\"waiting\":%d,\"queue\":%d}",
+                 srv->n_slots, busy, srv->waiting, srv->max_queue);
+        pthread_mutex_unlock(&srv->mu);
+        return reply(c, 200, h);
     }
     if (!strcmp(url, "/v1/models")) {
         if (!get) return fail(c, 405, NULL, "%s %s: use GET", method, url);

@@ -8,9 +8,13 @@ a student's own code would use: the server on the bundled model, then
   the final chunk's finish_reason, the usage chunk of stream_options.include_usage, [DONE];
 - a stop string (not in the content, finish_reason "stop", tokenloop's stop_reason
   "stop_string"), max_tokens (finish_reason "length");
+- logprobs + top_logprobs, streamed and not: the tokens' bytes map back to the ids generate
+  --json chose, one entry per completion token (the EOS too), and every log probability equals
+  torch's log_softmax of transformers' LlamaForCausalLM on the same ids (the model's own
+  distribution: also when temperature 1.5 chose the tokens);
+- curl -N: the bytes on the wire are OpenAI's framing, "data: {json}\n\n" ... "data: [DONE]\n\n";
 - a client that disconnects mid-stream frees the server for the next request;
-- bad requests: wrong API key (401), a temperature out of range (400 naming the parameter), no
-  messages, a body that is not JSON, an unknown path (404), each one OpenAI error object.
+- bad requests, a table (BAD below): each row's status, error.type and error.param.
 usage: check_serve.py TOKENLOOP SOURCE_DIR WORK_DIR"""
 import json
 import os
@@ -72,7 +76,8 @@ def raw(method, path, body=None, key=KEY):
 
 
 def generate(q, *extra):
-    p = subprocess.run([exe, "generate", "--model", bundled, "--prompt", q, "--greedy", "--stream-mode", "server",
+    mode = [] if "--temperature" in extra else ["--greedy"]
+    p = subprocess.run([exe, "generate", "--model", bundled, "--prompt", q] + mode + ["--stream-mode", "server",
                         "--json", "--top", "1", "--threads", "2"] + list(extra), capture_output=True, text=True,
                        env=env)
     assert p.returncode == 0, p.stderr
@@ -80,7 +85,8 @@ def generate(q, *extra):
 
 
 try:
-    check(raw("GET", "/health") == (200, {"status": "ok"}), "/health")
+    check(raw("GET", "/health") == (200, {"status": "ok", "slots": 1, "busy": 0, "waiting": 0, "queue": 8}),
+          "/health: %r" % (raw("GET", "/health"),))
     models = client.models.list()
     check([x.id for x in models.data] == ["tl-mini-instruct"], "/v1/models: %r" % models)
 
@@ -157,6 +163,91 @@ try:
                                        max_tokens=3)
     check(r.choices[0].finish_reason == "length" and r.usage.completion_tokens == 3, "max_tokens=3: %r" % r)
 
+    # logprobs: against transformers' own forward pass on the same ids
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import LlamaForCausalLM
+    hf = LlamaForCausalLM.from_pretrained(bundled, dtype=torch.float32).eval()
+    vocab = Tokenizer.from_file(os.path.join(bundled, "tokenizer.json"))
+    # GPT-2's byte-level alphabet: the token strings of tokenizer.json back to bytes
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    to_char = {b: chr(b) for b in keep}
+    extra = 0
+    for b in range(256):
+        if b not in to_char:
+            to_char[b] = chr(256 + extra)
+            extra += 1
+    from_char = {c: b for b, c in to_char.items()}
+    special = {t.content for t in vocab.get_added_tokens_decoder().values()}
+    id_of = {}
+    for t, i in vocab.get_vocab(with_added_tokens=True).items():
+        id_of[t.encode() if t in special else bytes(from_char[c] for c in t)] = i
+
+    def ref_logprobs(ids, n_prompt):
+        with torch.no_grad():
+            lg = hf(torch.tensor([ids])).logits[0, n_prompt - 1:len(ids) - 1].double()
+        return torch.log_softmax(lg, dim=-1)
+
+    worst, n_entries = 0.0, 0
+
+    def check_logprobs(what, content, prompt_ids, gen_ids, top):
+        global worst, n_entries
+        ids = [id_of.get(bytes(e["bytes"])) for e in content]
+        check(ids == gen_ids, "%s: logprobs' tokens %s are not the generated ids %s" % (what, ids[:8], gen_ids[:8]))
+        if ids != gen_ids:
+            return
+        ref = ref_logprobs(prompt_ids + gen_ids, len(prompt_ids))
+        for k, e in enumerate(content):
+            row = ref[k]
+            check(e["token"] == bytes(e["bytes"]).decode("utf-8", "replace"), "%s: token %r" % (what, e["token"]))
+            alts = e["top_logprobs"]
+            check(len(alts) == top, "%s: %d top_logprobs, asked %d" % (what, len(alts), top))
+            for a in [e] + alts:
+                worst = max(worst, abs(a["logprob"] - float(row[id_of[bytes(a["bytes"])]])))
+            if top:   # the alternatives are the model's best: the k-th is torch's k-th (ties aside)
+                best = torch.topk(row, top).values
+                worst = max(worst, max(abs(a["logprob"] - float(b)) for a, b in zip(alts, best)))
+            n_entries += 1
+
+    for q in qs[:3]:
+        msgs = [{"role": "user", "content": q}]
+        ref = generate(q, "--max-new-tokens", "32")
+        r = client.chat.completions.create(model="x", messages=msgs, temperature=0, max_tokens=32, logprobs=True,
+                                           top_logprobs=5)
+        lp = [e.model_dump() for e in r.choices[0].logprobs.content]
+        check(len(lp) == r.usage.completion_tokens, "%r: %d logprobs for %d tokens" % (q, len(lp), r.usage.completion_tokens))
+        check_logprobs(repr(q), lp, ref["prompt_ids"], ref["generated_ids"], 5)
+        streamed = []
+        for ch in client.chat.completions.create(model="x", messages=msgs, temperature=0, max_tokens=32, logprobs=True,
+                                                 top_logprobs=2, stream=True):
+            for c in ch.choices:
+                if c.logprobs and c.logprobs.content:
+                    streamed += [e.model_dump() for e in c.logprobs.content]
+        check_logprobs("%r streamed" % q, streamed, ref["prompt_ids"], ref["generated_ids"], 2)
+    # sampled at temperature 1.5: the tokens are the sampler's, the log probabilities still the model's
+    ref = generate(qs[1], "--max-new-tokens", "24", "--temperature", "1.5", "--top-k", "0", "--top-p", "1",
+                   "--seed", "11")
+    r = client.chat.completions.create(model="x", messages=[{"role": "user", "content": qs[1]}], temperature=1.5,
+                                       top_p=1, seed=11, max_tokens=24, logprobs=True, extra_body={"top_k": 0})
+    check_logprobs("temperature 1.5", [e.model_dump() for e in r.choices[0].logprobs.content], ref["prompt_ids"],
+                   ref["generated_ids"], 0)
+    check(worst <= 2e-3, "logprobs differ from torch's log_softmax by up to %.2e" % worst)
+    print("logprobs: %d tokens (greedy, streamed, temperature 1.5) map to generate's ids; |logprob - torch| <= %.1e"
+          % (n_entries, worst))
+
+    # curl -N, as the README shows it: the bytes on the wire
+    body = json.dumps({"messages": [{"role": "user", "content": qs[0]}], "temperature": 0, "max_tokens": 48,
+                       "stream": True})
+    wire = subprocess.run(["curl", "-sN", base + "/v1/chat/completions", "-H", "Authorization: Bearer " + KEY,
+                           "-d", body], capture_output=True, timeout=120).stdout.decode()
+    events = wire.split("\n\n")
+    check(wire.endswith("data: [DONE]\n\n") and events[-1] == "" and events[-2] == "data: [DONE]"
+          and all(e.startswith("data: {") and "\n" not in e for e in events[:-2]), "curl -N framing: %r" % wire[-300:])
+    chunks = [json.loads(e[6:]) for e in events[:-2]]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    check(text == generate(qs[0], "--max-new-tokens", "48")["streamed"], "curl -N text %r" % text)
+    print("curl -N: %d events, then data: [DONE]" % len(chunks))
+
     # a client that goes away: the generation stops at the next token and the next request is
     # served at once. Temperature 2 over the whole vocabulary keeps the model off its EOS for hundreds of tokens (seconds of
     # work: the same request unread takes that long, measured first)
@@ -180,25 +271,64 @@ try:
     print("after a client disconnected mid-stream, the next request was answered in %.2f s (the whole "
           "%d-token generation it cut short takes %.2f s)" % (waited, full.usage.completion_tokens, full_s))
 
-    # bad requests: OpenAI's error objects
-    try:
-        OpenAI(base_url=base + "/v1", api_key="wrong", max_retries=0).models.list()
-        check(False, "a wrong key was accepted")
-    except openai.AuthenticationError as e:
-        check(e.status_code == 401, "wrong key: %r" % e)
-    try:
-        client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], temperature=5)
-        check(False, "temperature 5 was accepted")
-    except openai.BadRequestError as e:
-        check(e.status_code == 400 and e.body.get("param") == "temperature", "temperature 5: %r" % e.body)
-    code, body = raw("POST", "/v1/chat/completions", b'{"model": "x"}')
-    check(code == 400 and body["error"]["param"] == "messages", "no messages: %d %r" % (code, body))
-    code, body = raw("POST", "/v1/chat/completions", b'{"messages": [')
-    check(code == 400 and "error" in body, "not JSON: %d %r" % (code, body))
-    code, body = raw("POST", "/v1/chat/completions", b'{"messages": []}')
-    check(code == 400 and "empty conversation" in body["error"]["message"], "empty conversation: %d %r" % (code, body))
-    code, body = raw("GET", "/v2/nothing")
-    check(code == 404 and "error" in body, "unknown path: %d %r" % (code, body))
+    # bad requests: OpenAI's error objects, one row each (name, method, path, body, key, status,
+    # error.type, error.param; "*" a param of any value)
+    hi = [{"role": "user", "content": "hi"}]
+    long = [{"role": "user", "content": "word " * 5000}]
+    BAD = [
+        ("wrong key", "GET", "/v1/models", None, "wrong", 401, "authentication_error", None),
+        ("no key", "POST", "/v1/chat/completions", {"messages": hi}, None, 401, "authentication_error", None),
+        ("not JSON", "POST", "/v1/chat/completions", b'{"messages": [', KEY, 400, "invalid_request_error", None),
+        ("not an object", "POST", "/v1/chat/completions", [1, 2], KEY, 400, "invalid_request_error", None),
+        ("no messages", "POST", "/v1/chat/completions", {"model": "x"}, KEY, 400, "invalid_request_error", "messages"),
+        ("messages not a list", "POST", "/v1/chat/completions", {"messages": "hi"}, KEY, 400, "invalid_request_error", "messages"),
+        ("empty conversation", "POST", "/v1/chat/completions", {"messages": []}, KEY, 400, "invalid_request_error", "messages"),
+        ("message not an object", "POST", "/v1/chat/completions", {"messages": ["hi"]}, KEY, 400, "invalid_request_error", "messages"),
+        ("unknown role", "POST", "/v1/chat/completions", {"messages": [{"role": "wizard", "content": "hi"}]}, KEY, 400,
+         "invalid_request_error", "messages"),
+        ("no content", "POST", "/v1/chat/completions", {"messages": [{"role": "user"}]}, KEY, 400, "invalid_request_error", "messages"),
+        ("content a number", "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": 7}]}, KEY, 400,
+         "invalid_request_error", "messages"),
+        ("prompt past the context", "POST", "/v1/chat/completions", {"messages": long}, KEY, 400, "invalid_request_error", "messages"),
+        ("temperature 5", "POST", "/v1/chat/completions", {"messages": hi, "temperature": 5}, KEY, 400, "invalid_request_error", "temperature"),
+        ("temperature a string", "POST", "/v1/chat/completions", {"messages": hi, "temperature": "hot"}, KEY, 400,
+         "invalid_request_error", "temperature"),
+        ("top_p 0", "POST", "/v1/chat/completions", {"messages": hi, "top_p": 0}, KEY, 400, "invalid_request_error", "top_p"),
+        ("max_tokens 0", "POST", "/v1/chat/completions", {"messages": hi, "max_tokens": 0}, KEY, 400, "invalid_request_error", "max_tokens"),
+        ("max_tokens -5", "POST", "/v1/chat/completions", {"messages": hi, "max_tokens": -5}, KEY, 400, "invalid_request_error", "max_tokens"),
+        ("max_tokens huge", "POST", "/v1/chat/completions", {"messages": hi, "max_tokens": 10 ** 12}, KEY, 400,
+         "invalid_request_error", "max_tokens"),
+        ("max_completion_tokens 0", "POST", "/v1/chat/completions", {"messages": hi, "max_completion_tokens": 0}, KEY, 400,
+         "invalid_request_error", "max_completion_tokens"),
+        ("n 2", "POST", "/v1/chat/completions", {"messages": hi, "n": 2}, KEY, 400, "invalid_request_error", "n"),
+        ("presence_penalty", "POST", "/v1/chat/completions", {"messages": hi, "presence_penalty": 1}, KEY, 400,
+         "invalid_request_error", "presence_penalty"),
+        ("logit_bias", "POST", "/v1/chat/completions", {"messages": hi, "logit_bias": {"1": 5}}, KEY, 400,
+         "invalid_request_error", "logit_bias"),
+        ("tools", "POST", "/v1/chat/completions", {"messages": hi, "tools": []}, KEY, 400, "invalid_request_error", "tools"),
+        ("stream a string", "POST", "/v1/chat/completions", {"messages": hi, "stream": "yes"}, KEY, 400, "invalid_request_error", "stream"),
+        ("stop a number", "POST", "/v1/chat/completions", {"messages": hi, "stop": 3}, KEY, 400, "invalid_request_error", "stop"),
+        ("five stop strings", "POST", "/v1/chat/completions", {"messages": hi, "stop": list("abcde")}, KEY, 400,
+         "invalid_request_error", "stop"),
+        ("top_logprobs 21", "POST", "/v1/chat/completions", {"messages": hi, "logprobs": True, "top_logprobs": 21}, KEY, 400,
+         "invalid_request_error", "top_logprobs"),
+        ("top_logprobs without logprobs", "POST", "/v1/chat/completions", {"messages": hi, "top_logprobs": 2}, KEY, 400,
+         "invalid_request_error", "top_logprobs"),
+        ("logprobs on completions", "POST", "/v1/completions", {"prompt": "Hi", "logprobs": 2}, KEY, 400,
+         "invalid_request_error", "logprobs"),
+        ("messages on completions", "POST", "/v1/completions", {"messages": hi}, KEY, 400, "invalid_request_error", "messages"),
+        ("empty prompt", "POST", "/v1/completions", {"prompt": ""}, KEY, 400, "invalid_request_error", "prompt"),
+        ("body over 8 MiB", "POST", "/v1/chat/completions", b"x" * (8 << 20 | 1), KEY, 413, "invalid_request_error", None),
+        ("unknown path", "GET", "/v2/nothing", None, KEY, 404, "invalid_request_error", None),
+        ("GET a POST route", "GET", "/v1/chat/completions", None, KEY, 405, "invalid_request_error", None),
+    ]
+    for name, method, path, body, key, status, etype, param in BAD:
+        data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+        code, got = raw(method, path, data, key=key)
+        err = got.get("error", {}) if isinstance(got, dict) else {}
+        check(code == status and err.get("type") == etype and err.get("param") == param and err.get("message"),
+              "bad request %r: %d %r (want %d %s %s)" % (name, code, got, status, etype, param))
+    print("%d bad requests: each its status, error type and param" % len(BAD))
     check(srv.poll() is None, "the server is still running after the bad requests")
 finally:
     srv.terminate()
