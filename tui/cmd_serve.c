@@ -112,7 +112,7 @@ typedef struct stream {
     long long created;
     int include_usage;
     int raw;                    /* /v1/completions: text chunks, no role */
-    int logprobs, top_logprobs; /* logprobs -1: none asked for; top_logprobs: alternatives per token */
+    int logprobs;               /* -1: none asked for; else the alternatives per token (top_logprobs) */
     const tl_tokenizer *tok;    /* read-only while generation runs */
     int phase;                  /* 0 role chunk, 1 content, 2 final, 3 [DONE], 4 end */
     char *out;                  /* bytes not yet handed to libmicrohttpd */
@@ -246,7 +246,7 @@ static void add_chunk_logprobs(stream *q, cJSON *c0, const tl_iter_token *t, int
         return;
     }
     cJSON *lp = cJSON_AddObjectToObject(c0, "logprobs"), *content = cJSON_AddArrayToObject(lp, "content");
-    for (int i = 0; i < n; i++) add_logprob_entry(content, q->tok, t[i].id, &t[i].sample, q->top_logprobs);
+    for (int i = 0; i < n; i++) add_logprob_entry(content, q->tok, t[i].id, &t[i].sample, q->logprobs);
     cJSON_AddNullToObject(lp, "refusal");
 }
 
@@ -299,12 +299,10 @@ static int next_event(stream *q)
             tl_error err = {{0}};
             int fin = tl_iter_finish(q->it, &err);
             q->it = NULL;
-            if (fin < 0) {
+            if (fin < 0) {   /* the error instead of the final chunk */
                 cJSON_Delete(o);
-                o = NULL;
-                cJSON *eo = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(eo, "error");
-                cJSON_AddStringToObject(e, "message", err.msg);
-                o = eo;
+                o = cJSON_CreateObject();
+                cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "error"), "message", err.msg);
                 set_event(q, o);
                 q->phase = 3;
                 return 1;
@@ -396,7 +394,6 @@ static int set_raw_prompt(tl_session *s, const cJSON *b, tl_error *err)
     return rc;
 }
 
-/* The request's settings onto the session, from generation_config.json's defaults. */
 /* The fields a request may carry. OpenAI refuses a field it does not know; so does this server,
  * rather than let a student believe an option (n, logit_bias, tools...) took effect. */
 static const char *const known_fields[] = {
@@ -445,9 +442,9 @@ static int check_roles(const cJSON *msgs, char *why, size_t cap)
     int i = 0;
     const cJSON *m;
     cJSON_ArrayForEach(m, msgs) {
+        if (!cJSON_IsObject(m)) return snprintf(why, cap, "messages[%d]: expected an object", i), -1;
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-        if (!cJSON_IsObject(m)) return snprintf(why, cap, "messages[%d]: expected an object", i), -1;
         if (!cJSON_IsString(r)) return snprintf(why, cap, "messages[%d].role: expected a string", i), -1;
         int known = 0;
         for (int k = 0; roles[k] && !known; k++) known = !strcmp(r->valuestring, roles[k]);
@@ -465,6 +462,7 @@ static int check_roles(const cJSON *msgs, char *why, size_t cap)
     return 0;
 }
 
+/* The request's settings onto the session, from generation_config.json's defaults. */
 static int apply_request(server *srv, tl_session *s, const cJSON *b, int raw, char *why, size_t cap,
                          const char **param, int *stream, int *include_usage, int *logprobs)
 {
@@ -606,7 +604,6 @@ static enum MHD_Result complete(struct MHD_Connection *c, request *q, int raw)
             st->include_usage = include_usage;
             st->raw = raw;
             st->logprobs = logprobs;
-            st->top_logprobs = logprobs > 0 ? logprobs : 0;
             st->tok = tl_session_tokenizer(s);
         }
         if (!st || tl_iter_start(&st->it, s, &err)) {

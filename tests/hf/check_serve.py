@@ -18,9 +18,9 @@ a student's own code would use: the server on the bundled model, then
 usage: check_serve.py TOKENLOOP SOURCE_DIR WORK_DIR"""
 import json
 import os
-import re
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -32,36 +32,12 @@ exe, root, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
 bundled = os.path.join(root, "assets/models/tl-mini-instruct")
 KEY = "class-key"
-failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_common import check, env, start, stop  # noqa: E402
+from serve_common import finish as finish_test  # noqa: E402 (the tests use "finish" for finish_reason)
 
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAILED:", what)
-
-
-env = dict(os.environ)
-env.pop("TOKENLOOP_MODEL", None)
-srv = subprocess.Popen([exe, "serve", "--port", "0", "--api-key", KEY, "--threads", "2"], stderr=subprocess.PIPE,
-                       text=True, env=env)
-line = srv.stderr.readline()
-m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-if not m:
-    srv.kill()
-    sys.exit("check_serve: the server did not say where it listens: %r" % line)
-base = "http://127.0.0.1:%s" % m.group(1)
-
-
-def drain(proc, sink):
-    """the server's stderr after its first line (a sanitizer's report, libmicrohttpd's errors)"""
-    for l in proc.stderr:
-        sink.append(l)
-
-
-import threading
-server_log = []
-threading.Thread(target=drain, args=(srv, server_log), daemon=True).start()
+env = env()
+srv, base = start(exe, "--api-key", KEY, "--threads", "2")
 client = OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0, timeout=120)
 
 
@@ -331,22 +307,11 @@ try:
     print("%d bad requests: each its status, error type and param" % len(BAD))
     check(srv.poll() is None, "the server is still running after the bad requests")
 finally:
-    srv.terminate()
-    if srv.poll() is not None and srv.returncode not in (0, -15):
-        sys.stderr.write("the server ended with %s:\n%s" % (srv.returncode, "".join(server_log)[-6000:]))
-    try:
-        rc = srv.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        srv.kill()
-        rc = "killed"
-check(rc == 0, "the server exits 0 on SIGTERM (got %s)" % rc)
+    stop(srv)
 
 # --slots 2 --queue 1: two students at once, each with a KV cache of their own on one copy of the
 # weights; a third request waits for a slot, a fourth is told to come back (429 + Retry-After)
-srv = subprocess.Popen([exe, "serve", "--port", "0", "--slots", "2", "--queue", "1", "--threads", "1"],
-                       stderr=subprocess.PIPE, text=True, env=env)
-base = "http://127.0.0.1:%s" % re.search(r":(\d+),", srv.stderr.readline()).group(1)
-threading.Thread(target=drain, args=(srv, server_log), daemon=True).start()
+srv, base = start(exe, "--slots", "2", "--queue", "1", "--threads", "1")
 client = OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
 try:
     def seeded(seed, n=600):
@@ -391,14 +356,5 @@ try:
     check(first[1] < last[2] and first[2] < last[1], "the two slots' streams overlap in time")
     print("--slots 2: two seeded streams at once equal the same requests alone; a third waited; a fourth got 429")
 finally:
-    srv.terminate()
-    try:
-        rc = srv.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        srv.kill()
-        rc = "killed"
-check(rc == 0, "the server exits 0 on SIGTERM (got %s)" % rc)
-if failures or server_log:
-    sys.stderr.write("the server's stderr:\n" + "".join(server_log)[-6000:])
-print("openai %s against tokenloop serve: %d failures" % (openai.__version__, len(failures)))
-sys.exit(1 if failures or server_log else 0)
+    stop(srv)
+finish_test("openai %s against tokenloop serve" % openai.__version__)

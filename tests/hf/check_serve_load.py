@@ -10,8 +10,6 @@ The time of each phase is printed; the bounds only catch a hang.
 usage: check_serve_load.py TOKENLOOP"""
 import json
 import os
-import re
-import subprocess
 import sys
 import threading
 import time
@@ -19,29 +17,12 @@ import urllib.request
 
 from openai import OpenAI
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_common import check, finish, start, stop  # noqa: E402
+
 exe = sys.argv[1]
 SLOTS, QUEUE, CLIENTS, HANGUPS = 4, 28, 32, 20
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAILED:", what)
-
-
-env = dict(os.environ)
-env.pop("TOKENLOOP_MODEL", None)
-srv = subprocess.Popen([exe, "serve", "--port", "0", "--slots", str(SLOTS), "--queue", str(QUEUE), "--threads", "1"],
-                       stderr=subprocess.PIPE, text=True, env=env)
-first = srv.stderr.readline()
-m = re.search(r"http://127\.0\.0\.1:(\d+)", first)
-if not m:
-    srv.kill()
-    sys.exit("check_serve_load: the server did not say where it listens: %r" % first)
-base = "http://127.0.0.1:%s" % m.group(1)
-log = []
-threading.Thread(target=lambda: log.extend(srv.stderr), daemon=True).start()
+srv, base = start(exe, "--slots", str(SLOTS), "--queue", str(QUEUE), "--threads", "1")
 client = OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=600)
 
 QUESTIONS = ["What is the capital of France?", "Name a colour.", "What is 2 + 3?", "Tell me about owls."]
@@ -96,6 +77,14 @@ def settle(limit_s=120):
     return health(), time.time() - t0
 
 
+def all_at_once(fn, args):
+    ts = [threading.Thread(target=fn, args=(a,)) for a in args]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=600)
+
+
 try:
     t0 = time.time()
     alone = {}
@@ -115,11 +104,7 @@ try:
 
     mon = Monitor()
     t0 = time.time()
-    ts = [threading.Thread(target=one, args=(i,)) for i in range(CLIENTS)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(timeout=600)
+    all_at_once(one, range(CLIENTS))
     took = time.time() - t0
     mon.end()
     bad = {i: r for i, r in results.items() if r != alone[i % 8]}
@@ -142,33 +127,15 @@ try:
         s.close()
 
     t0 = time.time()
-    ts = [threading.Thread(target=hang_up, args=(i,)) for i in range(HANGUPS)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(timeout=600)
+    all_at_once(hang_up, range(HANGUPS))
     h, waited = settle()
     check(h["busy"] == 0 and h["waiting"] == 0, "after %d clients hung up: %r" % (HANGUPS, h))
     print("%d clients hung up mid-stream: slots free again %.1f s after the last (%.1f s in all)"
           % (HANGUPS, waited, time.time() - t0))
     again = {}
-    ts = [threading.Thread(target=lambda k=k: again.__setitem__(k, stream_text(request(k)))) for k in range(SLOTS)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(timeout=600)
+    all_at_once(lambda k: again.__setitem__(k, stream_text(request(k))), range(SLOTS))
     check(all(again.get(k) == alone[k] for k in range(SLOTS)), "after the hang-ups: %r" % again)
     print("then %d requests at once: served, equal to their answers alone" % SLOTS)
 finally:
-    srv.terminate()
-    try:
-        rc = srv.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        srv.kill()
-        rc = "killed"
-check(rc == 0, "the server exits 0 on SIGTERM (got %s)" % rc)
-time.sleep(0.2)
-if failures or log:
-    sys.stderr.write("the server's stderr:\n" + "".join(log)[-6000:])
-print("load: %d failures" % len(failures))
-sys.exit(1 if failures or log else 0)
+    stop(srv)
+finish("load")
