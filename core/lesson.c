@@ -40,6 +40,13 @@ struct tl_lesson {
     /* what the last run_iter read from the iterator streamer's queue */
     char *iter_text;
     int iter_chunks;
+    char *iter_list;            /* its chunks with text, as `a` `b`, to set beside the client's */
+    /* a front end's chat server (serve_request) and what its client last received */
+    tl_lesson_server_fn serve;
+    void *serve_ctx;
+    int served;                 /* 1 once a serve_request ran */
+    tl_lesson_served got;
+    char *served_text, *served_list;
     /* the last tokenize action's string as the tokenizer splits it */
     int tokenized_count;
     char *tokenized_pieces;
@@ -86,13 +93,14 @@ static const char *const num_fields[] = {
     "ref_tokens_per_s", "floor_tokens_per_s", "iter_chunks", "first_prob_temp", "first_prob_final",
     "last_prob_temp", "last_prob_final", "user_tokens", "user_words", "tokens_per_word",
     "stop_string_tokens", "tokenized_count", "unsynced_tpot_ms", "pass_mean_ms", "unsynced_percent",
-    "prompt_special", NULL,
+    "prompt_special", "served_chunks", "client_ttft_ms", "client_last_ms", "server_ttft_ms",
+    "served_prompt_tokens", "served_completion_tokens", "served_port", NULL,
 };
 static const char *const str_fields[] = {
     "stop_reason", "stop_detail", "budget_source", "text", "streamed", "held_back", "printed",
     "hold_reason", "prompt_text", "first_piece", "last_piece", "eos_ids", "eos_names",
     "last_kind", "generated_ids", "device", "raw_text", "iter_text", "stop_string_pieces",
-    "tokenized_pieces", NULL,
+    "tokenized_pieces", "iter_chunk_list", "served_text", "served_chunk_list", "served_finish_reason", NULL,
 };
 
 static int in_list(const char *const *list, const char *name)
@@ -146,6 +154,16 @@ static int split_tokens(const tl_tokenizer *tok, const char *text, char **pieces
     }
     free(ids);
     return n;
+}
+
+/* A chunk in a list of chunks, in backticks as the Tokens pane writes pieces: `Once` ` upon` */
+static void chunk_list_add(buf_t *b, const char *chunk, size_t len)
+{
+    if (b->len)
+        buf_put(b, " ", 1);
+    buf_put(b, "`", 1);
+    buf_put(b, chunk, len);
+    buf_put(b, "`", 1);
 }
 
 /* Words as a reader counts them: runs of non-space characters. */
@@ -320,6 +338,13 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
         else if (!strcmp(name, "template_ms")) v = known(r.template_ms);
         else if (!strcmp(name, "tokenize_ms")) v = known(r.tokenize_ms);
         else if (!strcmp(name, "iter_chunks")) v = l->iter_chunks;
+        else if (!strcmp(name, "served_chunks")) v = l->served ? l->got.n_chunks : NAN;
+        else if (!strcmp(name, "client_ttft_ms")) v = l->served && l->got.n_chunks ? l->got.client_ttft_ms : NAN;
+        else if (!strcmp(name, "client_last_ms")) v = l->served && l->got.n_chunks ? l->got.client_last_ms : NAN;
+        else if (!strcmp(name, "server_ttft_ms")) v = l->served ? known(l->got.server_ttft_ms) : NAN;
+        else if (!strcmp(name, "served_port")) v = l->served ? l->got.port : NAN;
+        else if (!strcmp(name, "served_prompt_tokens")) v = l->served ? l->got.prompt_tokens : NAN;
+        else if (!strcmp(name, "served_completion_tokens")) v = l->served ? l->got.completion_tokens : NAN;
         else if (!strcmp(name, "tokenized_count")) v = l->tokenized_pieces ? l->tokenized_count : NAN;
         else if (!strcmp(name, "stop_string_tokens")) {
             int n = split_tokens(tl_session_tokenizer(s), first_stop_string(s), NULL);
@@ -356,6 +381,10 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
     else if (!strcmp(name, "generated_ids")) out->str = join_ids(gen_ids, n_gen, NULL, 0);
     else if (!strcmp(name, "device")) out->str = dupstr(tl_engine_device(tl_session_engine(s)));
     else if (!strcmp(name, "iter_text")) out->str = dupstr(l->iter_text);
+    else if (!strcmp(name, "iter_chunk_list")) out->str = dupstr(l->iter_list);
+    else if (!strcmp(name, "served_text")) out->str = dupstr(l->served_text);
+    else if (!strcmp(name, "served_chunk_list")) out->str = dupstr(l->served_list);
+    else if (!strcmp(name, "served_finish_reason")) out->str = dupstr(l->served ? l->got.finish_reason : "");
     else if (!strcmp(name, "raw_text")) out->str = raw_text(s);
     else if (!strcmp(name, "tokenized_pieces")) out->str = dupstr(l->tokenized_pieces);
     else if (!strcmp(name, "stop_string_pieces")) {
@@ -372,7 +401,7 @@ static const char *const action_names[] = {
     "reset", "system", "user", "messages", "raw_prompt", "generation_prompt", "greedy",
     "sampling", "defaults", "max_new_tokens", "stop_strings", "stream_mode", "step", "run",
     "rewind", "force", "force_rank", "highlight", "wrong_readings", "remember", "top_n",
-    "run_iter", "tokenize", "async", "parse_special_in_content", NULL,
+    "run_iter", "tokenize", "async", "parse_special_in_content", "serve_request", NULL,
 };
 static const char *const panes[] = { "prompt", "tokens", "logits", "stream", "stop", "timing", "", NULL };
 
@@ -408,7 +437,8 @@ static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *er
                 ok = ok && cJSON_IsString(e);
     } else if (!strcmp(k, "generation_prompt") || !strcmp(k, "greedy") || !strcmp(k, "wrong_readings")
                || !strcmp(k, "reset") || !strcmp(k, "run") || !strcmp(k, "defaults")
-               || !strcmp(k, "run_iter") || !strcmp(k, "async") || !strcmp(k, "parse_special_in_content"))
+               || !strcmp(k, "run_iter") || !strcmp(k, "async") || !strcmp(k, "parse_special_in_content")
+               || !strcmp(k, "serve_request"))
         ok = cJSON_IsBool(v);
     else if (!strcmp(k, "max_new_tokens") || !strcmp(k, "step") || !strcmp(k, "rewind")
              || !strcmp(k, "top_n") || !strcmp(k, "force_rank"))
@@ -563,6 +593,24 @@ int tl_lesson_load(tl_lesson **out, const char *path, tl_error *err)
     return 0;
 }
 
+static void served_clear(tl_lesson *l)
+{
+    for (int i = 0; i < l->got.n_chunks; i++)
+        free(l->got.chunks[i]);
+    free(l->got.chunks);
+    memset(&l->got, 0, sizeof l->got);
+    free(l->served_text);
+    free(l->served_list);
+    l->served_text = l->served_list = NULL;
+    l->served = 0;
+}
+
+void tl_lesson_set_server(tl_lesson *l, tl_lesson_server_fn fn, void *ctx)
+{
+    l->serve = fn;
+    l->serve_ctx = ctx;
+}
+
 void tl_lesson_free(tl_lesson *l)
 {
     if (!l)
@@ -570,6 +618,8 @@ void tl_lesson_free(tl_lesson *l)
     for (int i = 0; i < l->n_saved; i++)
         free(l->saved[i].str);
     free(l->iter_text);
+    free(l->iter_list);
+    served_clear(l);
     free(l->tokenized_pieces);
     cJSON_Delete(l->root);
     free(l->path);
@@ -698,18 +748,47 @@ static int run_iter(tl_lesson *l, tl_session *s, tl_error *err)
     tl_iter *it = NULL;
     if (tl_iter_start(&it, s, err))
         return -1;
-    buf_t text = { 0 };
+    buf_t text = { 0 }, list = { 0 };
+    buf_put(&list, "", 0);
     l->iter_chunks = 0;
     char *chunk;
     size_t len;
     while (tl_iter_next(it, &chunk, &len, 60000) == 1) {
         buf_put(&text, chunk, len);
+        if (len)
+            chunk_list_add(&list, chunk, len);
         l->iter_chunks++;
         free(chunk);
     }
     free(l->iter_text);
     l->iter_text = text.p ? text.p : strdup("");
+    free(l->iter_list);
+    l->iter_list = list.p;
     return tl_iter_finish(it, err) < 0 ? -1 : 0;
+}
+
+/* The session's request sent to the front end's chat server by an HTTP client; what the client
+ * received is kept for the fields served_*. */
+static int serve_request(tl_lesson *l, tl_session *s, tl_error *err)
+{
+    if (!l->serve)
+        return tl_error_set(err, "serve_request: this tokenloop has no chat server (built without libmicrohttpd)");
+    served_clear(l);
+    if (l->serve(l->serve_ctx, s, &l->got, err)) {
+        served_clear(l);
+        return -1;
+    }
+    buf_t text = { 0 }, list = { 0 };
+    buf_put(&text, "", 0);
+    buf_put(&list, "", 0);
+    for (int i = 0; i < l->got.n_chunks; i++) {
+        buf_put(&text, l->got.chunks[i], strlen(l->got.chunks[i]));
+        chunk_list_add(&list, l->got.chunks[i], strlen(l->got.chunks[i]));
+    }
+    l->served_text = text.p;
+    l->served_list = list.p;
+    l->served = 1;
+    return l->served_text && l->served_list ? 0 : tl_error_set(err, "serve_request: out of memory");
 }
 
 static int remember(tl_lesson *l, tl_session *s, const cJSON *v, tl_error *err)
@@ -822,6 +901,9 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
     } else if (!strcmp(k, "run_iter")) {
         if (cJSON_IsTrue(v))
             return run_iter(l, s, err);
+    } else if (!strcmp(k, "serve_request")) {
+        if (cJSON_IsTrue(v))
+            return serve_request(l, s, err);
     } else if (!strcmp(k, "async")) {
         tl_error e2;   /* false asks for the backend's own mode, which on CUDA stays asynchronous */
         if (tl_engine_set_async(tl_session_engine(s), cJSON_IsTrue(v), &e2) && cJSON_IsTrue(v))

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef TL_HAVE_SERVE
+#include "lesson_serve.h"
+#endif
 #include "commands.h"
 #include "tokenloop/lesson.h"
 #include "tokenloop/paths.h"
@@ -52,6 +55,9 @@ static int check_one(const char *path, const char *model_dir, const char *lang, 
     tl_lesson *l = NULL;
     if (tl_lesson_load(&l, path, &err))
         return cli_fail(1, "%s", err.msg);
+#ifdef TL_HAVE_SERVE
+    tl_lesson_set_server(l, lesson_serve_request, NULL);
+#endif
     tl_session_opts opts = { .model_dir = model_dir };
     tl_session *s = NULL;
     if (tl_session_open(&s, &opts, &err)) {
@@ -192,7 +198,8 @@ int cmd_lesson(int argc, char **argv)
     tl_lesson_list_free(paths, n);
     if (only && !found)
         return cli_fail(2, "lesson: %s: no such lesson", only);
-    if (!strcmp(verb, "check") && !dump_settings)
+    /* the tally, unless one lesson was checked and failed: then its error line is the verdict */
+    if (!strcmp(verb, "check") && !dump_settings && (found > 1 || lessons_ok == found))
         printf("lessons: %d passed, %d failed\n", lessons_ok, found - lessons_ok);
     return rc;
 }

@@ -21,6 +21,7 @@
 
 #include "class_page.h"
 #include "commands.h"
+#include "serve.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/streamer.h"
 #include "tokenloop/session.h"
@@ -59,11 +60,13 @@ typedef struct slot {
 typedef struct server {
     slot slots[MAX_SLOTS];
     int n_slots, max_queue, waiting;
+    struct MHD_Daemon *daemon;
+    unsigned port;
     pthread_mutex_t mu;         /* slots[].busy, waiting, next_id */
     pthread_cond_t freed;
     tl_sampling defaults;       /* generation_config.json's, the start of every request */
-    const char *model_id;
-    const char *api_key;
+    char model_id[256];
+    char *api_key;
     long long next_id;
 } server;
 
@@ -760,15 +763,89 @@ static void request_free(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
-static const char *base_name(const char *dir)
+static void base_name(const char *dir, char *name, size_t cap)
 {
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--;
     const char *p = dir + n;
     while (p > dir && p[-1] != '/') p--;
-    static char name[256];
-    snprintf(name, sizeof name, "%.*s", (int)(dir + n - p), p);
-    return name;
+    snprintf(name, cap, "%.*s", (int)(dir + n - p), p);
+}
+
+static void free_slots(server *srv)
+{
+    for (int i = srv->n_slots - 1; i >= 0; i--) tl_session_free(srv->slots[i].s);   /* slot 0 may own the model */
+}
+
+int serve_start(server **out, const serve_opts *o, tl_error *err)
+{
+    *out = NULL;
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+    const char *host = o->host ? o->host : "127.0.0.1";
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
+        return tl_error_set(err, "--host %s: expected an IPv4 address such as 127.0.0.1", host);
+    if (o->slots < 1 || o->slots > MAX_SLOTS) return tl_error_set(err, "--slots %d: expected 1 to %d", o->slots, MAX_SLOTS);
+    server *srv = calloc(1, sizeof *srv);
+    if (!srv || (o->api_key && !(srv->api_key = strdup(o->api_key)))) {
+        free(srv);
+        return tl_error_set(err, "serve: out of memory");
+    }
+    base_name(o->model_dir ? o->model_dir : "model", srv->model_id, sizeof srv->model_id);
+    srv->max_queue = o->queue;
+    tl_session_opts so = {.model_dir = o->model_dir, .threads = o->threads};
+    tl_model *m = o->model;
+    if (!m) {
+        if (tl_session_open(&srv->slots[0].s, &so, err)) {
+            free(srv->api_key);
+            free(srv);
+            return -1;
+        }
+        srv->n_slots = 1;
+        m = (tl_model *)tl_session_model(srv->slots[0].s);
+    }
+    /* the other slots read the same weights: one copy, a KV cache each */
+    for (; srv->n_slots < o->slots; srv->n_slots++)
+        if (tl_session_open_model(&srv->slots[srv->n_slots].s, m, 0, &so, err)) {
+            free_slots(srv);
+            free(srv->api_key);
+            free(srv);
+            return -1;
+        }
+    srv->defaults = tl_session_sampling(srv->slots[0].s);
+    pthread_mutex_init(&srv->mu, NULL);
+    pthread_cond_init(&srv->freed, NULL);
+    /* no MHD_USE_ERROR_LOG: its one routine message is a client going away, which cancels */
+    srv->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
+                                   (uint16_t)o->port, NULL, NULL, handle, srv,
+                                   MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                                   MHD_OPTION_NOTIFY_COMPLETED, request_free, NULL,
+                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+    if (!srv->daemon) {
+        int e = errno;
+        serve_stop(srv);
+        return tl_error_set(err, "serve: cannot listen on %s:%d (%s)", host, o->port, strerror(e));
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = info ? info->port : (unsigned)o->port;
+    *out = srv;
+    return 0;
+}
+
+unsigned serve_port(const server *srv) { return srv->port; }
+
+int serve_slots(const server *srv) { return srv->n_slots; }
+
+const char *serve_model_id(const server *srv) { return srv->model_id; }
+
+void serve_stop(server *srv)
+{
+    if (!srv) return;
+    if (srv->daemon) MHD_stop_daemon(srv->daemon);   /* waits for every connection's thread */
+    free_slots(srv);
+    pthread_mutex_destroy(&srv->mu);
+    pthread_cond_destroy(&srv->freed);
+    free(srv->api_key);
+    free(srv);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -802,8 +879,8 @@ int cmd_serve(int argc, char **argv)
             return cli_fail(2, "%s: unknown option", a);
         }
     }
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
+    struct in_addr probe;
+    if (inet_pton(AF_INET, host, &probe) != 1)
         return cli_fail(2, "--host %s: expected an IPv4 address such as 127.0.0.1", host);
     tl_error err = {{0}};
     char default_model[4096];
@@ -812,48 +889,21 @@ int cmd_serve(int argc, char **argv)
             return cli_fail(2, "--model: no model given, and %s", err.msg);
         model = default_model;
     }
-    static server srv;
-    srv.model_id = base_name(model);
-    srv.api_key = key;
-    srv.max_queue = (int)queue;
-    tl_session_opts o = {.model_dir = model, .threads = (int)threads};
-    if (tl_session_open(&srv.slots[0].s, &o, &err)) return cli_fail(1, "%s", err.msg);
-    /* the other slots read the first one's weights: one copy, a KV cache each */
-    tl_model *m = (tl_model *)tl_session_model(srv.slots[0].s);
-    for (srv.n_slots = 1; srv.n_slots < slots; srv.n_slots++)
-        if (tl_session_open_model(&srv.slots[srv.n_slots].s, m, 0, &o, &err)) {
-            for (int i = srv.n_slots - 1; i >= 0; i--) tl_session_free(srv.slots[i].s);
-            return cli_fail(1, "%s", err.msg);
-        }
-    srv.defaults = tl_session_sampling(srv.slots[0].s);
-    pthread_mutex_init(&srv.mu, NULL);
-    pthread_cond_init(&srv.freed, NULL);
-
-    /* SIGINT/SIGTERM end the server: blocked here so every thread inherits the mask and
-     * sigwait below takes them */
+    /* SIGINT/SIGTERM end the server: blocked before its threads start, so every one inherits
+     * the mask and sigwait below takes them */
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    /* no MHD_USE_ERROR_LOG: its one routine message is a client going away, which cancels */
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
-                                            (uint16_t)port, NULL, NULL, handle, &srv,
-                                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                                            MHD_OPTION_NOTIFY_COMPLETED, request_free, NULL,
-                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
-    if (!d) {
-        for (int i = srv.n_slots - 1; i >= 0; i--) tl_session_free(srv.slots[i].s);
-        return cli_fail(1, "serve: cannot listen on %s:%ld (%s)", host, port, strerror(errno));
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    serve_opts o = {.model_dir = model, .host = host, .port = (int)port, .slots = (int)slots,
+                    .queue = (int)queue, .threads = (int)threads, .api_key = key};
+    server *srv;
+    if (serve_start(&srv, &o, &err)) return cli_fail(1, "%s", err.msg);
     fprintf(stderr, "tokenloop serve: %s on http://%s:%u, %d slot%s (POST /v1/chat/completions; Ctrl-C stops)\n",
-            srv.model_id, host, info ? info->port : (unsigned)port, srv.n_slots, srv.n_slots == 1 ? "" : "s");
+            serve_model_id(srv), host, serve_port(srv), serve_slots(srv), serve_slots(srv) == 1 ? "" : "s");
     int sig;
     sigwait(&stop, &sig);
-    MHD_stop_daemon(d);
-    for (int i = srv.n_slots - 1; i >= 0; i--) tl_session_free(srv.slots[i].s);   /* slot 0 owns the model */
-    pthread_mutex_destroy(&srv.mu);
-    pthread_cond_destroy(&srv.freed);
+    serve_stop(srv);
     return 0;
 }

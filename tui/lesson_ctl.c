@@ -1,4 +1,7 @@
 /* Lessons in the TUI, through core's lesson player (tokenloop/lesson.h). */
+#ifdef TL_HAVE_SERVE
+#include "lesson_serve.h"
+#endif
 #include "lesson_ctl.h"
 
 #include <stdio.h>
@@ -134,6 +137,9 @@ int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui
                 set_text(c, ui, t);
                 return 1;
             }
+#ifdef TL_HAVE_SERVE
+            tl_lesson_set_server(c->cur, lesson_serve_request, NULL);
+#endif
             c->step = 0;
             show_step(c, s, ui);
             return 1;

@@ -32,6 +32,23 @@ typedef struct tl_lesson_ui {
     int show_wrong_readings;    /* -1 unchanged, 0/1 */
 } tl_lesson_ui;
 
+/* What an HTTP client of `tokenloop serve` received for the session's request: the
+ * serve_request action. Core has no HTTP server, so a front end built with one lends it here;
+ * without one the action fails saying so. The function fills out (chunks malloc'd, each and
+ * the array; the player frees them). */
+typedef struct tl_lesson_served {
+    char **chunks;              /* each streamed delta's content that had any, in arrival order */
+    int n_chunks;
+    double client_ttft_ms;      /* the client's clock: request sent -> first content received */
+    double client_last_ms;      /* ... -> last content received */
+    double server_ttft_ms;      /* the server's own, from the final chunk (tokenloop.ttft_ms) */
+    char finish_reason[16];
+    int prompt_tokens, completion_tokens;   /* usage */
+    unsigned port;              /* where the server listened */
+} tl_lesson_served;
+typedef int (*tl_lesson_server_fn)(void *ctx, tl_session *s, tl_lesson_served *out, tl_error *err);
+void tl_lesson_set_server(tl_lesson *l, tl_lesson_server_fn fn, void *ctx);
+
 /* Runs the actions of step i on s (fills ui, may be NULL). */
 int tl_lesson_apply(tl_lesson *l, int i, tl_session *s, tl_lesson_ui *ui, tl_error *err);
 /* Checks the expectations of step i. 0: all hold; 1: one failed, described in why;
