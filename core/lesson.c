@@ -46,7 +46,6 @@ struct tl_lesson {
     void *serve_ctx;
     int served;                 /* 1 once a serve_request ran */
     tl_lesson_served got;
-    char *served_text, *served_list;
     /* the last tokenize action's string as the tokenizer splits it */
     int tokenized_count;
     char *tokenized_pieces;
@@ -382,8 +381,18 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
     else if (!strcmp(name, "device")) out->str = dupstr(tl_engine_device(tl_session_engine(s)));
     else if (!strcmp(name, "iter_text")) out->str = dupstr(l->iter_text);
     else if (!strcmp(name, "iter_chunk_list")) out->str = dupstr(l->iter_list);
-    else if (!strcmp(name, "served_text")) out->str = dupstr(l->served_text);
-    else if (!strcmp(name, "served_chunk_list")) out->str = dupstr(l->served_list);
+    else if (!strcmp(name, "served_text") || !strcmp(name, "served_chunk_list")) {
+        buf_t b = { 0 };
+        buf_put(&b, "", 0);
+        for (int i = 0; i < l->got.n_chunks; i++) {
+            size_t n = strlen(l->got.chunks[i]);
+            if (!strcmp(name, "served_text"))
+                buf_put(&b, l->got.chunks[i], n);
+            else
+                chunk_list_add(&b, l->got.chunks[i], n);
+        }
+        out->str = b.p;
+    }
     else if (!strcmp(name, "served_finish_reason")) out->str = dupstr(l->served ? l->got.finish_reason : "");
     else if (!strcmp(name, "raw_text")) out->str = raw_text(s);
     else if (!strcmp(name, "tokenized_pieces")) out->str = dupstr(l->tokenized_pieces);
@@ -599,9 +608,6 @@ static void served_clear(tl_lesson *l)
         free(l->got.chunks[i]);
     free(l->got.chunks);
     memset(&l->got, 0, sizeof l->got);
-    free(l->served_text);
-    free(l->served_list);
-    l->served_text = l->served_list = NULL;
     l->served = 0;
 }
 
@@ -778,17 +784,8 @@ static int serve_request(tl_lesson *l, tl_session *s, tl_error *err)
         served_clear(l);
         return -1;
     }
-    buf_t text = { 0 }, list = { 0 };
-    buf_put(&text, "", 0);
-    buf_put(&list, "", 0);
-    for (int i = 0; i < l->got.n_chunks; i++) {
-        buf_put(&text, l->got.chunks[i], strlen(l->got.chunks[i]));
-        chunk_list_add(&list, l->got.chunks[i], strlen(l->got.chunks[i]));
-    }
-    l->served_text = text.p;
-    l->served_list = list.p;
     l->served = 1;
-    return l->served_text && l->served_list ? 0 : tl_error_set(err, "serve_request: out of memory");
+    return 0;
 }
 
 static int remember(tl_lesson *l, tl_session *s, const cJSON *v, tl_error *err)

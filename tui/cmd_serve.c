@@ -772,11 +772,6 @@ static void base_name(const char *dir, char *name, size_t cap)
     snprintf(name, cap, "%.*s", (int)(dir + n - p), p);
 }
 
-static void free_slots(server *srv)
-{
-    for (int i = srv->n_slots - 1; i >= 0; i--) tl_session_free(srv->slots[i].s);   /* slot 0 may own the model */
-}
-
 int serve_start(server **out, const serve_opts *o, tl_error *err)
 {
     *out = NULL;
@@ -786,8 +781,11 @@ int serve_start(server **out, const serve_opts *o, tl_error *err)
         return tl_error_set(err, "--host %s: expected an IPv4 address such as 127.0.0.1", host);
     if (o->slots < 1 || o->slots > MAX_SLOTS) return tl_error_set(err, "--slots %d: expected 1 to %d", o->slots, MAX_SLOTS);
     server *srv = calloc(1, sizeof *srv);
-    if (!srv || (o->api_key && !(srv->api_key = strdup(o->api_key)))) {
-        free(srv);
+    if (!srv) return tl_error_set(err, "serve: out of memory");
+    pthread_mutex_init(&srv->mu, NULL);   /* first, so serve_stop can undo any step below */
+    pthread_cond_init(&srv->freed, NULL);
+    if (o->api_key && !(srv->api_key = strdup(o->api_key))) {
+        serve_stop(srv);
         return tl_error_set(err, "serve: out of memory");
     }
     base_name(o->model_dir ? o->model_dir : "model", srv->model_id, sizeof srv->model_id);
@@ -796,8 +794,7 @@ int serve_start(server **out, const serve_opts *o, tl_error *err)
     tl_model *m = o->model;
     if (!m) {
         if (tl_session_open(&srv->slots[0].s, &so, err)) {
-            free(srv->api_key);
-            free(srv);
+            serve_stop(srv);
             return -1;
         }
         srv->n_slots = 1;
@@ -806,14 +803,10 @@ int serve_start(server **out, const serve_opts *o, tl_error *err)
     /* the other slots read the same weights: one copy, a KV cache each */
     for (; srv->n_slots < o->slots; srv->n_slots++)
         if (tl_session_open_model(&srv->slots[srv->n_slots].s, m, 0, &so, err)) {
-            free_slots(srv);
-            free(srv->api_key);
-            free(srv);
+            serve_stop(srv);
             return -1;
         }
     srv->defaults = tl_session_sampling(srv->slots[0].s);
-    pthread_mutex_init(&srv->mu, NULL);
-    pthread_cond_init(&srv->freed, NULL);
     /* no MHD_USE_ERROR_LOG: its one routine message is a client going away, which cancels */
     srv->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
                                    (uint16_t)o->port, NULL, NULL, handle, srv,
@@ -841,7 +834,7 @@ void serve_stop(server *srv)
 {
     if (!srv) return;
     if (srv->daemon) MHD_stop_daemon(srv->daemon);   /* waits for every connection's thread */
-    free_slots(srv);
+    for (int i = srv->n_slots - 1; i >= 0; i--) tl_session_free(srv->slots[i].s);   /* slot 0 may own the model */
     pthread_mutex_destroy(&srv->mu);
     pthread_cond_destroy(&srv->freed);
     free(srv->api_key);
