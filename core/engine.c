@@ -43,6 +43,7 @@ struct tl_engine {
     double top_sumexp;
     double last_ms, last_unsynced_ms;
     int async;                 /* the backend's operations return before their work is done */
+    int exact;                 /* tl_engine_set_exact; backends with an exact mode start in it */
 };
 
 static double now_ms(void)
@@ -160,6 +161,7 @@ int tl_engine_create(tl_engine **out, const tl_model *m, const tl_backend_ops *b
     e->chunk = e->capacity < MAX_CHUNK ? e->capacity : MAX_CHUNK;
     e->last_unsynced_ms = -1;
     e->async = be->set_async == NULL;   /* a backend that cannot be switched is a queue (CUDA) */
+    e->exact = be->set_exact != NULL;
     e->layers = calloc((size_t)c->n_layers, sizeof *e->layers);
     e->inv_freq_host = malloc(sizeof(float) * (size_t)(c->head_dim / 2));
     if (!e->layers || !e->inv_freq_host) {
@@ -344,6 +346,20 @@ int tl_engine_set_async(tl_engine *e, int on, tl_error *err)
 }
 
 int tl_engine_async(const tl_engine *e) { return e->async; }
+
+int tl_engine_set_exact(tl_engine *e, int on, tl_error *err)
+{
+    on = on != 0;
+    if (!e->be->set_exact)
+        return on ? tl_error_set(err, "%s: this backend has no exact mode (its prefill products round activations "
+                                      "to bf16; docs/accuracy.md)", e->be->name)
+                  : 0;
+    e->be->set_exact(e->ctx, on);
+    e->exact = on;
+    return 0;
+}
+
+int tl_engine_exact(const tl_engine *e) { return e->exact; }
 
 int tl_engine_keep_top(tl_engine *e, int k)
 {

@@ -197,6 +197,7 @@ static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
         return tl_error_set(err, "--device: cuda: no usable CUDA device");
     if (tl_engine_create(&s->e, s->m, be, s->opts.threads, s->opts.capacity, err)) return -1;
     if (s->opts.async && tl_engine_set_async(s->e, 1, err)) return -1;
+    if (s->opts.bf16_activations && tl_engine_set_exact(s->e, 0, err)) return -1;
 
     /* the tokenizer: given, else beside the weights, else the bundled Llama 3 one */
     const char *tdir = s->opts.tokenizer_dir;

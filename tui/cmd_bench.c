@@ -22,7 +22,8 @@
 
 static const char usage[] =
     "usage: tokenloop bench (--model DIR | --synthetic NAME) [--prompt-tokens N] [--new-tokens N]\n"
-    "                       [--threads N] [--device cpu|cuda] [--async] [--seed S] [--json]\n"
+    "                       [--threads N] [--device cpu|cuda] [--async] [--bf16-activations]\n"
+    "                       [--seed S] [--json]\n"
     "       tokenloop bench --tokenizer ...   (the tokenizer benchmark; see its --help)\n"
     "       tokenloop bench --template ...    (the template engine benchmark; see its --help)\n"
     "       tokenloop bench --sampler ...     (the sampler's cost per step; see its --help)\n"
@@ -32,11 +33,13 @@ static const char usage[] =
     "  --synthetic: a published shape with random bf16 weights in memory (llama-3.2-1b,\n"
     "  llama-3.1-8b, tiny); no file is read. --threads: CPU threads (default: all cores).\n"
     "  --async: the CPU queues each pass to a worker thread as a GPU stream does; the decode\n"
-    "  steps are then also timed the wrong way, before synchronizing (always so on cuda).\n";
+    "  steps are then also timed the wrong way, before synchronizing (always so on cuda).\n"
+    "  --bf16-activations: the prefill's products with bf16 weights round the activations to\n"
+    "  bf16, as llama.cpp and a bf16 transformers run do (default: fp32; docs/accuracy.md).\n";
 
 typedef struct bench_opts {
     const char *model_dir, *synthetic, *device;
-    int prompt_tokens, new_tokens, threads, json, async;
+    int prompt_tokens, new_tokens, threads, json, async, bf16;
     unsigned long long seed;
 } bench_opts;
 
@@ -61,6 +64,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             o->json = 1;
         } else if (!strcmp(a, "--async")) {
             o->async = 1;
+        } else if (!strcmp(a, "--bf16-activations")) {
+            o->bf16 = 1;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--synthetic") || !strcmp(a, "--device") ||
                    !strcmp(a, "--prompt-tokens") || !strcmp(a, "--new-tokens") ||
                    !strcmp(a, "--threads") || !strcmp(a, "--seed")) {
@@ -208,7 +213,8 @@ int cmd_bench(int argc, char **argv)
 
     /* The KV cache holds exactly this run: the 8B shape stays within a small machine. */
     tl_engine *e = NULL;
-    if (tl_engine_create(&e, m, be, o.threads, (int)need, &err) || (o.async && tl_engine_set_async(e, 1, &err))) {
+    if (tl_engine_create(&e, m, be, o.threads, (int)need, &err) || (o.async && tl_engine_set_async(e, 1, &err)) ||
+        (o.bf16 && tl_engine_set_exact(e, 0, &err))) {
         tl_engine_free(e);
         tl_model_free(m);
         return cli_fail(1, "%s", err.msg);
@@ -299,6 +305,7 @@ int cmd_bench(int argc, char **argv)
         cJSON_AddNumberToObject(j, "tpot_ms_min", best);
         cJSON_AddItemToObject(j, "tpot_ms", cJSON_CreateDoubleArray(tpot, o.new_tokens));
         cJSON_AddBoolToObject(j, "async", tl_engine_async(e));
+        cJSON_AddBoolToObject(j, "exact", tl_engine_exact(e));
         if (unsynced_med >= 0)
             cJSON_AddNumberToObject(j, "unsynced_tpot_ms_median", unsynced_med);
         else
@@ -335,6 +342,9 @@ int cmd_bench(int argc, char **argv)
             printf("device         cpu, %d thread%s\n", threads, threads == 1 ? "" : "s");
         else
             printf("device         %s\n", tl_engine_device(e));
+        printf("precision      %s\n", tl_engine_exact(e) ? "exact: fp32 activations in every product (docs/accuracy.md)"
+                                                          : "prefill products round activations to bf16 "
+                                                            "(docs/accuracy.md)");
         printf("prefill        %d tokens: TTFT %.1f ms (%.1f tokens/s)\n", o.prompt_tokens, ttft,
                o.prompt_tokens / ttft * 1e3);
         printf("decode         %d tokens: TPOT median %.2f ms, p90 %.2f ms, best %.2f ms (%.2f tokens/s)\n",

@@ -23,7 +23,7 @@ static const char usage[] =
     "                          [--max-new-tokens N]\n"
     "                          [--greedy | --temperature T --top-k K --top-p P] [--seed S] [--top N]\n"
     "                          [--stop STR]... [--stream-mode hf|server] [--device cpu|cuda]\n"
-    "                          [--threads N] [--async] [--json]\n"
+    "                          [--threads N] [--async] [--bf16-activations] [--json]\n"
     "  Generates one forward pass at a time. The first pass (the prefill) reads the whole prompt\n"
     "  and chooses the first new token; each later pass (decode) reads one token.\n"
     "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL, else the\n"
@@ -49,6 +49,8 @@ static const char usage[] =
     "  --async            queue each pass's operations to a worker thread, as a GPU stream does,\n"
     "                     so the clock read before synchronizing (wrong reading 2) means\n"
     "                     something on the CPU too (CUDA always works this way)\n"
+    "  --bf16-activations round the activations to bf16 in the prefill's products with bf16\n"
+    "                     weights, as llama.cpp does: half the arithmetic (docs/accuracy.md)\n"
     "  --json             one JSON object on stdout instead of streamed text\n";
 
 static int parse_int(const char *s, long lo, long hi, long *out)
@@ -203,6 +205,7 @@ static void print_json(tl_session *s)
     /* the same decode passes read after synchronizing: trap 2 is the gap between the two */
     cJSON_AddItemToObject(o, "pass_mean_ms", num_or_null(r.pass_mean_ms));
     cJSON_AddBoolToObject(o, "async", tl_engine_async(tl_session_engine(s)));
+    cJSON_AddBoolToObject(o, "exact", tl_engine_exact(tl_session_engine(s)));
     cJSON_AddItemToObject(o, "floor_ms", num_or_null(r.floor_ms));
     cJSON_AddItemToObject(o, "bandwidth_gbs", num_or_null(r.bandwidth_gbs));
     cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);
@@ -249,7 +252,7 @@ int cmd_generate(int argc, char **argv)
 {
     const char *model = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
     const char *device = NULL, *stop[TL_MAX_STOP];
-    int n_stop = 0, json = 0, async = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
+    int n_stop = 0, json = 0, async = 0, bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
     long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
     double temperature = 1, top_p = 1;
     tl_stream_mode mode = TL_STREAM_HF;
@@ -263,6 +266,7 @@ int cmd_generate(int argc, char **argv)
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--greedy")) { greedy = 1; continue; }
         if (!strcmp(a, "--async")) { async = 1; continue; }
+        if (!strcmp(a, "--bf16-activations")) { bf16 = 1; continue; }
         if (!strcmp(a, "--no-generation-prompt")) { gen_prompt = 0; continue; }
         if (!strcmp(a, "--no-parse-special-in-content")) { parse_special = 0; continue; }
         static const char *const with_value[] = {"--model", "--ids", "--prompt", "--system", "--messages",
@@ -335,7 +339,8 @@ int cmd_generate(int argc, char **argv)
 
     tl_error err = {{0}};
     tl_session *s = NULL;
-    tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads, .async = async};
+    tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads, .async = async,
+                         .bf16_activations = bf16};
     int status = 1;
     char *msgs = NULL;
     if (tl_session_open(&s, &o, &err)) goto fail;

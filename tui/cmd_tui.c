@@ -19,11 +19,14 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tokenloop tui [--model DIR] [--prompt TEXT] [--system TEXT] [--device cpu|cuda]\n"
-            "                     [--threads N] [--async] [--lang en|vi] [--mono] [--bench-frame [N]]\n"
+            "                     [--threads N] [--async] [--bf16-activations] [--lang en|vi]\n"
+            "                     [--mono] [--bench-frame [N]]\n"
             "  Steps through generation one forward pass at a time. Without --model: $TOKENLOOP_MODEL,\n"
             "  else the bundled model (assets/models/tl-mini-instruct).\n"
             "  --async          queue each pass to a worker thread as a GPU stream does, so the Timing\n"
             "                   pane's unsynchronized reading (trap 2) shows on the CPU too\n"
+            "  --bf16-activations  round activations to bf16 in the prefill's bf16 products\n"
+            "                   (faster prefill; docs/accuracy.md)\n"
             "  --bench-frame N  draw N full frames at 160x48 off screen and print ms per frame\n"
             "  Keys: Space step, r run, \xE2\x86\x90 back, Enter force, ? all keys, q quit.\n");
 }
@@ -51,7 +54,7 @@ static void utf8_locale(void)
 int cmd_tui(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL;
-    int threads = 0, bench = 0, mono = 0, async = 0;
+    int threads = 0, bench = 0, mono = 0, async = 0, bf16 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
@@ -85,6 +88,8 @@ int cmd_tui(int argc, char **argv)
             mono = 1;
         } else if (!strcmp(a, "--async")) {
             async = 1;
+        } else if (!strcmp(a, "--bf16-activations")) {
+            bf16 = 1;
         } else if (!strcmp(a, "--bench-frame")) {
             bench = 200;
             if (has && argv[i + 1][0] != '-') {
@@ -118,6 +123,7 @@ int cmd_tui(int argc, char **argv)
     so.device = device;
     so.threads = threads;
     so.async = async;
+    so.bf16_activations = bf16;
     tl_session *s = NULL;
     if (tl_session_open(&s, &so, &err))
         return cli_fail(1, "%s", err.msg);

@@ -24,6 +24,7 @@ typedef struct cpu_ctx {
     tl_pool *pool;
     cpu_stream *stream;       /* the asynchronous mode's queue and worker; NULL: synchronous */
     const tl_cpu_isa *isa;
+    int exact;                /* set_exact; 0: prefill products may round x to bf16 */
     uint16_t *xpack;          /* packed activations for kernels that want them */
     size_t xpack_cap;         /* in uint16 */
     float *scratch;           /* attention scores: one slice per thread */
@@ -62,6 +63,7 @@ void *tl_cpu_create_isa(int threads, const char *isa_name, tl_error *err)
         return NULL;
     }
     c->isa = isa;
+    c->exact = 1;   /* docs/accuracy.md: fp32-level products unless asked otherwise */
     c->pool = tl_pool_create(threads);
     if (!c->pool) {
         free(c);
@@ -152,7 +154,7 @@ static void mm_item(void *arg, int item, int tid)
 typedef struct {
     uint16_t *xpack;
     const float *x;
-    int T;
+    int T, halves;
     int64_t cols, cols_pad;
 } pack_job;
 
@@ -160,8 +162,8 @@ static void pack_item(void *arg, int t, int tid)
 {
     (void)tid;
     pack_job *p = arg;
-    tl_cpu_pack_bf16(p->xpack + (size_t)t * 2 * (size_t)p->cols_pad, p->x + (size_t)t * (size_t)p->cols, 1,
-                     p->cols, p->cols_pad);
+    tl_cpu_pack_bf16(p->xpack + (size_t)t * (size_t)p->halves * (size_t)p->cols_pad,
+                     p->x + (size_t)t * (size_t)p->cols, 1, p->cols, p->cols_pad, p->halves);
 }
 
 static void run_matmul(cpu_ctx *c, float *out, const float *x, const tl_weight *W, int T)
@@ -180,7 +182,8 @@ static void run_matmul(cpu_ctx *c, float *out, const float *x, const tl_weight *
     if (c->isa->want_pack[W->dtype]) {
         int64_t al = c->isa->pack_align;
         mm.cols_pad = (W->cols + al - 1) / al * al;
-        size_t need = (size_t)T * 2 * (size_t)mm.cols_pad;
+        mm.halves = c->exact || T == 1 ? 2 : 1;
+        size_t need = (size_t)T * (size_t)mm.halves * (size_t)mm.cols_pad;
         if (need > c->xpack_cap) {
             uint16_t *p = aligned_alloc(64, (need * sizeof(uint16_t) + 63) & ~(size_t)63);
             if (!p) {   /* out of memory: the portable kernel needs no packing */
@@ -191,8 +194,11 @@ static void run_matmul(cpu_ctx *c, float *out, const float *x, const tl_weight *
             c->xpack = p;
             c->xpack_cap = need;
         }
-        pack_job pj = {c->xpack, x, T, W->cols, mm.cols_pad};
-        tl_pool_for(c->pool, T, pack_item, &pj);
+        pack_job pj = {c->xpack, x, T, mm.halves, W->cols, mm.cols_pad};
+        if (T == 1 || n == 1)   /* a vector pass over one row: not worth a hand-off */
+            tl_cpu_pack_bf16(c->xpack, x, T, W->cols, mm.cols_pad, mm.halves);
+        else
+            tl_pool_for(c->pool, T, pack_item, &pj);
         mm.xpack = c->xpack;
     }
     tl_cpu_mm_fn fn = c->isa->mm[W->dtype];
@@ -599,6 +605,12 @@ static int cpu_set_async(void *ctx, int on, tl_error *err)
     return 0;
 }
 
+static void cpu_set_exact(void *ctx, int on)
+{
+    cpu_sync(ctx);   /* queued products keep the precision they were launched with */
+    ((cpu_ctx *)ctx)->exact = on != 0;
+}
+
 static void cpu_begin_pass(void *ctx, int T, int pos0)
 {
     (void)T;
@@ -671,6 +683,7 @@ static const tl_backend_ops cpu_ops = {
     .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matmul = cpu_matmul, .rope = cpu_rope,
     .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync_op,
     .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
+    .set_exact = cpu_set_exact,
 };
 
 const tl_backend_ops *tl_backend_cpu(void) { return &cpu_ops; }

@@ -13,10 +13,12 @@ typedef struct tl_cpu_mm {
     const void *w;
     int64_t rows, cols;
     int T;
-    /* For kernels with want_pack: x split into bf16 high and low halves (x ~= hi + lo to
-     * about 2^-17), [T][2][cols_pad], zero beyond cols. */
+    /* For kernels with want_pack: x as bf16, [T][halves][cols_pad], zero beyond cols. One
+     * half is x rounded to bf16 (the default precision); two are x split into high and low
+     * halves, x ~= hi + lo to about 2^-17 (the exact mode: fp32-level products). */
     const uint16_t *xpack;
     int64_t cols_pad;
+    int halves;
 } tl_cpu_mm;
 
 typedef void (*tl_cpu_mm_fn)(const tl_cpu_mm *a, int64_t r0, int64_t r1);
@@ -32,7 +34,8 @@ typedef struct tl_cpu_isa {
 extern const tl_cpu_isa tl_cpu_isa_generic, tl_cpu_isa_avx2, tl_cpu_isa_avx512,
     tl_cpu_isa_avx512bf16;
 
-/* Fills xpack for T rows of x (cols_pad >= cols, a multiple of 32). */
-void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int64_t cols_pad);
+/* Fills xpack for T rows of x (cols_pad >= cols, a multiple of 32), 1 or 2 halves. Rounds to
+ * nearest even; subnormal inputs count as zero, as VCVTNEPS2BF16 has them. */
+void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int64_t cols_pad, int halves);
 
 #endif

@@ -1,7 +1,7 @@
 /* Test driver: runs a script of step-API calls on a model directory and writes what each
  * forward pass produced, for tests/reference/check_engine.py to compare with NumPy.
  *
- *   engine_dump MODEL_DIR OUT [--capacity N] OP...
+ *   engine_dump MODEL_DIR OUT [--capacity N] [--bf16-activations] OP...
  *     prefill:1,2,3   decode:5   rewind:2   greedy:N (N decodes, each feeding the argmax)
  *
  * OUT.txt gets one line per pass "<op> <position after> <token fed or -1>", OUT.f32 the
@@ -66,13 +66,20 @@ static int run_op(tl_engine *e, const char *op, FILE *txt, FILE *bin, tl_error *
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: engine_dump MODEL_DIR OUT [--capacity N] OP...\n");
+        fprintf(stderr, "usage: engine_dump MODEL_DIR OUT [--capacity N] [--bf16-activations] OP...\n");
         return 2;
     }
-    int first = 3, capacity = 0;
-    if (!strcmp(argv[3], "--capacity") && argc > 4) {
-        capacity = atoi(argv[4]);
-        first = 5;
+    int first = 3, capacity = 0, exact = 1;
+    for (;;) {
+        if (first + 1 < argc && !strcmp(argv[first], "--capacity")) {
+            capacity = atoi(argv[first + 1]);
+            first += 2;
+        } else if (first < argc && !strcmp(argv[first], "--bf16-activations")) {
+            exact = 0;
+            first++;
+        } else {
+            break;
+        }
     }
     tl_error err = {{0}};
     tl_model *m = NULL;
@@ -83,7 +90,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s.f32", argv[2]);
     FILE *bin = fopen(path, "wb");
     int rc = !txt || !bin || tl_model_load(&m, argv[1], &err) ||
-             tl_engine_create(&e, m, tl_backend_cpu(), 0, capacity, &err);
+             tl_engine_create(&e, m, tl_backend_cpu(), 0, capacity, &err) || tl_engine_set_exact(e, exact, &err);
     for (int i = first; !rc && i < argc; i++)
         rc = run_op(e, argv[i], txt, bin, &err);
     if (rc)

@@ -91,7 +91,23 @@ static void check_pool(int threads)
     tl_pool_destroy(pool);
 }
 
-static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, int64_t cols, int T)
+/* x rounded to bf16, nearest even, a subnormal to zero: what a product reads with the exact
+ * mode off (docs/accuracy.md). Written here apart from the kernel's own rounding. */
+static float round_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (!(u & 0x7f800000u))
+        u &= 0x80000000u;
+    else
+        u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* round_x: the kernel set rounds x to bf16 in this product (exact mode off, bf16 weights,
+ * AVX-512 BF16, more than one token), so the reference gets the rounded x; else x as it is. */
+static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, int64_t cols, int T, int round_x)
 {
     size_t es = tl_dtype_size(dt);
     /* one element of slack so the weights can start at an odd 2-byte (or 4-byte) offset */
@@ -105,6 +121,9 @@ static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, 
     for (int64_t i = 0; i < T * rows; i++)
         out[i] = 12345.0f;   /* every output must be written, none left over */
     ops->matmul(ctx, out, x, &W, T);
+    if (round_x)
+        for (int64_t i = 0; i < T * cols; i++)
+            x[i] = round_bf16(x[i]);
     tl_cpu_ref_matmul(ref, x, &W, T);
     int bad = 0;
     double worst = 0;
@@ -122,8 +141,8 @@ static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, 
                         tl_dtype_name(dt), (long long)rows, (long long)cols, T, t, (long long)r,
                         out[t * rows + r], ref[t * rows + r]);
         }
-    TL_CHECK_MSG(bad == 0, "%s matmul %s %lldx%lld T=%d: worst error %.2f x tolerance", tag,
-                 tl_dtype_name(dt), (long long)rows, (long long)cols, T, worst);
+    TL_CHECK_MSG(bad == 0, "%s matmul %s %lldx%lld T=%d%s: worst error %.2f x tolerance", tag,
+                 tl_dtype_name(dt), (long long)rows, (long long)cols, T, round_x ? " (x as bf16)" : "", worst);
     free(raw);
     free(x);
     free(out);
@@ -245,9 +264,18 @@ int main(void)
             TL_CHECK_INT(tl_cpu_ctx_threads(ctx), threads);
             char tag[64];
             snprintf(tag, sizeof tag, "%s/%d threads", isas[s], threads);
-            for (int dt = 0; dt < 3; dt++)
-                for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-                    check_matmul(ctx, tag, (tl_dtype)dt, shapes[i].rows, shapes[i].cols, shapes[i].T);
+            for (int exact = 0; exact <= 1; exact++) {
+                ops->set_exact(ctx, exact);
+                char mtag[80];
+                snprintf(mtag, sizeof mtag, "%s%s", tag, exact ? " exact" : "");
+                for (int dt = 0; dt < 3; dt++) {
+                    /* a decode's product (T = 1) is memory-bound: it keeps fp32 activations */
+                    int round_x = !exact && dt == TL_BF16 && !strcmp(isas[s], "avx512bf16");
+                    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+                        check_matmul(ctx, mtag, (tl_dtype)dt, shapes[i].rows, shapes[i].cols, shapes[i].T,
+                                     round_x && shapes[i].T > 1);
+                }
+            }
             check_attention(ctx, tag, 1, 0, 4, 2, 16);
             check_attention(ctx, tag, 1, 40, 8, 2, 64);
             check_attention(ctx, tag, 5, 3, 6, 3, 10);
@@ -265,7 +293,8 @@ int main(void)
     TL_CHECK(all != NULL);
     if (all) {
         printf("kernels: default set %s, %d threads\n", tl_cpu_ctx_isa(all), tl_cpu_ctx_threads(all));
-        check_matmul(all, "default", TL_BF16, 300, 700, 1);
+        check_matmul(all, "default", TL_BF16, 300, 700, 1, 0);
+        check_matmul(all, "default", TL_BF16, 300, 700, 9, 0);   /* a new context is exact */
         ops->destroy(all);
     }
     return TL_TEST_END("kernels");

@@ -1,6 +1,6 @@
 """Runs tests/engine/engine_dump on a checkpoint and checks every forward pass against llama_ref.py.
 
-    check_engine.py DUMP_EXE MODEL_DIR OUT_PREFIX TOL OP...
+    check_engine.py DUMP_EXE MODEL_DIR OUT_PREFIX TOL [--bf16-activations] OP...
 
 For each pass the error is max|tokenloop - ref| / max|ref| over the vocabulary at that position
 (ref: float64 NumPy over the whole sequence so far, no cache); it must be <= TOL. Greedy passes
@@ -17,8 +17,10 @@ import llama_ref
 
 def main():
     exe, model, prefix, tol, ops = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
-    name = os.path.basename(model.rstrip("/"))
-    r = subprocess.run([exe, model, prefix] + ops, capture_output=True, text=True)
+    flags = [op for op in ops if op.startswith("--")]
+    ops = [op for op in ops if not op.startswith("--")]
+    name = os.path.basename(model.rstrip("/")) + (" " + " ".join(flags) if flags else "")
+    r = subprocess.run([exe, model, prefix] + flags + ops, capture_output=True, text=True)
     if r.returncode != 0:
         print(f"engine_dump failed ({r.returncode}): {r.stderr.strip()}")
         print(f"check_engine {name}: 0 passed, 1 failed")
@@ -65,7 +67,7 @@ def main():
         if kind == "rewind":
             prev_ref = None
             continue
-        ref = llama_ref.forward(cfg, W, tokens)[-1]
+        ref = llama_ref.forward(cfg, W, tokens, last_only=True)[-1]
         err = np.max(np.abs(logits[row] - ref)) / np.max(np.abs(ref))
         worst = max(worst, err)
         if err <= tol:

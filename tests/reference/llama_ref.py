@@ -54,8 +54,8 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
-def forward(cfg, W, ids):
-    """-> logits [len(ids), vocab], float64."""
+def forward(cfg, W, ids, last_only=False):
+    """-> logits [len(ids), vocab], float64 ([1, vocab]: the last position's, if last_only)."""
     nh, nkv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
     hd = cfg.get("head_dim") or cfg["hidden_size"] // nh
     eps = cfg.get("rms_norm_eps", 1e-6)
@@ -85,6 +85,8 @@ def forward(cfg, W, ids):
         g = h @ W[p + "mlp.gate_proj.weight"].T
         u = h @ W[p + "mlp.up_proj.weight"].T
         x = x + (g / (1 + np.exp(-g)) * u) @ W[p + "mlp.down_proj.weight"].T
+    if last_only:
+        x = x[-1:]
     x = rmsnorm(x, W["model.norm.weight"], eps)
     head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else W["lm_head.weight"]
     return x @ head.T

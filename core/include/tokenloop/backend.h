@@ -64,6 +64,11 @@ typedef struct tl_backend_ops {
      * results are the same bit for bit. NULL: every operation is always queued (CUDA). Call it
      * between passes. 0, or -1 with err set. */
     int (*set_async)(void *ctx, int on, tl_error *err);
+    /* Optional: the precision of products with bf16 weights (docs/accuracy.md). A backend with
+     * this operation starts exact (fp32 activations); on == 0 lets it round the activations to
+     * bf16 where that is faster. NULL: no exact mode (CUDA: its prefill GEMM rounds them).
+     * Call it between passes. */
+    void (*set_exact)(void *ctx, int on);
 } tl_backend_ops;
 
 const tl_backend_ops *tl_backend_cpu(void);

@@ -35,6 +35,7 @@ typedef struct tl_session_opts {
     void *clock_ctx;
     double bandwidth_gbs;       /* > 0: use this instead of probing (the floor) */
     int async;                  /* 1: the engine's asynchronous mode (tl_engine_set_async) */
+    int bf16_activations;       /* 1: prefill products round activations (tl_engine_set_exact 0) */
 } tl_session_opts;
 
 int tl_session_open(tl_session **out, const tl_session_opts *opts, tl_error *err);
