@@ -219,6 +219,17 @@ void tl_engine_free(tl_engine *e)
 
 /* ---- the forward pass ------------------------------------------------------------------- */
 
+/* Products of one input: in one operation where the backend has it (the same numbers). */
+static void matmul_n(tl_engine *e, int n, float *const *out, const float *x, const tl_weight *const *W, int T)
+{
+    if (e->be->matmul_n) {
+        e->be->matmul_n(e->ctx, n, out, x, W, T);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        e->be->matmul(e->ctx, out[i], x, W[i], T);
+}
+
 /* x += o_proj(attention(rope(q), rope(k), v)) over the cache rows 0..pos0+T-1. */
 static void attention_block(tl_engine *e, int l, int T, int pos0)
 {
@@ -232,9 +243,9 @@ static void attention_block(tl_engine *e, int l, int T, int pos0)
     const float *inv_freq = e->inv_freq.data;
 
     be->rmsnorm(e->ctx, e->xb, e->x, &L->attn_norm, T, c->hidden_size, c->rms_norm_eps);
-    be->matmul(e->ctx, e->q, e->xb, &L->wq, T);
-    be->matmul(e->ctx, k_rows, e->xb, &L->wk, T);   /* straight into the cache */
-    be->matmul(e->ctx, v_rows, e->xb, &L->wv, T);
+    float *qkv_out[3] = {e->q, k_rows, v_rows};   /* k and v straight into the cache */
+    const tl_weight *qkv_w[3] = {&L->wq, &L->wk, &L->wv};
+    matmul_n(e, 3, qkv_out, e->xb, qkv_w, T);
     be->rope(e->ctx, e->q, T, c->n_heads, c->head_dim, pos0, inv_freq);
     be->rope(e->ctx, k_rows, T, c->n_kv_heads, c->head_dim, pos0, inv_freq);
     be->attention(e->ctx, e->att, e->q, k_layer, v_layer, T, pos0, c->n_heads, c->n_kv_heads, c->head_dim);
@@ -250,8 +261,9 @@ static void mlp_block(tl_engine *e, int l, int T)
     const tl_layer *L = &e->layers[l];
 
     be->rmsnorm(e->ctx, e->xb, e->x, &L->mlp_norm, T, c->hidden_size, c->rms_norm_eps);
-    be->matmul(e->ctx, e->hb, e->xb, &L->w_gate, T);
-    be->matmul(e->ctx, e->hb2, e->xb, &L->w_up, T);
+    float *gu_out[2] = {e->hb, e->hb2};
+    const tl_weight *gu_w[2] = {&L->w_gate, &L->w_up};
+    matmul_n(e, 2, gu_out, e->xb, gu_w, T);
     be->swiglu(e->ctx, e->hb, e->hb2, T * c->intermediate_size);
     be->matmul(e->ctx, e->xb2, e->hb, &L->w_down, T);
     be->add(e->ctx, e->x, e->xb2, T * c->hidden_size);

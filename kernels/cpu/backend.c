@@ -136,19 +136,28 @@ static void cpu_unload(void *ctx, tl_weight *dev)
 
 /* ---- matrix product ---- */
 
+#define MM_MAX 3   /* products of one x in one dispatch: q/k/v */
+
+/* Items are chunks of rows of each matrix in turn: item i of matrix m covers rows
+ * i*chunk.. of it; first[m] is matrix m's first item. */
 typedef struct {
     const tl_cpu_mm *mm;
     tl_cpu_mm_fn fn;
     int64_t chunk;
+    int nw, first[MM_MAX + 1];
 } mm_job;
 
 static void mm_item(void *arg, int item, int tid)
 {
     (void)tid;
     mm_job *j = arg;
-    int64_t r0 = (int64_t)item * j->chunk;
-    int64_t r1 = r0 + j->chunk < j->mm->rows ? r0 + j->chunk : j->mm->rows;
-    j->fn(j->mm, r0, r1);
+    int m = 0;
+    while (item >= j->first[m + 1])
+        m++;
+    const tl_cpu_mm *mm = &j->mm[m];
+    int64_t r0 = (int64_t)(item - j->first[m]) * j->chunk;
+    int64_t r1 = r0 + j->chunk < mm->rows ? r0 + j->chunk : mm->rows;
+    j->fn(mm, r0, r1);
 }
 
 typedef struct {
@@ -166,55 +175,85 @@ static void pack_item(void *arg, int t, int tid)
                      p->x + (size_t)t * (size_t)p->cols, 1, p->cols, p->cols_pad, p->halves);
 }
 
-static void run_matmul(cpu_ctx *c, float *out, const float *x, const tl_weight *W, int T)
+/* x packed for this kernel set into c->xpack (mm gets where and how). 0, or -1 when there is
+ * no memory for it: the caller then runs the portable kernel, which needs no packing. */
+static int pack_x(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T, int threads)
 {
-    if (T <= 0 || W->rows <= 0)
-        return;
-    if (W->cols <= 0) {
-        memset(out, 0, sizeof(float) * (size_t)T * (size_t)W->rows);
-        return;
+    int64_t al = c->isa->pack_align;
+    mm->cols_pad = (cols + al - 1) / al * al;
+    mm->halves = c->exact || T == 1 ? 2 : 1;
+    size_t need = (size_t)T * (size_t)mm->halves * (size_t)mm->cols_pad;
+    if (need > c->xpack_cap) {
+        uint16_t *p = aligned_alloc(64, (need * sizeof(uint16_t) + 63) & ~(size_t)63);
+        if (!p)
+            return -1;
+        free(c->xpack);
+        c->xpack = p;
+        c->xpack_cap = need;
     }
-    tl_cpu_mm mm = {.out = out, .x = x, .w = W->data, .rows = W->rows, .cols = W->cols, .T = T};
-    int n = tl_pool_size(c->pool);
-    double work = (double)T * (double)W->rows * (double)W->cols;
-    if (work < 32768.0)
-        n = 1;   /* not worth waking anyone */
-    if (c->isa->want_pack[W->dtype]) {
-        int64_t al = c->isa->pack_align;
-        mm.cols_pad = (W->cols + al - 1) / al * al;
-        mm.halves = c->exact || T == 1 ? 2 : 1;
-        size_t need = (size_t)T * (size_t)mm.halves * (size_t)mm.cols_pad;
-        if (need > c->xpack_cap) {
-            uint16_t *p = aligned_alloc(64, (need * sizeof(uint16_t) + 63) & ~(size_t)63);
-            if (!p) {   /* out of memory: the portable kernel needs no packing */
-                tl_cpu_isa_generic.mm[W->dtype](&mm, 0, W->rows);
-                return;
-            }
-            free(c->xpack);
-            c->xpack = p;
-            c->xpack_cap = need;
+    pack_job pj = {c->xpack, x, T, mm->halves, cols, mm->cols_pad};
+    if (T == 1 || threads == 1)   /* a vector pass over one row: not worth a hand-off */
+        tl_cpu_pack_bf16(c->xpack, x, T, cols, mm->cols_pad, mm->halves);
+    else
+        tl_pool_for(c->pool, T, pack_item, &pj);
+    mm->xpack = c->xpack;
+    return 0;
+}
+
+/* out[i][T, W[i].rows] = x[T, cols] . W[i]^T for nw <= MM_MAX weights of one dtype and width:
+ * x is packed once and every matrix's rows go to the threads in one dispatch, so q/k/v (or
+ * gate/up) cost one hand-off instead of three (two). */
+static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_weight *W, int nw, int T)
+{
+    if (T <= 0)
+        return;
+    for (int i = 1; i < nw; i++)
+        if (W[i].dtype != W[0].dtype || W[i].cols != W[0].cols) {   /* not one x: one at a time */
+            for (int k = 0; k < nw; k++)
+                run_matmul(c, &out[k], x, &W[k], 1, T);
+            return;
         }
-        pack_job pj = {c->xpack, x, T, mm.halves, W->cols, mm.cols_pad};
-        if (T == 1 || n == 1)   /* a vector pass over one row: not worth a hand-off */
-            tl_cpu_pack_bf16(c->xpack, x, T, W->cols, mm.cols_pad, mm.halves);
-        else
-            tl_pool_for(c->pool, T, pack_item, &pj);
-        mm.xpack = c->xpack;
+    const int64_t cols = W[0].cols;
+    tl_cpu_mm mm[MM_MAX];
+    int64_t rows = 0;
+    for (int i = 0; i < nw; i++) {
+        mm[i] = (tl_cpu_mm){.out = out[i], .x = x, .w = W[i].data, .rows = W[i].rows, .cols = cols, .T = T};
+        rows += W[i].rows > 0 ? W[i].rows : 0;
+        if (cols <= 0 && W[i].rows > 0)
+            memset(out[i], 0, sizeof(float) * (size_t)T * (size_t)W[i].rows);
     }
-    tl_cpu_mm_fn fn = c->isa->mm[W->dtype];
+    if (rows <= 0 || cols <= 0)
+        return;
+    int n = tl_pool_size(c->pool);
+    if ((double)T * (double)rows * (double)cols < 32768.0)
+        n = 1;   /* not worth waking anyone */
+    tl_cpu_mm_fn fn = c->isa->mm[W[0].dtype];
+    if (c->isa->want_pack[W[0].dtype] && pack_x(c, &mm[0], x, cols, T, n) == 0) {
+        for (int i = 1; i < nw; i++) {
+            mm[i].xpack = mm[0].xpack;
+            mm[i].cols_pad = mm[0].cols_pad;
+            mm[i].halves = mm[0].halves;
+        }
+    } else if (c->isa->want_pack[W[0].dtype]) {
+        fn = tl_cpu_isa_generic.mm[W[0].dtype];   /* out of memory for the packed copy */
+    }
     if (n == 1) {
-        fn(&mm, 0, W->rows);
+        for (int i = 0; i < nw; i++)
+            if (mm[i].rows > 0)
+                fn(&mm[i], 0, mm[i].rows);
         return;
     }
     /* Contiguous chunks of rows, several per thread, handed out as threads come for them. */
     int64_t pieces = T == 1 ? 16 : 4;
-    int64_t chunk = W->rows / (n * pieces);
+    int64_t chunk = rows / (n * pieces);
     int64_t min_chunk = T == 1 ? 16 : 64;
     if (chunk < min_chunk)
         chunk = min_chunk;
     chunk = (chunk + 3) & ~(int64_t)3;
-    mm_job j = {.mm = &mm, .fn = fn, .chunk = chunk};
-    tl_pool_for(c->pool, (int)((W->rows + chunk - 1) / chunk), mm_item, &j);
+    mm_job j = {.mm = mm, .fn = fn, .chunk = chunk, .nw = nw};
+    for (int i = 0; i < nw; i++)
+        j.first[i + 1] = j.first[i] + (int)((mm[i].rows > 0 ? mm[i].rows + chunk - 1 : 0) / chunk);
+    tl_pool_for(c->pool, j.first[nw], mm_item, &j);
 }
 
 /* ---- attention: one (token, head) pair per work item ---- */
@@ -383,6 +422,9 @@ typedef struct cpu_op {
     float *out;
     const float *x, *y, *z;    /* inputs: x, then up/addend or k, then v */
     tl_weight w;               /* a copy: the caller's struct may be gone when the op runs */
+    tl_weight ws[MM_MAX];      /* matmul: nw weights of one x, and their outputs */
+    float *outs[MM_MAX];
+    int nw;
     int *ids;                  /* embed, queued: a copy the worker frees */
     const int *ids_in;         /* embed, run now: the caller's */
     int T, n, pos0, n_heads, n_kv, head_dim;
@@ -410,7 +452,7 @@ static void run_op(cpu_ctx *c, const cpu_op *o)
     switch (o->kind) {
     case OP_EMBED: run_embed(o->out, &o->w, o->ids ? o->ids : o->ids_in, o->T); break;
     case OP_RMSNORM: run_rmsnorm(o->out, o->x, &o->w, o->T, o->n, o->eps); break;
-    case OP_MATMUL: run_matmul(c, o->out, o->x, &o->w, o->T); break;
+    case OP_MATMUL: run_matmul(c, o->outs, o->x, o->ws, o->nw, o->T); break;
     case OP_ROPE: run_rope(o->out, o->T, o->n_heads, o->head_dim, o->pos0, o->x); break;
     case OP_ATTENTION:
         run_attention(c, o->out, o->x, o->y, o->z, o->T, o->pos0, o->n_heads, o->n_kv, o->head_dim);
@@ -645,7 +687,17 @@ static void cpu_rmsnorm(void *ctx, float *out, const float *x, const tl_weight *
 
 static void cpu_matmul(void *ctx, float *out, const float *x, const tl_weight *W, int T)
 {
-    cpu_op o = {.kind = OP_MATMUL, .out = out, .x = x, .w = *W, .T = T};
+    cpu_op o = {.kind = OP_MATMUL, .outs = {out}, .x = x, .ws = {*W}, .nw = 1, .T = T};
+    launch(ctx, &o);
+}
+
+static void cpu_matmul_n(void *ctx, int n, float *const *out, const float *x, const tl_weight *const *W, int T)
+{
+    cpu_op o = {.kind = OP_MATMUL, .x = x, .nw = n, .T = T};
+    for (int i = 0; i < n; i++) {
+        o.outs[i] = out[i];
+        o.ws[i] = *W[i];
+    }
     launch(ctx, &o);
 }
 
@@ -680,7 +732,7 @@ static const tl_backend_ops cpu_ops = {
     .create = cpu_create, .destroy = cpu_destroy,
     .alloc = cpu_alloc, .release = cpu_release, .to_host = cpu_to_host,
     .upload = cpu_upload, .unload = cpu_unload,
-    .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matmul = cpu_matmul, .rope = cpu_rope,
+    .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matmul = cpu_matmul, .matmul_n = cpu_matmul_n, .rope = cpu_rope,
     .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync_op,
     .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
     .set_exact = cpu_set_exact,

@@ -105,6 +105,44 @@ static float round_bf16(float f)
     return f;
 }
 
+/* matmul_n (q/k/v, gate/up in one operation) equals a matmul per weight, bit for bit: each
+ * row is computed whole by one thread whichever chunk holds it. A weight of another dtype in
+ * the list (a model whose tensors differ) takes the one-at-a-time path. */
+static void check_matmul_n(void *ctx, const char *tag, tl_dtype dt, int64_t cols, int T, int mixed)
+{
+    const int64_t rows[3] = {37, 8, 131};
+    void *raw[3];
+    tl_weight W[3];
+    const tl_weight *Wp[3];
+    float *out[3], *one[3];
+    for (int i = 0; i < 3; i++) {
+        tl_dtype d = mixed && i == 1 ? TL_F32 : dt;
+        size_t e = tl_dtype_size(d);
+        raw[i] = malloc((size_t)(rows[i] * cols) * e);
+        fill_weight(raw[i], d, rows[i] * cols);
+        W[i] = (tl_weight){.data = raw[i], .dtype = d, .rows = rows[i], .cols = cols};
+        Wp[i] = &W[i];
+        out[i] = malloc(sizeof(float) * (size_t)(T * rows[i]));
+        one[i] = malloc(sizeof(float) * (size_t)(T * rows[i]));
+        for (int64_t k = 0; k < T * rows[i]; k++)
+            out[i][k] = 12345.0f;
+    }
+    float *x = malloc(sizeof(float) * (size_t)(T * cols));
+    for (int64_t i = 0; i < T * cols; i++)
+        x[i] = rndf();
+    ops->matmul_n(ctx, 3, out, x, Wp, T);
+    for (int i = 0; i < 3; i++) {
+        ops->matmul(ctx, one[i], x, &W[i], T);
+        TL_CHECK_MSG(!memcmp(out[i], one[i], sizeof(float) * (size_t)(T * rows[i])),
+                     "%s matmul_n %s%s cols %lld T=%d: product %d differs from matmul", tag, tl_dtype_name(dt),
+                     mixed ? " + f32" : "", (long long)cols, T, i);
+        free(raw[i]);
+        free(out[i]);
+        free(one[i]);
+    }
+    free(x);
+}
+
 /* round_x: the kernel set rounds x to bf16 in this product (exact mode off, bf16 weights,
  * AVX-512 BF16, more than one token), so the reference gets the rounded x; else x as it is. */
 static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, int64_t cols, int T, int round_x)
@@ -274,6 +312,9 @@ int main(void)
                     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
                         check_matmul(ctx, mtag, (tl_dtype)dt, shapes[i].rows, shapes[i].cols, shapes[i].T,
                                      round_x && shapes[i].T > 1);
+                    for (int T = 1; T <= 13; T += 6)
+                        for (int mixed = 0; mixed <= 1; mixed++)
+                            check_matmul_n(ctx, mtag, (tl_dtype)dt, T == 7 ? 517 : 2100, T, mixed);
                 }
             }
             check_attention(ctx, tag, 1, 0, 4, 2, 16);

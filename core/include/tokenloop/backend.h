@@ -27,6 +27,10 @@ typedef struct tl_backend_ops {
     void (*rmsnorm)(void *ctx, float *out, const float *x, const tl_weight *w, int T, int n, float eps);
     /* out[T, W.rows] = x[T, W.cols] . W^T */
     void (*matmul)(void *ctx, float *out, const float *x, const tl_weight *W, int T);
+    /* Optional: n <= 3 products of the same x (q/k/v; gate/up), out[i] = x . W[i]^T, as one
+     * operation, so a backend can read x once and split all the rows over its threads in one
+     * go. The results equal n matmul calls bit for bit. NULL: the engine calls matmul n times. */
+    void (*matmul_n)(void *ctx, int n, float *const *out, const float *x, const tl_weight *const *W, int T);
     /* Rotate-half RoPE in place on T rows of n_heads*head_dim, positions pos0..pos0+T-1.
      * inv_freq has head_dim/2 entries (llama3 scaling already applied). */
     void (*rope)(void *ctx, float *x, int T, int n_heads, int head_dim, int pos0, const float *inv_freq);
