@@ -256,66 +256,27 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
     tl_pool_for(c->pool, j.first[nw], mm_item, &j);
 }
 
-/* ---- attention: one (token, head) pair per work item ---- */
+/* ---- attention: one (token, kv head) pair per work item ---- */
 
 typedef struct {
     cpu_ctx *c;
-    float *out;
-    const float *q, *k, *v;
-    int T, pos0, n_heads, n_kv, head_dim;
+    tl_cpu_attn a;
 } attn_job;
-
-static float dot(const float *a, const float *b, int n)
-{
-    float s[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            s[j] += a[i + j] * b[i + j];
-    float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (; i < n; i++)
-        r += a[i] * b[i];
-    return r;
-}
 
 static void attn_item(void *arg, int it, int tid)
 {
-    attn_job *a = arg;
-    float *scores = a->c->scratch + (size_t)tid * a->c->scratch_cap;
-    const int group = a->n_heads / a->n_kv, kv_dim = a->n_kv * a->head_dim, hd = a->head_dim;
-    const float scale = 1.0f / sqrtf((float)hd);
-    int t = it / a->n_heads, h = it % a->n_heads, kvh = h / group, n_ctx = a->pos0 + t + 1;
-    const float *qh = a->q + ((size_t)t * a->n_heads + h) * hd;
-    float max = -INFINITY;
-    for (int p = 0; p < n_ctx; p++) {
-        float s = dot(qh, a->k + (size_t)p * kv_dim + (size_t)kvh * hd, hd) * scale;
-        scores[p] = s;
-        if (s > max)
-            max = s;
-    }
-    float sum = 0.0f;
-    for (int p = 0; p < n_ctx; p++) {
-        scores[p] = expf(scores[p] - max);
-        sum += scores[p];
-    }
-    float inv = 1.0f / sum;
-    float *o = a->out + ((size_t)t * a->n_heads + h) * hd;
-    memset(o, 0, sizeof(float) * (size_t)hd);
-    for (int p = 0; p < n_ctx; p++) {
-        const float *vp = a->v + (size_t)p * kv_dim + (size_t)kvh * hd;
-        float w = scores[p] * inv;
-        for (int i = 0; i < hd; i++)
-            o[i] += w * vp[i];
-    }
+    attn_job *j = arg;
+    float *scores = j->c->scratch + (size_t)tid * j->c->scratch_cap;
+    j->c->isa->attn(&j->a, it / j->a.n_kv, it % j->a.n_kv, scores);
 }
 
 static void run_attention(cpu_ctx *c, float *out, const float *q, const float *k, const float *v,
                           int T, int pos0, int n_heads, int n_kv, int head_dim)
 {
-    size_t need = (size_t)pos0 + (size_t)T;
+    size_t need = ((size_t)pos0 + (size_t)T) * (size_t)(n_heads / n_kv);   /* a group's scores */
     int n = tl_pool_size(c->pool);
     if (need > c->scratch_cap) {
-        size_t cap = need < 1024 ? 1024 : need * 2;
+        size_t cap = need < 4096 ? 4096 : need * 2;
         float *s = malloc(sizeof(float) * cap * (size_t)n);
         if (!s) {   /* the reference allocates only one row */
             tl_cpu_ref_attention(out, q, k, v, T, pos0, n_heads, n_kv, head_dim);
@@ -325,12 +286,12 @@ static void run_attention(cpu_ctx *c, float *out, const float *q, const float *k
         c->scratch = s;
         c->scratch_cap = cap;
     }
-    attn_job a = {c, out, q, k, v, T, pos0, n_heads, n_kv, head_dim};
-    if ((double)T * n_heads * (double)need * head_dim < 65536.0)
-        for (int i = 0; i < T * n_heads; i++)
-            attn_item(&a, i, 0);
+    attn_job j = {c, {out, q, k, v, T, pos0, n_heads, n_kv, head_dim}};
+    if ((double)T * n_heads * ((double)pos0 + T) * head_dim < 65536.0)
+        for (int i = 0; i < T * n_kv; i++)
+            attn_item(&j, i, 0);
     else
-        tl_pool_for(c->pool, T * n_heads, attn_item, &a);
+        tl_pool_for(c->pool, T * n_kv, attn_item, &j);
 }
 
 /* ---- the small operations ---- */

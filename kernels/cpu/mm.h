@@ -23,10 +23,22 @@ typedef struct tl_cpu_mm {
 
 typedef void (*tl_cpu_mm_fn)(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 
+/* Causal GQA attention of T queries at pos0.. over cache rows 0..pos0+T-1 (backend.h). */
+typedef struct tl_cpu_attn {
+    float *out;
+    const float *q, *k, *v;
+    int T, pos0, n_heads, n_kv, head_dim;
+} tl_cpu_attn;
+
+/* One item: position t, kv head kvh, its group of query heads; scores holds
+ * (n_heads / n_kv) * (pos0 + t + 1) floats. */
+typedef void (*tl_cpu_attn_fn)(const tl_cpu_attn *a, int t, int kvh, float *scores);
+
 typedef struct tl_cpu_isa {
     const char *name;
     int (*supported)(void);
     tl_cpu_mm_fn mm[3];          /* indexed by tl_dtype */
+    tl_cpu_attn_fn attn;
     int want_pack[3];
     int64_t pack_align;          /* cols_pad is a multiple of this */
 } tl_cpu_isa;

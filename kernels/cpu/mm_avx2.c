@@ -30,7 +30,10 @@ static inline __m256 a2_load_bf16(const void *w, int64_t k)
 #define MM_LOADW_F32(w, k) _mm256_loadu_ps((const float *)(w) + (k))
 #define MM_LOADW_F16(w, k) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)(w) + (k))))
 #define MM_LOADW_BF16(w, k) a2_load_bf16(w, k)
+#define MM_SET1(f) _mm256_set1_ps(f)
+#define MM_STOREX(p, v) _mm256_storeu_ps(p, v)
 #include "mm_tmpl.h"
+#include "attn_tmpl.h"
 
 /* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c" */
 static int has_f16c(void)
@@ -49,4 +52,5 @@ const tl_cpu_isa tl_cpu_isa_avx2 = {
     .name = "avx2",
     .supported = supported,
     .mm = {tl_cpu_mm_f32_avx2, tl_cpu_mm_f16_avx2, tl_cpu_mm_bf16_avx2},
+    .attn = tl_cpu_attn_avx2,
 };

@@ -21,7 +21,10 @@ static inline __m512 a5_load_bf16(const void *w, int64_t k)
 #define MM_LOADW_F32(w, k) _mm512_loadu_ps((const float *)(w) + (k))
 #define MM_LOADW_F16(w, k) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)(w) + (k))))
 #define MM_LOADW_BF16(w, k) a5_load_bf16(w, k)
+#define MM_SET1(f) _mm512_set1_ps(f)
+#define MM_STOREX(p, v) _mm512_storeu_ps(p, v)
 #include "mm_tmpl.h"
+#include "attn_tmpl.h"
 
 static int supported(void)
 {
@@ -34,4 +37,5 @@ const tl_cpu_isa tl_cpu_isa_avx512 = {
     .name = "avx512",
     .supported = supported,
     .mm = {tl_cpu_mm_f32_avx512, tl_cpu_mm_f16_avx512, tl_cpu_mm_bf16_avx512},
+    .attn = tl_cpu_attn_avx512,
 };

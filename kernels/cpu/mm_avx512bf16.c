@@ -15,6 +15,7 @@
 
 void tl_cpu_mm_f32_avx512(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_f16_avx512(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_attn_avx512(const tl_cpu_attn *a, int t, int kvh, float *scores);
 
 #define BH_RB 4
 #define BH_TB 6
@@ -196,6 +197,7 @@ const tl_cpu_isa tl_cpu_isa_avx512bf16 = {
     .name = "avx512bf16",
     .supported = supported,
     .mm = {tl_cpu_mm_f32_avx512, tl_cpu_mm_f16_avx512, mm_bf16_avx512bf16},
+    .attn = tl_cpu_attn_avx512,
     .want_pack = {0, 0, 1},
     .pack_align = 32,
 };

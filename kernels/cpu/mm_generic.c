@@ -16,6 +16,8 @@ static inline tl_v4f g_loadf(const float *p)
     return v;
 }
 
+static inline void g_storef(float *p, tl_v4f v) { memcpy(p, &v, sizeof v); }
+
 static inline tl_v4f g_load_bf16(const void *w, int64_t k)
 {
     tl_v4h h;
@@ -46,7 +48,10 @@ static inline tl_v4f g_load_f16(const void *w, int64_t k)
 #define MM_LOADW_F32(w, k) g_loadf((const float *)(w) + (k))
 #define MM_LOADW_F16(w, k) g_load_f16(w, k)
 #define MM_LOADW_BF16(w, k) g_load_bf16(w, k)
+#define MM_SET1(f) ((tl_v4f){f, f, f, f})
+#define MM_STOREX(p, v) g_storef(p, v)
 #include "mm_tmpl.h"
+#include "attn_tmpl.h"
 
 static int always(void) { return 1; }
 
@@ -54,4 +59,5 @@ const tl_cpu_isa tl_cpu_isa_generic = {
     .name = "generic",
     .supported = always,
     .mm = {tl_cpu_mm_f32_generic, tl_cpu_mm_f16_generic, tl_cpu_mm_bf16_generic},
+    .attn = tl_cpu_attn_generic,
 };

@@ -321,6 +321,9 @@ int main(void)
             check_attention(ctx, tag, 1, 40, 8, 2, 64);
             check_attention(ctx, tag, 5, 3, 6, 3, 10);
             check_attention(ctx, tag, 17, 0, 32, 8, 64);
+            check_attention(ctx, tag, 3, 300, 32, 8, 128);   /* the 8B layout, a long context */
+            check_attention(ctx, tag, 2, 5, 16, 1, 24);      /* 16 heads on one kv head, a vector tail */
+            check_attention(ctx, tag, 4, 0, 3, 3, 7);        /* no grouping, shorter than a vector */
             check_small_ops(ctx, tag);
             ops->destroy(ctx);
         }

@@ -1,0 +1,61 @@
+/* Causal grouped-query attention, written once over the vector vocabulary of mm_tmpl.h and
+ * included after it by each instruction-set file, which also defines MM_SET1(float) and
+ * MM_STOREX(float *, v). One call is one work item: query position t and kv head kvh, with
+ * every query head of its group. Each K and V row of the cache is read once for the whole
+ * group (4 query heads per kv head in Llama 3), not once per query head. */
+#include <math.h>
+#include <string.h>
+
+void MM_CAT(tl_cpu_attn_, MM_ISA)(const tl_cpu_attn *a, int t, int kvh, float *scores);
+void MM_CAT(tl_cpu_attn_, MM_ISA)(const tl_cpu_attn *a, int t, int kvh, float *scores)
+{
+    const int hd = a->head_dim, G = a->n_heads / a->n_kv, kv_dim = a->n_kv * hd;
+    const int n_ctx = a->pos0 + t + 1, dv = hd / MM_VL * MM_VL;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const size_t first = (size_t)t * a->n_heads + (size_t)kvh * G;   /* the group's first head */
+    const float *q = a->q + first * hd;
+    float *out = a->out + first * hd;
+
+    /* scores[g * n_ctx + p] = q_g . k_p / sqrt(hd) */
+    for (int p = 0; p < n_ctx; p++) {
+        const float *kr = a->k + (size_t)p * kv_dim + (size_t)kvh * hd;
+        for (int g = 0; g < G; g++) {
+            const float *qg = q + (size_t)g * hd;
+            MM_VF acc = MM_ZERO();
+            int d = 0;
+            for (; d < dv; d += MM_VL)
+                acc = MM_FMA(MM_LOADX(qg + d), MM_LOADX(kr + d), acc);
+            float s = MM_HSUM(acc);
+            for (; d < hd; d++)
+                s += qg[d] * kr[d];
+            scores[(size_t)g * n_ctx + p] = s * scale;
+        }
+    }
+    /* softmax over the positions, each head apart */
+    for (int g = 0; g < G; g++) {
+        float *s = scores + (size_t)g * n_ctx, max = -INFINITY, sum = 0.0f;
+        for (int p = 0; p < n_ctx; p++)
+            max = s[p] > max ? s[p] : max;
+        for (int p = 0; p < n_ctx; p++) {
+            s[p] = expf(s[p] - max);
+            sum += s[p];
+        }
+        float inv = 1.0f / sum;
+        for (int p = 0; p < n_ctx; p++)
+            s[p] *= inv;
+    }
+    /* out_g = sum_p w_gp v_p */
+    memset(out, 0, sizeof(float) * (size_t)G * (size_t)hd);
+    for (int p = 0; p < n_ctx; p++) {
+        const float *vr = a->v + (size_t)p * kv_dim + (size_t)kvh * hd;
+        for (int g = 0; g < G; g++) {
+            float w = scores[(size_t)g * n_ctx + p], *o = out + (size_t)g * hd;
+            MM_VF wv = MM_SET1(w);
+            int d = 0;
+            for (; d < dv; d += MM_VL)
+                MM_STOREX(o + d, MM_FMA(wv, MM_LOADX(vr + d), MM_LOADX(o + d)));
+            for (; d < hd; d++)
+                o[d] += w * vr[d];
+        }
+    }
+}
