@@ -1,11 +1,15 @@
 /* tokenloop bench --tokenizer: load time of tokenizer.json and encode/decode throughput on about
- * 1 MB of mixed English, Vietnamese and code, generated deterministically (same bytes every run). */
+ * 1 MB of mixed English, Vietnamese and code, generated deterministically (same bytes every run),
+ * or on a file's text (--file: the same text another tokenizer is timed on). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "commands.h"
+#include "tokenloop/file.h"
 #include "tokenloop/tokenizer.h"
 
 static double now_s(void)
@@ -84,20 +88,25 @@ static char *make_text(size_t target, size_t *len)
 
 int cmd_bench_tokenizer(int argc, char **argv)
 {
-    const char *model = NULL;
-    int runs = 5;
+    const char *model = NULL, *file = NULL;
+    int runs = 5, json = 0;
     double mb = 1.0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokenizer"))
             continue;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tokenloop bench --tokenizer [--model DIR] [--mb N] [--runs N]\n"
+            printf("usage: tokenloop bench --tokenizer [--model DIR] [--mb N | --file F] [--runs N] [--json]\n"
                    "  load time of tokenizer.json, encode and decode throughput on N MB (default 1)\n"
-                   "  of generated English, Vietnamese and code; best of --runs (default 5)\n");
+                   "  of generated English, Vietnamese and code, or on the text of F; best of --runs\n"
+                   "  (default 5)\n");
             return 0;
         }
-        if (i + 1 < argc && !strcmp(argv[i], "--model"))
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (i + 1 < argc && !strcmp(argv[i], "--model"))
             model = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--file"))
+            file = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--mb")) {
             char *e;
             mb = strtod(argv[++i], &e);
@@ -131,8 +140,17 @@ int cmd_bench_tokenizer(int argc, char **argv)
             best_load_cpu = dc;
     }
     size_t len;
-    char *text = make_text((size_t)(mb * 1048576.0), &len);
-    if (!text) {
+    char *text = NULL;
+    if (file) {
+        int bad = tl_file_read(file, (size_t)1 << 30, &text, &len, &err);
+        if (!bad && !len)
+            bad = tl_error_set(&err, "%s: empty: nothing to time", file);
+        if (bad) {
+            free(text);
+            tl_tokenizer_free(tok);
+            return cli_fail(1, "%s", err.msg);
+        }
+    } else if (!(text = make_text((size_t)(mb * 1048576.0), &len))) {
         tl_tokenizer_free(tok);
         return cli_fail(1, "bench: out of memory");
     }
@@ -166,11 +184,26 @@ int cmd_bench_tokenizer(int argc, char **argv)
         if (t2 - t1 < best_dec)
             best_dec = t2 - t1;
     }
-    if (!status) {
+    if (!status && json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "text", file ? file : "generated");
+        cJSON_AddNumberToObject(j, "bytes", (double)len);
+        cJSON_AddNumberToObject(j, "tokens", n);
+        cJSON_AddNumberToObject(j, "load_ms", best_load * 1e3);
+        cJSON_AddNumberToObject(j, "encode_mb_s", len / best_enc / 1e6);
+        cJSON_AddNumberToObject(j, "encode_cpu_mb_s", len / best_enc_cpu / 1e6);
+        cJSON_AddNumberToObject(j, "decode_mb_s", len / best_dec / 1e6);
+        cJSON_AddNumberToObject(j, "runs", runs);
+        char *out = cJSON_PrintUnformatted(j);
+        if (out)
+            printf("%s\n", out);
+        free(out);
+        cJSON_Delete(j);
+    } else if (!status) {
         printf("tokenizer: %s (%d ids)\n", model, tl_tokenizer_vocab_size(tok));
         printf("load:   %.1f ms wall, %.1f ms CPU (best of 3)\n", best_load * 1e3, best_load_cpu * 1e3);
-        printf("text:   %zu bytes of English, Vietnamese and code -> %d tokens (%.2f bytes/token)\n", len, n,
-               (double)len / n);
+        printf("text:   %zu bytes of %s -> %d tokens (%.2f bytes/token)\n", len,
+               file ? file : "English, Vietnamese and code", n, n ? (double)len / n : 0.0);
         printf("encode: %.1f MB/s wall, %.1f MB/s CPU, %.0f tokens/s wall (best of %d)\n", len / best_enc / 1e6,
                len / best_enc_cpu / 1e6, n / best_enc, runs);
         printf("decode: %.1f MB/s\n", len / best_dec / 1e6);

@@ -10,6 +10,9 @@ file (the `gguf` package, the tensor names and Q/K row order of llama.cpp's conv
 Then, each round, in a fresh process each: llama.cpp, tokenloop (exact, the default), tokenloop
 --bf16-activations: TTFT of a 32- and a 512-token prompt, TPOT (median of 16 decode steps).
 Prints a Markdown table with min/median/max over the rounds and the ratios of the medians.
+Last, the tokenizer: encode throughput of `tokenloop bench --tokenizer --file` and of the
+`tokenizers` library (Rust) on the same text, the 16 MB man-page corpus of
+tests/tokenizer/corpus (26 languages), with the token counts, which must agree.
 
 Needs Python packages of its own: run it with tools/bench/venv.sh's interpreter (it makes
 .venv-bench with the pinned gguf and llama-cpp-python; llama-cpp-python compiles llama.cpp from
@@ -241,6 +244,39 @@ def run_tokenloop(exe, hf, n_prompt, n_new, threads, extra):
             "tpot_over_floor": j.get("tpot_over_floor")}
 
 
+def corpus_text(d):
+    """The man-page corpus as one UTF-8 file (texts joined by newlines)."""
+    import lzma
+    path = os.path.join(d, "corpus.txt")
+    if not os.path.exists(path):
+        with lzma.open(os.path.join(ROOT, "tests/tokenizer/corpus/manpages.jsonl.xz"), "rt", encoding="utf-8") as f:
+            text = "\n".join(json.loads(l)["text"] for l in f)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    return path
+
+
+def tokenizer_rounds(exe, path, rounds):
+    """encode MB/s of both, alternating; each tokenloop run a fresh process (best of 1 run)."""
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(ROOT, "assets/tokenizer/tokenizer.json"))
+    text = open(path, encoding="utf-8").read()
+    nbytes = len(text.encode("utf-8"))
+    tl, hf, counts = [], [], set()
+    for r in range(rounds):
+        out = subprocess.run([exe, "bench", "--tokenizer", "--file", path, "--runs", "1", "--json"],
+                             capture_output=True, text=True, check=True)
+        j = json.loads(out.stdout)
+        tl.append(j["encode_mb_s"])
+        counts.add(("tokenloop", j["tokens"]))
+        t0 = time.perf_counter()
+        ids = tok.encode(text, add_special_tokens=False).ids
+        hf.append(nbytes / (time.perf_counter() - t0) / 1e6)
+        counts.add(("tokenizers", len(ids)))
+        log(f"tokenizer round {r + 1}: tokenloop {tl[-1]:.1f} MB/s, tokenizers {hf[-1]:.1f} MB/s")
+    return nbytes, tl, hf, sorted(counts)
+
+
 def in_child(args):
     """Each measurement in a process of its own: nothing warm carries over but the page cache."""
     cmd = [sys.executable, os.path.abspath(__file__), "--child"] + [str(a) for a in args]
@@ -320,6 +356,14 @@ def main():
     lines += ["", "TPOT ÷ floor is tokenloop bench's own: bytes a step reads ÷ its read-bandwidth probe. "
               "llama.cpp keeps its KV cache in f16, tokenloop in fp32; llama.cpp's prefill rounds activations "
               "to bf16 as tokenloop's does with --bf16-activations (docs/accuracy.md)."]
+    nbytes, tl, hf_mb, counts = tokenizer_rounds(a.tokenloop, corpus_text(a.dir), a.rounds)
+    lines += ["", f"Tokenizer encode, MB/s, {nbytes / 1e6:.1f} MB of man pages in 26 languages "
+              f"(tests/tokenizer/corpus), one thread each, median (min–max) of {a.rounds} runs:", "",
+              "| tokenizer | encode MB/s | tokens |", "|---|---|---|",
+              f"| tokenloop | {fmt(stats(tl))} | {', '.join(str(n) for k, n in counts if k == 'tokenloop')} |",
+              f"| tokenizers {pkg_version('tokenizers')} (Rust) | {fmt(stats(hf_mb))} | "
+              f"{', '.join(str(n) for k, n in counts if k == 'tokenizers')} |",
+              "", f"tokenloop ÷ tokenizers: {stats(tl)[1] / stats(hf_mb)[1]:.2f}× the throughput."]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
