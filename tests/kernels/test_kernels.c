@@ -282,6 +282,7 @@ int main(void)
         {1, 1, 1}, {7, 13, 1}, {33, 67, 1}, {130, 1000, 1}, {64, 2048, 1}, {1023, 96, 1},
         {5, 31, 2}, {37, 517, 7}, {61, 1031, 13}, {16, 64, 6}, {9, 600, 12}, {3, 1, 5},
         {19, 2100, 7},   /* more than one k-block in every kernel set */
+        {23, 300, 3}, {13, 777, 4}, {6, 2100, 9}, {11, 64, 10},   /* every tail of a 6-token tile */
     };
     int tested = 0;
     for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
