@@ -1,6 +1,7 @@
 /* Causal grouped-query attention, written once over the vector vocabulary of mm_tmpl.h and
- * included after it by each instruction-set file, which also defines MM_SET1(float) and
- * MM_STOREX(float *, v). One call is one work item: query position t and kv head kvh, with
+ * included after it by each instruction-set file, which also defines MM_SET1(float),
+ * MM_STOREX(float *, v) and MM_HSUM4(a, b, c, d, float out[4]) (four MM_HSUMs at once: with a
+ * 64-wide head a dot product is 4 multiply-adds, and its horizontal sum cost more than that). One call is one work item: query position t and kv head kvh, with
  * every query head of its group. Each K and V row of the cache is read once for the whole
  * group (4 query heads per kv head in Llama 3), not once per query head. */
 #include <math.h>
@@ -19,7 +20,22 @@ void MM_CAT(tl_cpu_attn_, MM_ISA)(const tl_cpu_attn *a, int t, int kvh, float *s
     /* scores[g * n_ctx + p] = q_g . k_p / sqrt(hd) */
     for (int p = 0; p < n_ctx; p++) {
         const float *kr = a->k + (size_t)p * kv_dim + (size_t)kvh * hd;
-        for (int g = 0; g < G; g++) {
+        int g = 0;
+        if (dv == hd)
+            for (; g + 4 <= G; g += 4) {
+                const float *qg = q + (size_t)g * hd;
+                MM_VF acc[4] = {MM_ZERO(), MM_ZERO(), MM_ZERO(), MM_ZERO()};
+                for (int d = 0; d < hd; d += MM_VL) {
+                    MM_VF kv = MM_LOADX(kr + d);
+                    for (int i = 0; i < 4; i++)
+                        acc[i] = MM_FMA(MM_LOADX(qg + (size_t)i * hd + d), kv, acc[i]);
+                }
+                float s4[4];
+                MM_HSUM4(acc[0], acc[1], acc[2], acc[3], s4);
+                for (int i = 0; i < 4; i++)
+                    scores[(size_t)(g + i) * n_ctx + p] = s4[i] * scale;
+            }
+        for (; g < G; g++) {
             const float *qg = q + (size_t)g * hd;
             MM_VF acc = MM_ZERO();
             int d = 0;
@@ -44,7 +60,33 @@ void MM_CAT(tl_cpu_attn_, MM_ISA)(const tl_cpu_attn *a, int t, int kvh, float *s
         for (int p = 0; p < n_ctx; p++)
             s[p] *= inv;
     }
-    /* out_g = sum_p w_gp v_p */
+    /* out_g = sum_p w_gp v_p. Llama's shapes (4 heads a group, head_dim a multiple of 4
+     * vectors): 4 heads x 4 vectors of out stay in registers while the positions pass, so each
+     * V vector is loaded once and out is written once. */
+    if (G % 4 == 0 && hd % (4 * MM_VL) == 0) {
+        for (int g0 = 0; g0 < G; g0 += 4)
+            for (int d0 = 0; d0 < hd; d0 += 4 * MM_VL) {
+                MM_VF acc[4][4];
+                for (int g = 0; g < 4; g++)
+                    for (int c = 0; c < 4; c++)
+                        acc[g][c] = MM_ZERO();
+                for (int p = 0; p < n_ctx; p++) {
+                    const float *vr = a->v + (size_t)p * kv_dim + (size_t)kvh * hd + d0;
+                    MM_VF v[4];
+                    for (int c = 0; c < 4; c++)
+                        v[c] = MM_LOADX(vr + c * MM_VL);
+                    for (int g = 0; g < 4; g++) {
+                        MM_VF w = MM_SET1(scores[(size_t)(g0 + g) * n_ctx + p]);
+                        for (int c = 0; c < 4; c++)
+                            acc[g][c] = MM_FMA(w, v[c], acc[g][c]);
+                    }
+                }
+                for (int g = 0; g < 4; g++)
+                    for (int c = 0; c < 4; c++)
+                        MM_STOREX(out + (size_t)(g0 + g) * hd + d0 + c * MM_VL, acc[g][c]);
+            }
+        return;
+    }
     memset(out, 0, sizeof(float) * (size_t)G * (size_t)hd);
     for (int p = 0; p < n_ctx; p++) {
         const float *vr = a->v + (size_t)p * kv_dim + (size_t)kvh * hd;

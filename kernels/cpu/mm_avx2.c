@@ -12,6 +12,13 @@ static inline float a2_hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* [sum a, sum b, sum c, sum d]: the four reductions share their shuffles */
+static inline __m128 a2_sum4(__m256 a, __m256 b, __m256 c, __m256 d)
+{
+    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
 static inline __m256 a2_load_bf16(const void *w, int64_t k)
 {
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + k));
@@ -31,6 +38,7 @@ static inline __m256 a2_load_bf16(const void *w, int64_t k)
 #define MM_LOADW_F16(w, k) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)(w) + (k))))
 #define MM_LOADW_BF16(w, k) a2_load_bf16(w, k)
 #define MM_SET1(f) _mm256_set1_ps(f)
+#define MM_HSUM4(a, b, c, d, out) _mm_storeu_ps(out, a2_sum4(a, b, c, d))
 #define MM_STOREX(p, v) _mm256_storeu_ps(p, v)
 #include "mm_tmpl.h"
 #include "attn_tmpl.h"

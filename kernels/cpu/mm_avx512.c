@@ -3,6 +3,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "sum4_avx512.h"
+
 static inline __m512 a5_load_bf16(const void *w, int64_t k)
 {
     __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + k));
@@ -22,6 +24,7 @@ static inline __m512 a5_load_bf16(const void *w, int64_t k)
 #define MM_LOADW_F16(w, k) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)(w) + (k))))
 #define MM_LOADW_BF16(w, k) a5_load_bf16(w, k)
 #define MM_SET1(f) _mm512_set1_ps(f)
+#define MM_HSUM4(a, b, c, d, out) _mm_storeu_ps(out, tl_a5_sum4(a, b, c, d))
 #define MM_STOREX(p, v) _mm512_storeu_ps(p, v)
 #include "mm_tmpl.h"
 #include "attn_tmpl.h"

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mm.h"
+#include "sum4_avx512.h"
 
 void tl_cpu_mm_f32_avx512(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_f16_avx512(const tl_cpu_mm *a, int64_t r0, int64_t r1);
@@ -73,24 +74,6 @@ void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int6
     }
 }
 
-/* The sums of four vectors' lanes, as one vector [sum a, sum b, sum c, sum d]: halves added
- * first, then pairwise horizontal adds, so the four share their shuffles (13 operations where
- * four separate reductions take about 32; a tile ends with 24 of them). */
-BH_INLINE __m256 bh_hi256(__m512 v)   /* AVX-512F alone: no DQ's extractf32x8 */
-{
-    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-}
-
-BH_INLINE __m128 bh_sum4(__m512 a, __m512 b, __m512 c, __m512 d)
-{
-    __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(a), bh_hi256(a));
-    __m256 b8 = _mm256_add_ps(_mm512_castps512_ps256(b), bh_hi256(b));
-    __m256 c8 = _mm256_add_ps(_mm512_castps512_ps256(c), bh_hi256(c));
-    __m256 d8 = _mm256_add_ps(_mm512_castps512_ps256(d), bh_hi256(d));
-    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a8, b8), _mm256_hadd_ps(c8, d8));
-    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-}
-
 /* One k step of a tile: every weight vector meets each token's x (one or two halves). */
 BH_INLINE void bh_step(__m512 acc[BH_RB][BH_TB], const __m512bh *wv, const uint16_t *const *xr, int nt, int64_t k,
                        int64_t cols_pad, const int halves)
@@ -142,7 +125,7 @@ BH_INLINE void bh_tile(const tl_cpu_mm *a, int nt, int64_t r, int64_t rend, int 
     const __mmask8 rows = (__mmask8)((1u << nr) - 1);
     for (int j = 0; j < nt; j++) {   /* a token's 4 sums are 4 neighbouring outputs */
         float *o = a->out + (size_t)(t + j) * (size_t)a->rows + (size_t)r;
-        __m128 s = bh_sum4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]);
+        __m128 s = tl_a5_sum4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]);
         if (accumulate)
             s = _mm_add_ps(s, _mm_maskz_loadu_ps(rows, o));
         _mm_mask_storeu_ps(o, rows, s);

@@ -49,6 +49,8 @@ static inline tl_v4f g_load_f16(const void *w, int64_t k)
 #define MM_LOADW_F16(w, k) g_load_f16(w, k)
 #define MM_LOADW_BF16(w, k) g_load_bf16(w, k)
 #define MM_SET1(f) ((tl_v4f){f, f, f, f})
+#define MM_HSUM4(a, b, c, d, out) \
+    ((out)[0] = MM_HSUM(a), (out)[1] = MM_HSUM(b), (out)[2] = MM_HSUM(c), (out)[3] = MM_HSUM(d))
 #define MM_STOREX(p, v) g_storef(p, v)
 #include "mm_tmpl.h"
 #include "attn_tmpl.h"

@@ -325,6 +325,7 @@ int main(void)
             check_attention(ctx, tag, 3, 300, 32, 8, 128);   /* the 8B layout, a long context */
             check_attention(ctx, tag, 2, 5, 16, 1, 24);      /* 16 heads on one kv head, a vector tail */
             check_attention(ctx, tag, 4, 0, 3, 3, 7);        /* no grouping, shorter than a vector */
+            check_attention(ctx, tag, 2, 20, 16, 2, 64);     /* 8 heads a group: two register blocks */
             check_small_ops(ctx, tag);
             ops->destroy(ctx);
         }
