@@ -182,6 +182,7 @@ static int bind(const model_files *mf, const char *name, int64_t rows, int64_t c
                             want);
     }
     w->data = t->data;
+    w->mapped = 1;
     w->dtype = t->dtype;
     w->rows = rows ? rows : 1;
     w->cols = cols;

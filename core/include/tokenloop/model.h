@@ -39,11 +39,12 @@ typedef struct tl_gen_config {
     int eos_ids[TL_MAX_EOS], n_eos;  /* n_eos == 0: fall back to config.json */
 } tl_gen_config;
 
-/* A 2-D weight [rows, cols] (1-D tensors have rows == 1). data points into the mapping. */
+/* A 2-D weight [rows, cols] (1-D tensors have rows == 1). */
 typedef struct tl_weight {
     const void *data;
     tl_dtype dtype;
     int64_t rows, cols;
+    int mapped;                 /* data points into a file's mapping (page cache, 4 KiB pages) */
 } tl_weight;
 
 typedef struct tl_layer {
