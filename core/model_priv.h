@@ -8,6 +8,9 @@
 
 typedef struct tl_model_priv {
     void (*release)(tl_model *m);   /* frees m->layers, m->priv and what they own; not m */
+    int copied;                     /* tl_model_copy_to_hugepages ran */
+    void **copies;                  /* its buffers, freed by tl_model_free */
+    size_t n_copies;
 } tl_model_priv;
 
 /* tl_config_load, also saying whether config.json named a dtype (torch_dtype or dtype). */

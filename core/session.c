@@ -195,6 +195,8 @@ static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
     if (!be) return tl_error_set(err, "--device: %s: backend not available in this build", dev);
     if (!strcmp(dev, "cuda") && !tl_backend_cuda_available())
         return tl_error_set(err, "--device: cuda: no usable CUDA device");
+    if (!strcmp(dev, "cpu"))
+        tl_model_copy_to_hugepages(s->m, TL_HUGEPAGE_MIN);   /* once per model: slots share it */
     if (tl_engine_create(&s->e, s->m, be, s->opts.threads, s->opts.capacity, err)) return -1;
     if (s->opts.async && tl_engine_set_async(s->e, 1, err)) return -1;
     if (s->opts.bf16_activations && tl_engine_set_exact(s->e, 0, err)) return -1;

@@ -203,6 +203,7 @@ int cmd_bench(int argc, char **argv)
     } else if (tl_model_load(&m, o.model_dir, &err)) {
         return cli_fail(1, "%s", err.msg);
     }
+    uint64_t copied = !strcmp(o.device, "cpu") ? tl_model_copy_to_hugepages(m, TL_HUGEPAGE_MIN) : 0;
     t_load = now_s() - t_load;
     const tl_config *c = &m->cfg;
     int64_t need = (int64_t)o.prompt_tokens + o.new_tokens;
@@ -299,6 +300,7 @@ int cmd_bench(int argc, char **argv)
         cJSON_AddNumberToObject(j, "prompt_tokens", o.prompt_tokens);
         cJSON_AddNumberToObject(j, "new_tokens", o.new_tokens);
         cJSON_AddNumberToObject(j, "load_s", t_load);
+        cJSON_AddNumberToObject(j, "weights_copied_bytes", (double)copied);
         cJSON_AddNumberToObject(j, "ttft_ms", ttft);
         cJSON_AddNumberToObject(j, "tpot_ms_median", med);
         cJSON_AddNumberToObject(j, "tpot_ms_p90", p90);
@@ -342,6 +344,9 @@ int cmd_bench(int argc, char **argv)
             printf("device         cpu, %d thread%s\n", threads, threads == 1 ? "" : "s");
         else
             printf("device         %s\n", tl_engine_device(e));
+        if (copied)
+            printf("weights        %sB copied from the file's mapping into 2 MiB pages at load (%.2f s "
+                   "with the load)\n", si(b3, sizeof b3, (double)copied), t_load);
         printf("precision      %s\n", tl_engine_exact(e) ? "exact: fp32 activations in every product (docs/accuracy.md)"
                                                           : "prefill products round activations to bf16 "
                                                             "(docs/accuracy.md)");

@@ -10,8 +10,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,10 +27,6 @@ typedef struct cpu_ctx {
     int exact;                /* set_exact; 0: prefill products may round x to bf16 */
     uint16_t *xpack;          /* packed activations for kernels that want them */
     size_t xpack_cap;         /* in uint16 */
-    size_t copy_budget;       /* bytes of mapped weights upload may copy (half of MemAvailable) */
-    size_t copied;
-    void **copies;            /* what upload allocated, for unload */
-    size_t n_copies, cap_copies;
     float *scratch;           /* attention scores: one slice per thread */
     size_t scratch_cap;       /* floats per thread */
 } cpu_ctx;
@@ -52,21 +46,6 @@ const tl_cpu_isa *tl_cpu_isa_find(const char *name)
     return NULL;
 }
 
-/* MemAvailable from /proc/meminfo in bytes; 0 if it cannot be read (then nothing is copied). */
-static size_t mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-            break;
-    fclose(f);
-    return (size_t)kb * 1024;
-}
-
 void *tl_cpu_create_isa(int threads, const char *isa_name, tl_error *err)
 {
     const tl_cpu_isa *isa = tl_cpu_isa_find(isa_name);
@@ -84,7 +63,6 @@ void *tl_cpu_create_isa(int threads, const char *isa_name, tl_error *err)
         return NULL;
     }
     c->isa = isa;
-    c->copy_budget = mem_available() / 2;
     c->exact = 1;   /* docs/accuracy.md: fp32-level products unless asked otherwise */
     c->pool = tl_pool_create(threads);
     if (!c->pool) {
@@ -116,9 +94,6 @@ static void cpu_destroy(void *ctx)
     tl_pool_destroy(c->pool);
     free(c->xpack);
     free(c->scratch);
-    for (size_t i = 0; i < c->n_copies; i++)   /* weights the engine did not unload */
-        free(c->copies[i]);
-    free(c->copies);
     free(c);
 }
 
@@ -145,51 +120,18 @@ static void cpu_to_host(void *ctx, float *host, const float *buf, size_t n)
         memmove(host, buf, n * sizeof(float));
 }
 
-/* A weight in a file's mapping sits in 4 KiB pages of the page cache; a decode step that
- * streams it pays a TLB miss every 4 KiB. Copied once into anonymous memory in 2 MiB pages it
- * streams about 13% faster (a standalone GEMV over the 1B shape's 2.47 GB: 28.1 -> 31.8 GB/s,
- * alternating runs). Only matrices (>= 2 MiB) are copied, and only while the copies stay under
- * half of the memory available at start, so a model that would not fit twice stays mapped.
- * Any failure keeps the mapping: the numbers are the same either way. */
-#define HUGE_PAGE ((size_t)2 << 20)
-
 static int cpu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
 {
+    (void)ctx;
     (void)err;
-    cpu_ctx *c = ctx;
     *dev = *host;
-    size_t bytes = (size_t)host->rows * (size_t)host->cols * tl_dtype_size(host->dtype);
-    if (!host->mapped || bytes < HUGE_PAGE || c->copied + bytes > c->copy_budget)
-        return 0;
-    if (c->n_copies == c->cap_copies) {
-        size_t cap = c->cap_copies ? c->cap_copies * 2 : 64;
-        void **v = realloc(c->copies, cap * sizeof *v);
-        if (!v)
-            return 0;
-        c->copies = v;
-        c->cap_copies = cap;
-    }
-    void *p = aligned_alloc(HUGE_PAGE, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
-    if (!p)
-        return 0;
-    madvise(p, bytes, MADV_HUGEPAGE);
-    memcpy(p, host->data, bytes);
-    c->copies[c->n_copies++] = p;
-    c->copied += bytes;
-    dev->data = p;
-    dev->mapped = 0;
     return 0;
 }
 
 static void cpu_unload(void *ctx, tl_weight *dev)
 {
-    cpu_ctx *c = ctx;
-    for (size_t i = 0; i < c->n_copies; i++)
-        if (c->copies[i] == dev->data) {
-            free(c->copies[i]);
-            c->copies[i] = c->copies[--c->n_copies];
-            return;
-        }
+    (void)ctx;
+    (void)dev;
 }
 
 /* ---- matrix product ---- */

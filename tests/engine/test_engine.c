@@ -176,6 +176,36 @@ static void test_accounting(const tl_model *m)
     tl_engine_free(e);
 }
 
+/* tl_model_copy_to_hugepages: the matrices move out of the file's mapping (all of them with no
+ * size floor), tied weights stay one tensor, a second call copies nothing, and the logits are
+ * the mapping's bit for bit. */
+static void test_hugepage_copy(const char *dir, const tl_model *mapped)
+{
+    tl_model *m = NULL;
+    tl_error err = {{0}};
+    TL_CHECK_INT(tl_model_load(&m, dir, &err), 0);
+    if (!m)
+        return;
+    int tied = m->lm_head.data == m->embed.data;
+    TL_CHECK(m->layers[0].wq.mapped && m->embed.mapped);
+    uint64_t n = tl_model_copy_to_hugepages(m, 0);
+    TL_CHECK_MSG(n > 0 && !m->layers[0].wq.mapped && !m->embed.mapped && !m->layers[0].w_down.mapped,
+                 "%s: copied %llu bytes", dir, (unsigned long long)n);
+    TL_CHECK_MSG(m->layers[0].wq.data != mapped->layers[0].wq.data, "the copy is not the mapping");
+    TL_CHECK_INT(m->lm_head.data == m->embed.data, tied);
+    TL_CHECK_MSG(tl_model_copy_to_hugepages(m, 0) == 0, "a second call copies nothing");
+    tl_engine *a = engine(mapped, 0), *b = engine(m, 0);
+    TL_CHECK_INT(tl_engine_prefill(a, prompt, N_PROMPT, &err), 0);
+    TL_CHECK_INT(tl_engine_prefill(b, prompt, N_PROMPT, &err), 0);
+    TL_CHECK_INT(tl_engine_decode(a, 7, &err), 0);
+    TL_CHECK_INT(tl_engine_decode(b, 7, &err), 0);
+    TL_CHECK_MSG(rel_err(tl_engine_logits(a), tl_engine_logits(b), m->cfg.vocab_size) == 0,
+                 "logits from the copies equal the mapping's");
+    tl_engine_free(a);
+    tl_engine_free(b);
+    tl_model_free(m);   /* frees the copies (ASan's leak check) */
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -194,6 +224,7 @@ int main(int argc, char **argv)
         test_rewind(m);
         test_bad_ids(m);
         test_accounting(m);
+        test_hugepage_copy(argv[i], m);
         tl_model_free(m);
     }
     return TL_TEST_END("test_engine");

@@ -143,45 +143,6 @@ static void check_matmul_n(void *ctx, const char *tag, tl_dtype dt, int64_t cols
     free(x);
 }
 
-/* upload: a matrix of a file's mapping (>= 2 MiB) is copied into memory of the backend's own
- * (huge pages), byte for byte; a small one, or one not from a mapping, is read where it is;
- * unload frees the copy (ASan's leak check). */
-static void check_upload(void)
-{
-    tl_error err;
-    void *ctx = ops->create(1, &err);
-    TL_CHECK(ctx != NULL);
-    if (!ctx)
-        return;
-    size_t n = (size_t)1024 * 1536;   /* 3 MiB of bf16 */
-    uint16_t *m = malloc(n * sizeof *m);
-    for (size_t i = 0; i < n; i++)
-        m[i] = (uint16_t)(i * 2654435761u >> 7);
-    tl_weight big = {.data = m, .dtype = TL_BF16, .rows = 1024, .cols = 1536, .mapped = 1}, d;
-    TL_CHECK_INT(ops->upload(ctx, &big, &d, &err), 0);
-    TL_CHECK_MSG(d.data != big.data && !d.mapped, "a mapped 3 MiB matrix is copied");
-    TL_CHECK_MSG(!memcmp(d.data, m, n * sizeof *m), "the copy holds the same bytes");
-    float x[1536], a[1024], b[1024];
-    for (int i = 0; i < 1536; i++)
-        x[i] = rndf();
-    ops->matmul(ctx, a, x, &big, 1);
-    ops->matmul(ctx, b, x, &d, 1);
-    TL_CHECK_MSG(!memcmp(a, b, sizeof a), "the copy's product equals the mapping's");
-    ops->unload(ctx, &d);
-    tl_weight small = {.data = m, .dtype = TL_BF16, .rows = 16, .cols = 1536, .mapped = 1};
-    TL_CHECK_INT(ops->upload(ctx, &small, &d, &err), 0);
-    TL_CHECK_MSG(d.data == small.data, "a small matrix is read from the mapping");
-    ops->unload(ctx, &d);
-    big.mapped = 0;
-    TL_CHECK_INT(ops->upload(ctx, &big, &d, &err), 0);
-    TL_CHECK_MSG(d.data == big.data, "memory that is not a file's mapping is not copied");
-    ops->unload(ctx, &d);
-    big.mapped = 1;
-    TL_CHECK_INT(ops->upload(ctx, &big, &d, &err), 0);   /* left for destroy to free */
-    ops->destroy(ctx);
-    free(m);
-}
-
 /* round_x: the kernel set rounds x to bf16 in this product (exact mode off, bf16 weights,
  * AVX-512 BF16, more than one token), so the reference gets the rounded x; else x as it is. */
 static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, int64_t cols, int T, int round_x)
@@ -370,7 +331,6 @@ int main(void)
         }
     }
     TL_CHECK(tested >= 1);   /* the portable set runs everywhere */
-    check_upload();
 
     tl_error err;
     TL_CHECK(tl_cpu_create_isa(1, "sse9", &err) == NULL);

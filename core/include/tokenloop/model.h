@@ -67,6 +67,14 @@ int tl_model_load(tl_model **out, const char *dir, tl_error *err);
 /* Random weights of the given shape, in memory (benchmarks of real shapes). */
 int tl_model_synthetic(tl_model **out, const tl_config *cfg, tl_dtype dtype, uint64_t seed, tl_error *err);
 void tl_model_free(tl_model *m);
+/* For a run on the CPU: copies the matrices of at least min_bytes that sit in a file's mapping
+ * (4 KiB pages of the page cache) into memory of the model's own in 2 MiB pages, which a
+ * decode step streams faster (fewer TLB misses), while the copies stay under half of the
+ * memory available. Every engine made on the model afterwards reads the copies. Only the first
+ * call copies; call it before the first engine. Returns the bytes copied (0 on any failure:
+ * the mapping serves, with the same numbers). */
+uint64_t tl_model_copy_to_hugepages(tl_model *m, size_t min_bytes);
+#define TL_HUGEPAGE_MIN ((size_t)2 << 20)
 
 /* Parse config.json / generation_config.json alone (also used by tests and `info`). */
 int tl_config_load(tl_config *cfg, const char *path, tl_error *err);
