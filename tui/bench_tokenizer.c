@@ -203,7 +203,7 @@ int cmd_bench_tokenizer(int argc, char **argv)
         printf("tokenizer: %s (%d ids)\n", model, tl_tokenizer_vocab_size(tok));
         printf("load:   %.1f ms wall, %.1f ms CPU (best of 3)\n", best_load * 1e3, best_load_cpu * 1e3);
         printf("text:   %zu bytes of %s -> %d tokens (%.2f bytes/token)\n", len,
-               file ? file : "English, Vietnamese and code", n, n ? (double)len / n : 0.0);
+               file ? file : "English, Vietnamese and code", n, (double)len / n);
         printf("encode: %.1f MB/s wall, %.1f MB/s CPU, %.0f tokens/s wall (best of %d)\n", len / best_enc / 1e6,
                len / best_enc_cpu / 1e6, n / best_enc, runs);
         printf("decode: %.1f MB/s\n", len / best_dec / 1e6);

@@ -1,9 +1,10 @@
 /* Causal grouped-query attention, written once over the vector vocabulary of mm_tmpl.h and
  * included after it by each instruction-set file, which also defines MM_SET1(float),
- * MM_STOREX(float *, v) and MM_HSUM4(a, b, c, d, float out[4]) (four MM_HSUMs at once: with a
- * 64-wide head a dot product is 4 multiply-adds, and its horizontal sum cost more than that). One call is one work item: query position t and kv head kvh, with
- * every query head of its group. Each K and V row of the cache is read once for the whole
- * group (4 query heads per kv head in Llama 3), not once per query head. */
+ * MM_STOREX(float *, v) and MM_HSUM4(a, b, c, d, float out[4]): four MM_HSUMs at once, since
+ * with a 64-wide head a dot product is 4 multiply-adds and its horizontal sum costs more.
+ * One call is one work item: query position t and kv head kvh, with every query head of its
+ * group. Each K and V row of the cache is read once for the whole group (4 query heads per kv
+ * head in Llama 3), not once per query head. */
 #include <math.h>
 #include <string.h>
 

@@ -144,7 +144,7 @@ typedef struct {
     const tl_cpu_mm *mm;
     tl_cpu_mm_fn fn;
     int64_t chunk;
-    int nw, first[MM_MAX + 1];
+    int first[MM_MAX + 1];
 } mm_job;
 
 static void mm_item(void *arg, int item, int tid)
@@ -250,7 +250,7 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
     if (chunk < min_chunk)
         chunk = min_chunk;
     chunk = (chunk + 3) & ~(int64_t)3;
-    mm_job j = {.mm = mm, .fn = fn, .chunk = chunk, .nw = nw};
+    mm_job j = {.mm = mm, .fn = fn, .chunk = chunk};
     for (int i = 0; i < nw; i++)
         j.first[i + 1] = j.first[i] + (int)((mm[i].rows > 0 ? mm[i].rows + chunk - 1 : 0) / chunk);
     tl_pool_for(c->pool, j.first[nw], mm_item, &j);

@@ -13,9 +13,9 @@ typedef struct tl_cpu_mm {
     const void *w;
     int64_t rows, cols;
     int T;
-    /* For kernels with want_pack: x as bf16, [T][halves][cols_pad], zero beyond cols. One
-     * half is x rounded to bf16 (the default precision); two are x split into high and low
-     * halves, x ~= hi + lo to about 2^-17 (the exact mode: fp32-level products). */
+    /* For kernels with want_pack: x as bf16, [T][halves][cols_pad], zero beyond cols. Two
+     * halves are x split into high and low, x ~= hi + lo to about 2^-17 (the exact mode, the
+     * default: fp32-level products); one is x rounded to bf16 (--bf16-activations). */
     const uint16_t *xpack;
     int64_t cols_pad;
     int halves;

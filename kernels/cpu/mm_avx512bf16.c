@@ -1,9 +1,8 @@
 /* AVX-512 BF16: bf16 weights go straight into VDPBF16PS, 32 products per instruction with
- * fp32 accumulation. By default x is rounded to bf16 once per product (transformers computes
- * a bf16 model's products so, and llama.cpp too): one instruction per 32 weights. In the exact
- * mode x is split into bf16 hi + lo (x ~= hi + lo to about 2^-17 relative) and each weight
- * meets both halves, so the result keeps fp32-level accuracy at twice the arithmetic
- * (docs/accuracy.md). Each step also prefetches the rows of the next tile: a row of a
+ * fp32 accumulation. In the exact mode (the default) x is split into bf16 hi + lo (x ~= hi +
+ * lo to about 2^-17 relative) and each weight meets both halves, so the result keeps fp32-level
+ * accuracy. With it off, a prefill's x is rounded to bf16 once (as llama.cpp and a bf16
+ * transformers run do): one instruction per 32 weights, half the arithmetic (docs/accuracy.md). Each step also prefetches the rows of the next tile: a row of a
  * 2048-wide matrix is one 4 KiB page, and the hardware prefetcher starts over on every page.
  * f32/f16 weights use the AVX-512F kernels. Built with -mavx512bf16; only called after
  * __builtin_cpu_supports says so. */
@@ -11,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "mm.h"
 #include "sum4_avx512.h"
 
@@ -38,14 +38,6 @@ static uint16_t f32_to_bf16_rne(float f)
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int64_t cols_pad, int halves)
 {
     for (int t = 0; t < T; t++) {
@@ -64,7 +56,7 @@ void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int6
         for (; i < cols; i++) {
             hi[i] = f32_to_bf16_rne(xr[i]);
             if (halves == 2)
-                lo[i] = f32_to_bf16_rne(xr[i] - bf16_to_f32(hi[i]));
+                lo[i] = f32_to_bf16_rne(xr[i] - tl_cpu_bf16_to_f32(hi[i]));
         }
         for (i = cols; i < cols_pad; i++) {
             hi[i] = 0;
