@@ -26,21 +26,6 @@ typedef struct model_files {
     char index_path[4200];
 } model_files;
 
-size_t tl_dtype_size(tl_dtype t)
-{
-    return t == TL_F32 ? 4 : 2;
-}
-
-const char *tl_dtype_name(tl_dtype t)
-{
-    switch (t) {
-    case TL_F32: return "f32";
-    case TL_F16: return "f16";
-    case TL_BF16: return "bf16";
-    }
-    return "?";
-}
-
 static int file_exists(const char *path)
 {
     struct stat st;
@@ -209,20 +194,15 @@ static int bind_layer(const model_files *mf, const tl_config *c, int l, tl_layer
 #undef BIND
 }
 
-static uint64_t weight_size(const tl_weight *w)
-{
-    return (uint64_t)(w->rows * w->cols) * tl_dtype_size(w->dtype);
-}
-
 /* Parameters as transformers counts them (a tied lm_head once); bytes a decode step reads:
  * every layer, the final norm, lm_head, and one row of the embedding when it is not tied. */
 static void count(tl_model *m)
 {
-    uint64_t bytes = weight_size(&m->final_norm) + weight_size(&m->lm_head);
+    uint64_t bytes = tl_weight_bytes(&m->final_norm) + tl_weight_bytes(&m->lm_head);
     int64_t params = m->embed.rows * m->embed.cols + m->final_norm.cols;
     if (m->lm_head.data != m->embed.data) {
         params += m->lm_head.rows * m->lm_head.cols;
-        bytes += (uint64_t)m->embed.cols * tl_dtype_size(m->embed.dtype);
+        bytes += tl_dtype_row_bytes(m->embed.dtype, m->embed.cols);
     }
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const tl_layer *L = &m->layers[l];
@@ -230,7 +210,7 @@ static void count(tl_model *m)
                                 &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down};
         for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
             params += w[i]->rows * w[i]->cols;
-            bytes += weight_size(w[i]);
+            bytes += tl_weight_bytes(w[i]);
         }
     }
     m->n_params = params;
@@ -313,7 +293,7 @@ static uint64_t mem_available(void)
  * and 31.8 GB/s from a copy in 2 MiB pages (alternating runs). */
 static int copy_weight(tl_model_priv *p, tl_weight *w, size_t min_bytes, uint64_t *budget)
 {
-    size_t bytes = (size_t)w->rows * (size_t)w->cols * tl_dtype_size(w->dtype);
+    size_t bytes = (size_t)tl_weight_bytes(w);
     const size_t page = (size_t)2 << 20;
     if (!w->mapped || bytes < min_bytes || !bytes || bytes > *budget)
         return 0;

@@ -48,13 +48,13 @@ static uint64_t file_weight_bytes(const tl_model *m)
     const tl_weight *top[] = {&m->embed, &m->final_norm, &m->lm_head};
     for (int i = 0; i < 3; i++)
         if (i < 2 || m->lm_head.data != m->embed.data)
-            b += (uint64_t)(top[i]->rows * top[i]->cols) * tl_dtype_size(top[i]->dtype);
+            b += tl_weight_bytes(top[i]);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const tl_layer *L = &m->layers[l];
         const tl_weight *w[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
                                 &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down};
         for (int i = 0; i < 9; i++)
-            b += (uint64_t)(w[i]->rows * w[i]->cols) * tl_dtype_size(w[i]->dtype);
+            b += tl_weight_bytes(w[i]);
     }
     return b;
 }

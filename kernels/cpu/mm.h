@@ -37,9 +37,9 @@ typedef void (*tl_cpu_attn_fn)(const tl_cpu_attn *a, int t, int kvh, float *scor
 typedef struct tl_cpu_isa {
     const char *name;
     int (*supported)(void);
-    tl_cpu_mm_fn mm[3];          /* indexed by tl_dtype */
+    tl_cpu_mm_fn mm[TL_DTYPE_COUNT];   /* indexed by tl_dtype; NULL: not this ISA (the generic one serves) */
     tl_cpu_attn_fn attn;
-    int want_pack[3];
+    int want_pack[TL_DTYPE_COUNT];
     int64_t pack_align;          /* cols_pad is a multiple of this */
 } tl_cpu_isa;
 

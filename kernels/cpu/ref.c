@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "tokenloop/quant.h"
 
 float tl_cpu_bf16_to_f32(uint16_t h)
 {
@@ -43,6 +44,15 @@ float tl_cpu_weight_at(const tl_weight *w, int64_t i)
     case TL_F32: return ((const float *)w->data)[i];
     case TL_F16: return tl_cpu_f16_to_f32(((const uint16_t *)w->data)[i]);
     case TL_BF16: return tl_cpu_bf16_to_f32(((const uint16_t *)w->data)[i]);
+    case TL_Q8_0: {   /* rows are whole blocks, so block i / 32 of the flat array holds i */
+        const tl_block_q8_0 *b = (const tl_block_q8_0 *)w->data + i / TL_QK;
+        return tl_f16_to_f32(b->d) * b->qs[i % TL_QK];
+    }
+    case TL_Q4_0: {
+        const tl_block_q4_0 *b = (const tl_block_q4_0 *)w->data + i / TL_QK;
+        int j = (int)(i % TL_QK), q = j < TL_QK / 2 ? b->qs[j] & 15 : b->qs[j - TL_QK / 2] >> 4;
+        return tl_f16_to_f32(b->d) * (q - 8);
+    }
     }
     return 0.0f;
 }

@@ -10,10 +10,21 @@
 
 #define TL_MAX_EOS 8
 
-typedef enum { TL_F32 = 0, TL_F16 = 1, TL_BF16 = 2 } tl_dtype;
+/* Q8_0 and Q4_0 are llama.cpp's block formats (tokenloop/quant.h): rows of 32-element blocks,
+ * each block one f16 scale and 32 8-bit or 4-bit integers. */
+typedef enum { TL_F32 = 0, TL_F16 = 1, TL_BF16 = 2, TL_Q8_0 = 3, TL_Q4_0 = 4 } tl_dtype;
+#define TL_DTYPE_COUNT 5
 
+/* Bytes per element of an unblocked dtype (f32, f16, bf16); 0 for the block formats. */
 size_t tl_dtype_size(tl_dtype t);
 const char *tl_dtype_name(tl_dtype t);
+/* Elements per block (1, or 32) and bytes per block (4, 2, 2, 34, 18). */
+int tl_dtype_block(tl_dtype t);
+size_t tl_dtype_block_bytes(tl_dtype t);
+/* Bytes of a row of n elements (n a multiple of the block). */
+size_t tl_dtype_row_bytes(tl_dtype t, int64_t n);
+/* "f32", "f16", "bf16", "q8_0", "q4_0" -> 0; -1 for anything else. */
+int tl_dtype_parse(const char *s, tl_dtype *t);
 
 typedef struct tl_config {
     int hidden_size, intermediate_size, n_layers, n_heads, n_kv_heads, head_dim;
@@ -46,6 +57,9 @@ typedef struct tl_weight {
     int64_t rows, cols;
     int mapped;                 /* data points into a file's mapping (page cache, 4 KiB pages) */
 } tl_weight;
+
+/* Bytes of w's data: rows * tl_dtype_row_bytes(dtype, cols). */
+uint64_t tl_weight_bytes(const tl_weight *w);
 
 typedef struct tl_layer {
     tl_weight attn_norm, wq, wk, wv, wo;

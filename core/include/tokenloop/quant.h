@@ -1,0 +1,35 @@
+/* llama.cpp's block formats Q8_0 and Q4_0, as GGUF files hold them, and conversions between
+ * every tl_dtype and fp32. A row of n elements (n a multiple of 32) is n/32 blocks:
+ *   Q8_0: f16 scale d, 32 x int8 q;   element i = d * q[i]
+ *   Q4_0: f16 scale d, 16 bytes;      element i < 16 = d * ((byte[i] & 15) - 8),
+ *                                      element i >= 16 = d * ((byte[i-16] >> 4) - 8)
+ * The quantizers round as llama.cpp's reference quantizers do (ggml-quants.c), so a row
+ * quantized here is the bytes that `gguf`'s quantizer and llama-quantize write. */
+#ifndef TOKENLOOP_QUANT_H
+#define TOKENLOOP_QUANT_H
+
+#include <stdint.h>
+#include "tokenloop/model.h"
+
+#define TL_QK 32
+
+typedef struct tl_block_q8_0 {
+    uint16_t d;
+    int8_t qs[TL_QK];
+} tl_block_q8_0;
+
+typedef struct tl_block_q4_0 {
+    uint16_t d;
+    uint8_t qs[TL_QK / 2];
+} tl_block_q4_0;
+
+float tl_f16_to_f32(uint16_t h);
+uint16_t tl_f32_to_f16(float f);      /* round to nearest even, as numpy's astype(float16) */
+float tl_bf16_to_f32(uint16_t h);
+uint16_t tl_f32_to_bf16(float f);     /* round to nearest even; NaN stays NaN */
+
+/* dst: tl_dtype_row_bytes(t, n) bytes. For Q8_0/Q4_0, n must be a multiple of TL_QK. */
+void tl_quantize_row(tl_dtype t, const float *x, void *dst, int64_t n);
+void tl_dequantize_row(tl_dtype t, const void *src, float *y, int64_t n);
+
+#endif
