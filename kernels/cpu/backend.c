@@ -27,6 +27,8 @@ typedef struct cpu_ctx {
     int exact;                /* set_exact; 0: prefill products may round x to bf16 */
     uint16_t *xpack;          /* packed activations for kernels that want them */
     size_t xpack_cap;         /* in uint16 */
+    void *xquant;             /* x quantized for Q8_0/Q4_0 weights: xq, xd, xc (mm.h) */
+    size_t xquant_cap;        /* bytes */
     float *scratch;           /* attention scores: one slice per thread */
     size_t scratch_cap;       /* floats per thread */
 } cpu_ctx;
@@ -93,6 +95,7 @@ static void cpu_destroy(void *ctx)
     stream_stop(c);
     tl_pool_destroy(c->pool);
     free(c->xpack);
+    free(c->xquant);
     free(c->scratch);
     free(c);
 }
@@ -200,6 +203,49 @@ static int pack_x(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T
     return 0;
 }
 
+typedef struct {
+    const tl_cpu_mm *mm;
+    const float *x;
+    int qbias;
+} qpack_job;
+
+static void qpack_item(void *arg, int t, int tid)
+{
+    (void)tid;
+    const qpack_job *p = arg;
+    const tl_cpu_mm *m = p->mm;
+    const size_t cols = (size_t)m->cols;
+    tl_cpu_pack_q8((int8_t *)m->xq + t * cols, (float *)m->xd + t * cols / 32,
+                   m->xc ? (int32_t *)m->xc + t * cols / 4 : NULL, p->x + t * cols, 1, m->cols, p->qbias);
+}
+
+/* x quantized for products with Q8_0/Q4_0 weights into c->xquant (mm gets where). 0, or -1
+ * when there is no memory for it. */
+static int pack_x_q8(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T, int qbias, int threads)
+{
+    size_t nq = (size_t)T * (size_t)cols, nd = nq / 32 * sizeof(float), nc = qbias ? nq : 0;
+    size_t need = ((nq + 63) & ~(size_t)63) + ((nd + 63) & ~(size_t)63) + nc;
+    if (need > c->xquant_cap) {
+        void *p = aligned_alloc(64, (need + 63) & ~(size_t)63);
+        if (!p)
+            return -1;
+        free(c->xquant);
+        c->xquant = p;
+        c->xquant_cap = need;
+    }
+    char *base = c->xquant;
+    mm->xq = (const int8_t *)base;
+    mm->xd = (const float *)(base + ((nq + 63) & ~(size_t)63));
+    mm->xc = qbias ? (const int32_t *)(base + ((nq + 63) & ~(size_t)63) + ((nd + 63) & ~(size_t)63)) : NULL;
+    qpack_job j = {mm, x, qbias};
+    if (T == 1 || threads == 1)
+        for (int t = 0; t < T; t++)
+            qpack_item(&j, t, 0);
+    else
+        tl_pool_for(c->pool, T, qpack_item, &j);
+    return 0;
+}
+
 /* out[i][T, W[i].rows] = x[T, cols] . W[i]^T for nw <= MM_MAX weights of one dtype and width:
  * x is packed once and every matrix's rows go to the threads in one dispatch, so q/k/v (or
  * gate/up) cost one hand-off instead of three (two). */
@@ -227,8 +273,24 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
     int n = tl_pool_size(c->pool);
     if ((double)T * (double)rows * (double)cols < 32768.0)
         n = 1;   /* not worth waking anyone */
-    tl_cpu_mm_fn fn = c->isa->mm[W[0].dtype];
-    if (c->isa->want_pack[W[0].dtype] && pack_x(c, &mm[0], x, cols, T, n) == 0) {
+    const tl_dtype dt = W[0].dtype;
+    tl_cpu_mm_fn fn = c->isa->mm[dt];
+    if (dt == TL_Q8_0 || dt == TL_Q4_0) {
+        int ok = pack_x_q8(c, &mm[0], x, cols, T, c->isa->qbias[dt], n) == 0;
+        if (!ok && (ok = pack_x_q8(c, &mm[0], x, cols, T, 0, 1) == 0))   /* (no room for xc) */
+            fn = tl_cpu_isa_generic.mm[dt];
+        if (!ok) {   /* no memory even for that: every output is NaN, which the caller can see */
+            for (int i = 0; i < nw; i++)
+                for (size_t k = 0; k < (size_t)T * (size_t)W[i].rows; k++)
+                    out[i][k] = NAN;
+            return;
+        }
+        for (int i = 1; i < nw; i++) {
+            mm[i].xq = mm[0].xq;
+            mm[i].xd = mm[0].xd;
+            mm[i].xc = mm[0].xc;
+        }
+    } else if (c->isa->want_pack[W[0].dtype] && pack_x(c, &mm[0], x, cols, T, n) == 0) {
         for (int i = 1; i < nw; i++) {
             mm[i].xpack = mm[0].xpack;
             mm[i].cols_pad = mm[0].cols_pad;

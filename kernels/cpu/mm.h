@@ -19,6 +19,14 @@ typedef struct tl_cpu_mm {
     const uint16_t *xpack;
     int64_t cols_pad;
     int halves;
+    /* For Q8_0/Q4_0 weights: x quantized to int8 per block of 32 as llama.cpp's Q8_0 (a scale
+     * rounded to f16, q = round(x / d)), split into xq [T][cols] int8, xd [T][cols/32] the
+     * scales, and xc [T][cols/4] = -qbias * (sum of each 4 consecutive q): a kernel that adds
+     * qbias to every weight byte (to feed an unsigned x signed instruction) starts its integer
+     * sums from xc and so gets the signed product exactly. */
+    const int8_t *xq;
+    const float *xd;
+    const int32_t *xc;
 } tl_cpu_mm;
 
 typedef void (*tl_cpu_mm_fn)(const tl_cpu_mm *a, int64_t r0, int64_t r1);
@@ -40,11 +48,21 @@ typedef struct tl_cpu_isa {
     tl_cpu_mm_fn mm[TL_DTYPE_COUNT];   /* indexed by tl_dtype; NULL: not this ISA (the generic one serves) */
     tl_cpu_attn_fn attn;
     int want_pack[TL_DTYPE_COUNT];
+    int qbias[TL_DTYPE_COUNT];   /* for Q8_0/Q4_0: the bias its kernels add to weights (xc) */
     int64_t pack_align;          /* cols_pad is a multiple of this */
 } tl_cpu_isa;
 
 extern const tl_cpu_isa tl_cpu_isa_generic, tl_cpu_isa_avx2, tl_cpu_isa_avx512,
     tl_cpu_isa_avx512bf16;
+
+/* Quantizes T rows of x (cols a multiple of 32) into xq/xd/xc for kernels with bias qbias. */
+void tl_cpu_pack_q8(int8_t *xq, float *xd, int32_t *xc, const float *x, int T, int64_t cols, int qbias);
+void tl_cpu_mm_q8_0_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q4_0_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q8_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q4_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q8_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q4_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 
 /* Fills xpack for T rows of x (cols_pad >= cols, a multiple of 32), 1 or 2 halves. Rounds to
  * nearest even; subnormal inputs count as zero, as VCVTNEPS2BF16 has them. */

@@ -60,6 +60,7 @@ static int always(void) { return 1; }
 const tl_cpu_isa tl_cpu_isa_generic = {
     .name = "generic",
     .supported = always,
-    .mm = {tl_cpu_mm_f32_generic, tl_cpu_mm_f16_generic, tl_cpu_mm_bf16_generic},
+    .mm = {tl_cpu_mm_f32_generic, tl_cpu_mm_f16_generic, tl_cpu_mm_bf16_generic, tl_cpu_mm_q8_0_generic,
+           tl_cpu_mm_q4_0_generic},
     .attn = tl_cpu_attn_generic,
 };

@@ -788,6 +788,9 @@ uint16_t f32_to_bf16(float f)
 int cu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
 {
     cuctx *c = (cuctx *)ctx;
+    if (host->dtype != TL_F32 && host->dtype != TL_F16 && host->dtype != TL_BF16)
+        return tl_error_set(err, "cuda: %s weights [%lld, %lld]: no CUDA kernels for this dtype yet; use --device cpu",
+                            tl_dtype_name(host->dtype), (long long)host->rows, (long long)host->cols);
     for (int i = 0; i < c->nwg; i++) {
         wreg &r = c->wg[i];
         if (r.host == host->data && r.dtype == (int)host->dtype && r.rows == host->rows && r.cols == host->cols) {

@@ -10,9 +10,11 @@
 #include <stdatomic.h>
 
 #include "cpu.h"
+#include "mm.h"
 #include "pool.h"
 #include "tl_test.h"
 #include "tokenloop/backend.h"
+#include "tokenloop/quant.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void)
@@ -187,6 +189,127 @@ static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, 
     free(ref);
 }
 
+/* A Q8_0/Q4_0 weight quantized from random floats, one byte past an aligned address (blocks are
+ * 34 and 18 bytes: a model's rows start anywhere). *raw is what to free. */
+static tl_weight quant_weight(tl_dtype dt, int64_t rows, int64_t cols, void **raw)
+{
+    size_t rb = tl_dtype_row_bytes(dt, cols);
+    char *mem = malloc((size_t)rows * rb + 1);
+    float *row = malloc(sizeof(float) * (size_t)cols);
+    for (int64_t r = 0; r < rows; r++) {
+        float scale = r % 5 == 0 ? 1e-3f : 1.0f;   /* rows of different magnitudes */
+        for (int64_t c = 0; c < cols; c++)
+            row[c] = rnd() % 53 == 0 ? 0.0f : scale * rndf();
+        if (r % 17 == 3)   /* a row of zeros: scale 0 */
+            memset(row, 0, sizeof(float) * (size_t)cols);
+        tl_quantize_row(dt, row, mem + 1 + (size_t)r * rb, cols);
+    }
+    free(row);
+    *raw = mem;
+    return (tl_weight){.data = mem + 1, .dtype = dt, .rows = rows, .cols = cols};
+}
+
+/* Q8_0/Q4_0 products: x is quantized as llama.cpp quantizes it (tl_cpu_pack_q8), then each
+ * block is an exact integer sum times dw * dx. Checked two ways: against that definition summed
+ * in double (only the order of float additions may differ), and against the fp32 product with
+ * the dequantized weights within the bound x's quantization allows (|x - dx * qx| <= 0.57 dx:
+ * half a step, plus the scale's rounding to f16, at most 127 * 2^-11 of a step). */
+static void check_qmatmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, int64_t cols, int T)
+{
+    void *raw;
+    tl_weight W = quant_weight(dt, rows, cols, &raw);
+    const int64_t nb = cols / TL_QK;
+    float *x = malloc(sizeof(float) * (size_t)(T * cols));
+    for (int64_t i = 0; i < T * cols; i++)
+        x[i] = (i / cols) % 3 == 1 ? 100.0f * rndf() : rndf();
+    float *out = malloc(sizeof(float) * (size_t)(T * rows));
+    for (int64_t i = 0; i < T * rows; i++)
+        out[i] = 12345.0f;
+    ops->matmul(ctx, out, x, &W, T);
+    int8_t *xq = malloc((size_t)(T * cols));
+    float *xd = malloc(sizeof(float) * (size_t)(T * nb)), *wrow = malloc(sizeof(float) * (size_t)cols);
+    tl_cpu_pack_q8(xq, xd, NULL, x, T, cols, 0);
+    int bad = 0;
+    double worst_def = 0, worst_fp = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        tl_dequantize_row(dt, (const char *)W.data + (size_t)r * tl_dtype_row_bytes(dt, cols), wrow, cols);
+        for (int t = 0; t < T; t++) {
+            double def = 0, mag = 0, fp = 0, bound = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                float dw = 0;
+                int32_t isum = 0;
+                double wabs = 0;
+                for (int j = 0; j < TL_QK; j++) {
+                    float wv = wrow[b * TL_QK + j];
+                    wabs += fabs(wv);
+                    fp += (double)wv * x[t * cols + b * TL_QK + j];
+                }
+                /* the block's f16 scale: its first two bytes */
+                const char *blk = (const char *)W.data + (size_t)r * tl_dtype_row_bytes(dt, cols) +
+                                  (size_t)b * tl_dtype_block_bytes(dt);
+                uint16_t h;
+                memcpy(&h, blk, 2);
+                dw = tl_f16_to_f32(h);
+                int32_t iabs = 0;   /* partial sums may cancel: the tolerance scales with the products */
+                for (int j = 0; j < TL_QK; j++) {
+                    float q = dw != 0 ? wrow[b * TL_QK + j] / dw : 0;   /* exact: q * dw was rounded from */
+                    int32_t p = (int32_t)lrintf(q) * xq[t * cols + b * TL_QK + j];
+                    isum += p;
+                    iabs += p < 0 ? -p : p;
+                }
+                def += (double)(dw * xd[t * nb + b]) * isum;
+                mag += fabs((double)(dw * xd[t * nb + b])) * iabs;
+                bound += 0.57 * xd[t * nb + b] * wabs;
+            }
+            double got = out[t * rows + r];
+            double e1 = fabs(got - def) / (1e-5 * mag + 1e-30), e2 = fabs(got - fp) / (bound + 1e-6 * fabs(fp) + 1e-30);
+            worst_def = e1 > worst_def ? e1 : worst_def;
+            worst_fp = e2 > worst_fp ? e2 : worst_fp;
+            if ((!(e1 <= 1) || !(e2 <= 1)) && bad++ < 3)
+                fprintf(stderr, "%s %s %lldx%lld T=%d: out[%d][%lld] = %.9g, definition %.9g, fp32 %.9g\n", tag,
+                        tl_dtype_name(dt), (long long)rows, (long long)cols, T, t, (long long)r, got, def, fp);
+        }
+    }
+    TL_CHECK_MSG(bad == 0, "%s matmul %s %lldx%lld T=%d: worst %.2f x tolerance (definition), %.2f x bound (fp32)",
+                 tag, tl_dtype_name(dt), (long long)rows, (long long)cols, T, worst_def, worst_fp);
+    free(raw);
+    free(x);
+    free(out);
+    free(xq);
+    free(xd);
+    free(wrow);
+}
+
+/* matmul_n over quantized weights equals one matmul each, bit for bit. */
+static void check_qmatmul_n(void *ctx, const char *tag, tl_dtype dt, int64_t cols, int T)
+{
+    const int64_t rows[3] = {37, 8, 131};
+    void *raw[3];
+    tl_weight W[3];
+    const tl_weight *Wp[3];
+    float *out[3], *one[3];
+    for (int i = 0; i < 3; i++) {
+        W[i] = quant_weight(dt, rows[i], cols, &raw[i]);
+        Wp[i] = &W[i];
+        out[i] = malloc(sizeof(float) * (size_t)(T * rows[i]));
+        one[i] = malloc(sizeof(float) * (size_t)(T * rows[i]));
+    }
+    float *x = malloc(sizeof(float) * (size_t)(T * cols));
+    for (int64_t i = 0; i < T * cols; i++)
+        x[i] = rndf();
+    ops->matmul_n(ctx, 3, out, x, Wp, T);
+    for (int i = 0; i < 3; i++) {
+        ops->matmul(ctx, one[i], x, &W[i], T);
+        TL_CHECK_MSG(!memcmp(out[i], one[i], sizeof(float) * (size_t)(T * rows[i])),
+                     "%s matmul_n %s cols %lld T=%d: product %d differs from matmul", tag, tl_dtype_name(dt),
+                     (long long)cols, T, i);
+        free(raw[i]);
+        free(out[i]);
+        free(one[i]);
+    }
+    free(x);
+}
+
 static void check_attention(void *ctx, const char *tag, int T, int pos0, int nh, int nkv, int hd)
 {
     int n_ctx = pos0 + T, qd = nh * hd, kvd = nkv * hd;
@@ -317,6 +440,17 @@ int main(void)
                         for (int mixed = 0; mixed <= 1; mixed++)
                             check_matmul_n(ctx, mtag, (tl_dtype)dt, T == 7 ? 517 : 2100, T, mixed);
                 }
+            }
+            static const struct { int64_t rows, cols; int T; } qshapes[] = {
+                {1, 32, 1}, {7, 64, 1}, {33, 96, 1}, {130, 1024, 1}, {64, 2048, 1}, {5, 32, 2},
+                {37, 544, 7}, {61, 1056, 13}, {9, 608, 12}, {13, 800, 4}, {6, 2112, 9}, {3, 32, 5},
+                {10, 256, 3}, {11, 64, 6},
+            };
+            for (int dt = TL_Q8_0; dt <= TL_Q4_0; dt++) {
+                for (size_t i = 0; i < sizeof qshapes / sizeof qshapes[0]; i++)
+                    check_qmatmul(ctx, tag, (tl_dtype)dt, qshapes[i].rows, qshapes[i].cols, qshapes[i].T);
+                for (int T = 1; T <= 13; T += 6)
+                    check_qmatmul_n(ctx, tag, (tl_dtype)dt, T == 7 ? 544 : 2112, T);
             }
             check_attention(ctx, tag, 1, 0, 4, 2, 16);
             check_attention(ctx, tag, 1, 40, 8, 2, 64);
