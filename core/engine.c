@@ -169,6 +169,9 @@ int tl_engine_create(tl_engine **out, const tl_model *m, const tl_backend_ops *b
         return tl_error_set(err, "engine: out of memory");
     }
     compute_inv_freq(e->inv_freq_host, c);
+    if (m->rope_freqs)   /* GGUF's llama3 scaling (model_gguf.c): llama.cpp divides each frequency */
+        for (int i = 0; i < c->head_dim / 2; i++)
+            e->inv_freq_host[i] /= m->rope_freqs[i];
     tl_error why;
     if (be->accepts && be->accepts(c, &why)) {
         tl_engine_free(e);

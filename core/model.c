@@ -196,7 +196,7 @@ static int bind_layer(const model_files *mf, const tl_config *c, int l, tl_layer
 
 /* Parameters as transformers counts them (a tied lm_head once); bytes a decode step reads:
  * every layer, the final norm, lm_head, and one row of the embedding when it is not tied. */
-static void count(tl_model *m)
+void tl_model_count(tl_model *m)
 {
     uint64_t bytes = tl_weight_bytes(&m->final_norm) + tl_weight_bytes(&m->lm_head);
     int64_t params = m->embed.rows * m->embed.cols + m->final_norm.cols;
@@ -232,13 +232,15 @@ static int bind_all(tl_model *m, const model_files *mf, tl_error *err)
     for (int l = 0; l < c->n_layers; l++)
         if (bind_layer(mf, c, l, &m->layers[l], err))
             return -1;
-    count(m);
+    tl_model_count(m);
     return 0;
 }
 
 int tl_model_load(tl_model **out, const char *dir, tl_error *err)
 {
     *out = NULL;
+    if (tl_model_is_gguf(dir))   /* a GGUF file instead of a directory: model_gguf.c */
+        return tl_model_load_gguf(out, dir, err);
     tl_model *m = calloc(1, sizeof *m);
     model_files *mf = calloc(1, sizeof *mf);
     if (!m || !mf) {

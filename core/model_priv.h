@@ -13,7 +13,15 @@ typedef struct tl_model_priv {
     size_t n_copies;
 } tl_model_priv;
 
+/* Fills m->n_params and m->weight_bytes from the bound weights (model.c says what counts). */
+void tl_model_count(tl_model *m);
+
 /* tl_config_load, also saying whether config.json named a dtype (torch_dtype or dtype). */
 int tl_config_load_ex(tl_config *cfg, const char *path, int *has_dtype, tl_error *err);
+
+/* model_gguf.c: is path a regular file that is a GGUF file (the magic, or a .gguf name)? */
+int tl_model_is_gguf(const char *path);
+/* tl_model_load for a GGUF file of a Llama model. */
+int tl_model_load_gguf(tl_model **out, const char *path, tl_error *err);
 
 #endif

@@ -75,6 +75,10 @@ typedef struct tl_model {
     uint64_t weight_bytes;          /* bytes of all weights a decode step reads */
     char dir[4096];                 /* "" for synthetic models */
     void *priv;                     /* mappings, owned buffers */
+    /* GGUF files (core/model_gguf.c) only: */
+    const float *rope_freqs;        /* head_dim/2 divisors of the RoPE frequencies (rope_freqs.weight,
+                                     * how GGUF carries llama3 scaling); NULL: none */
+    char note[160];                 /* what the loader converted ("Q4_K runs as q8_0 ..."); "" if nothing */
 } tl_model;
 
 int tl_model_load(tl_model **out, const char *dir, tl_error *err);
@@ -89,6 +93,12 @@ void tl_model_free(tl_model *m);
  * the mapping serves, with the same numbers). */
 uint64_t tl_model_copy_to_hugepages(tl_model *m, size_t min_bytes);
 #define TL_HUGEPAGE_MIN ((size_t)2 << 20)
+
+/* A model of the same shape whose matrices (embedding, every layer's seven, lm_head) are
+ * converted to `dtype` as llama.cpp's quantizers would (tokenloop/quant.h), so a decode step
+ * reads tl_weight_bytes of those; norm weights stay fp32. Self-contained: src may be freed
+ * afterwards. Q8_0/Q4_0 need every matrix's width to be a multiple of 32 (else -1, naming it). */
+int tl_model_convert(tl_model **out, const tl_model *src, tl_dtype dtype, tl_error *err);
 
 /* Parse config.json / generation_config.json alone (also used by tests and `info`). */
 int tl_config_load(tl_config *cfg, const char *path, tl_error *err);

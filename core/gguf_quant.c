@@ -1,0 +1,128 @@
+/* llama.cpp's K-quant super-blocks, decoded to fp32. Tokenloop has no kernels for them: the
+ * GGUF loader decodes each row here and quantizes it again to Q8_0 (model_gguf.c). A super-block
+ * holds 256 elements in 8 sub-blocks of 32 (Q6_K: 16 of 16), each with its own scale:
+ *
+ *   Q4_K (144 B): f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of 4-bit q
+ *                 x = d * sc[j] * q - dmin * m[j]
+ *   Q5_K (176 B): as Q4_K, plus 32 bytes holding each element's fifth bit (qh) before the q
+ *   Q6_K (210 B): 128 bytes of low 4 bits (ql), 64 bytes of high 2 bits (qh), 16 int8 scales,
+ *                 f16 d;  x = d * sc[j] * (q - 32)
+ *
+ * In each group of 64 elements of Q4_K/Q5_K the first 32 take the low nibbles of 32 bytes and
+ * the next 32 the high nibbles of the same bytes; Q6_K interleaves 128 elements over 64 ql
+ * bytes and 32 qh bytes the same way, four ways. The arithmetic is fp32 in ggml's order, so
+ * the values equal ggml's (and the gguf package's) bit for bit. */
+#include <string.h>
+
+#include "gguf.h"
+#include "tokenloop/quant.h"
+
+#define QK_K 256
+
+static uint16_t u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+/* The 6-bit scale and min of sub-block j, packed in 12 bytes: sub-blocks 0-3 in the low six
+ * bits of bytes 0-3 (scales) and 4-7 (mins); 4-7 in the nibbles of bytes 8-11, with their two
+ * high bits in the top bits of bytes 0-7. */
+static void scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+static void dequant_q4_k(const uint8_t *b, float *y)
+{
+    const float d = tl_f16_to_f32(u16(b)), dmin = tl_f16_to_f32(u16(b + 2));
+    const uint8_t *scales = b + 4, *q = b + 16;
+    for (int g = 0; g < 4; g++, q += 32, y += 64) {
+        uint8_t sc, m;
+        scale_min_k4(2 * g, scales, &sc, &m);
+        const float d1 = d * sc, m1 = dmin * m;
+        scale_min_k4(2 * g + 1, scales, &sc, &m);
+        const float d2 = d * sc, m2 = dmin * m;
+        for (int l = 0; l < 32; l++) {
+            y[l] = d1 * (q[l] & 0xF) - m1;
+            y[l + 32] = d2 * (q[l] >> 4) - m2;
+        }
+    }
+}
+
+static void dequant_q5_k(const uint8_t *b, float *y)
+{
+    const float d = tl_f16_to_f32(u16(b)), dmin = tl_f16_to_f32(u16(b + 2));
+    const uint8_t *scales = b + 4, *qh = b + 16, *q = b + 48;
+    for (int g = 0; g < 4; g++, q += 32, y += 64) {
+        uint8_t sc, m;
+        scale_min_k4(2 * g, scales, &sc, &m);
+        const float d1 = d * sc, m1 = dmin * m;
+        scale_min_k4(2 * g + 1, scales, &sc, &m);
+        const float d2 = d * sc, m2 = dmin * m;
+        const uint8_t lo_bit = (uint8_t)(1u << (2 * g)), hi_bit = (uint8_t)(2u << (2 * g));
+        for (int l = 0; l < 32; l++) {
+            y[l] = d1 * ((q[l] & 0xF) + (qh[l] & lo_bit ? 16 : 0)) - m1;
+            y[l + 32] = d2 * ((q[l] >> 4) + (qh[l] & hi_bit ? 16 : 0)) - m2;
+        }
+    }
+}
+
+static void dequant_q6_k(const uint8_t *b, float *y)
+{
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    const float d = tl_f16_to_f32(u16(b + 208));
+    for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, y += 128) {
+        for (int l = 0; l < 32; l++) {
+            int is = l / 16;
+            int q1 = (int)((ql[l] & 0xF) | ((qh[l] >> 0 & 3) << 4)) - 32;
+            int q2 = (int)((ql[l + 32] & 0xF) | ((qh[l] >> 2 & 3) << 4)) - 32;
+            int q3 = (int)((ql[l] >> 4) | ((qh[l] >> 4 & 3) << 4)) - 32;
+            int q4 = (int)((ql[l + 32] >> 4) | ((qh[l] >> 6 & 3) << 4)) - 32;
+            y[l] = d * sc[is] * q1;
+            y[l + 32] = d * sc[is + 2] * q2;
+            y[l + 64] = d * sc[is + 4] * q3;
+            y[l + 96] = d * sc[is + 6] * q4;
+        }
+    }
+}
+
+int tl_gguf_native_dtype(uint32_t type)
+{
+    switch (type) {
+    case TL_GGML_F32: return TL_F32;
+    case TL_GGML_F16: return TL_F16;
+    case TL_GGML_BF16: return TL_BF16;
+    case TL_GGML_Q8_0: return TL_Q8_0;
+    case TL_GGML_Q4_0: return TL_Q4_0;
+    default: return -1;
+    }
+}
+
+int tl_gguf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n)
+{
+    int native = tl_gguf_native_dtype(type);
+    if (native >= 0) {
+        if (n % tl_dtype_block((tl_dtype)native))
+            return -1;
+        tl_dequantize_row((tl_dtype)native, src, dst, n);
+        return 0;
+    }
+    void (*one)(const uint8_t *, float *);
+    size_t bytes;
+    switch (type) {
+    case TL_GGML_Q4_K: one = dequant_q4_k; bytes = 144; break;
+    case TL_GGML_Q5_K: one = dequant_q5_k; bytes = 176; break;
+    case TL_GGML_Q6_K: one = dequant_q6_k; bytes = 210; break;
+    default: return -1;
+    }
+    if (n % QK_K)
+        return -1;
+    const uint8_t *b = src;
+    for (int64_t i = 0; i < n / QK_K; i++)
+        one(b + (size_t)i * bytes, dst + i * QK_K);
+    return 0;
+}
