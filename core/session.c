@@ -16,11 +16,18 @@
 #include "tokenloop/engine.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/tokenizer.h"
+#include "gguf.h"
+#include "model_priv.h"
 
 
 struct tl_session {
-    tl_model *m;
-    int own_model;
+    tl_model *m;                 /* what runs: m_file, or m_conv */
+    int own_model;               /* m_file belongs to the session */
+    tl_model *m_file;            /* as loaded */
+    tl_model *m_conv;            /* m_file converted (tl_session_set_dtype); NULL */
+    tl_dtype_row rows[TL_DTYPE_COUNT];
+    int n_rows;
+    const tl_backend_ops *be;
     tl_engine *e;
     tl_tokenizer *tok;
     tl_template *tpl;
@@ -187,6 +194,29 @@ static void unprepare(tl_session *s)
 
 /* --- opening --- */
 
+/* An engine on m with the session's device, threads, capacity and modes. */
+static int make_engine(tl_session *s, const tl_model *m, tl_engine **out, tl_error *err)
+{
+    *out = NULL;
+    tl_engine *e;
+    if (tl_engine_create(&e, m, s->be, s->opts.threads, s->opts.capacity, err)) return -1;
+    if ((s->opts.async && tl_engine_set_async(e, 1, err)) ||
+        (s->opts.bf16_activations && tl_engine_set_exact(e, 0, err))) {
+        tl_engine_free(e);
+        return -1;
+    }
+    *out = e;
+    return 0;
+}
+
+/* m_file's weights converted, or m_file itself for its own dtype. */
+static int model_for(tl_session *s, tl_dtype dt, tl_model **out, tl_error *err)
+{
+    *out = s->m_file;
+    if (dt == tl_session_file_dtype(s)) return 0;
+    return tl_model_convert(out, s->m_file, dt, err);
+}
+
 static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
 {
     if (o) s->opts = *o;
@@ -195,21 +225,29 @@ static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
     if (!be) return tl_error_set(err, "--device: %s: backend not available in this build", dev);
     if (!strcmp(dev, "cuda") && !tl_backend_cuda_available())
         return tl_error_set(err, "--device: cuda: no usable CUDA device");
-    if (!strcmp(dev, "cpu"))
+    s->be = be;
+    if (s->opts.dtype) {
+        tl_dtype dt;
+        if (tl_dtype_parse(s->opts.dtype, &dt))
+            return tl_error_set(err, "--dtype: '%s': expected bf16, f16, f32, q8_0 or q4_0", s->opts.dtype);
+        if (model_for(s, dt, &s->m, err)) return -1;
+        if (s->m != s->m_file) s->m_conv = s->m;
+    }
+    if (!strcmp(dev, "cpu") && s->m == s->m_file)
         tl_model_copy_to_hugepages(s->m, TL_HUGEPAGE_MIN);   /* once per model: slots share it */
-    if (tl_engine_create(&s->e, s->m, be, s->opts.threads, s->opts.capacity, err)) return -1;
-    if (s->opts.async && tl_engine_set_async(s->e, 1, err)) return -1;
-    if (s->opts.bf16_activations && tl_engine_set_exact(s->e, 0, err)) return -1;
+    if (make_engine(s, s->m, &s->e, err)) return -1;
 
     /* the tokenizer: given, else beside the weights, else the bundled Llama 3 one */
     const char *tdir = s->opts.tokenizer_dir;
+    if (!tdir && s->m->dir[0] && tl_gguf_has_tokenizer(s->m->dir)) tdir = s->m->dir;   /* a GGUF file's own */
     if (!tdir && s->m->dir[0] && file_exists(s->m->dir, "tokenizer.json")) tdir = s->m->dir;
     if (!tdir && s->opts.model_dir && file_exists(s->opts.model_dir, "tokenizer.json")) tdir = s->opts.model_dir;
     char bundled[4096];
     if (!tdir && tl_paths_default_tokenizer(bundled, sizeof bundled, NULL) == 0) tdir = bundled;
-    if (tdir && file_exists(tdir, "tokenizer.json")) {
+    int tgguf = tdir && tl_model_is_gguf(tdir);
+    if (tdir && (tgguf || file_exists(tdir, "tokenizer.json"))) {
         if (tl_tokenizer_load(&s->tok, tdir, err)) return -1;
-        snprintf(s->chat_path, sizeof s->chat_path, "%s/tokenizer_config.json", tdir);
+        snprintf(s->chat_path, sizeof s->chat_path, tgguf ? "%s" : "%s/tokenizer_config.json", tdir);
         if (tl_chat_config_load(tdir, &s->chat, &s->chat_err) == 0) {
             s->have_chat = 1;
             tl_error terr;
@@ -244,7 +282,7 @@ int tl_session_open_model(tl_session **out, tl_model *m, int own, const tl_sessi
         if (own) tl_model_free(m);
         return tl_error_set(err, "session: out of memory");
     }
-    s->m = m;
+    s->m = s->m_file = m;
     s->own_model = own;
     if (setup(s, opts, err)) {
         tl_session_free(s);
@@ -287,7 +325,8 @@ void tl_session_free(tl_session *s)
     if (s->have_chat) tl_chat_config_free(&s->chat);
     if (s->tok) tl_tokenizer_free(s->tok);
     if (s->e) tl_engine_free(s->e);
-    if (s->own_model) tl_model_free(s->m);
+    tl_model_free(s->m_conv);
+    if (s->own_model) tl_model_free(s->m_file);
     free(s);
 }
 
@@ -990,6 +1029,77 @@ tl_metrics_report tl_session_metrics(const tl_session *s)
 
 const tl_metrics *tl_session_metrics_obj(const tl_session *s) { return s->metrics; }
 const tl_model *tl_session_model(const tl_session *s) { return s->m; }
+
+/* --- dtype --- */
+
+tl_dtype tl_session_dtype(const tl_session *s) { return s->m->layers[0].wq.dtype; }
+tl_dtype tl_session_file_dtype(const tl_session *s) { return s->m_file->layers[0].wq.dtype; }
+
+/* The current dtype's generation as a row (generated 0 when there is none). */
+static tl_dtype_row live_row(const tl_session *s)
+{
+    tl_dtype_row r = {.dtype = tl_session_dtype(s), .weight_bytes = (double)s->m->weight_bytes,
+                      .step_bytes = -1, .floor_ms = -1, .pace_ms = -1};
+    if (s->n_gen > 0) {
+        tl_metrics_report rep = tl_session_metrics(s);
+        r.step_bytes = rep.step_bytes;
+        r.floor_ms = rep.floor_ms;
+        r.pace_ms = rep.generated >= 2 ? rep.pace_ms : -1;
+        r.generated = s->n_gen;
+        r.n_first = s->n_gen < TL_DTYPE_ROW_IDS ? s->n_gen : TL_DTYPE_ROW_IDS;
+        memcpy(r.first_ids, s->gen, sizeof(int) * (size_t)r.n_first);
+    }
+    return r;
+}
+
+/* The row of dt in the table, added when new. */
+static tl_dtype_row *row_of(tl_session *s, tl_dtype dt)
+{
+    for (int i = 0; i < s->n_rows; i++)
+        if (s->rows[i].dtype == dt) return &s->rows[i];
+    tl_dtype_row *r = &s->rows[s->n_rows++];
+    *r = (tl_dtype_row){.dtype = dt, .step_bytes = -1, .floor_ms = -1, .pace_ms = -1};
+    return r;
+}
+
+/* Keeps the current dtype's generation in the table (a dtype with none keeps its last one). */
+static void note_row(tl_session *s)
+{
+    tl_dtype_row live = live_row(s), *r = row_of(s, live.dtype);
+    if (live.generated > 0 || r->generated == 0) *r = live;
+}
+
+int tl_session_set_dtype(tl_session *s, tl_dtype dt, tl_error *err)
+{
+    if ((unsigned)dt >= TL_DTYPE_COUNT) return tl_error_set(err, "dtype: unknown dtype %d", (int)dt);
+    if (dt == tl_session_dtype(s)) return 0;
+    if (s->in_run) return tl_error_set(err, "dtype: cannot change while generating");
+    tl_model *m;
+    tl_engine *e;
+    if (model_for(s, dt, &m, err)) return -1;
+    if (make_engine(s, m, &e, err)) {   /* the session stays as it was */
+        if (m != s->m_file) tl_model_free(m);
+        return -1;
+    }
+    note_row(s);
+    clear_generation(s);
+    tl_engine_free(s->e);
+    tl_model_free(s->m_conv);
+    s->e = e;
+    s->m = m;
+    s->m_conv = m != s->m_file ? m : NULL;
+    row_of(s, dt);
+    return 0;
+}
+
+int tl_session_dtype_rows(const tl_session *s, tl_dtype_row *rows, int max)
+{
+    tl_session *w = (tl_session *)s;
+    note_row(w);
+    int n = s->n_rows < max ? s->n_rows : max;
+    memcpy(rows, s->rows, sizeof *rows * (size_t)(n > 0 ? n : 0));
+    return n;
+}
 tl_engine *tl_session_engine(tl_session *s) { return s->e; }
 const tl_tokenizer *tl_session_tokenizer(const tl_session *s) { return s->tok; }
 

@@ -23,7 +23,7 @@
 static const char usage[] =
     "usage: tokenloop bench (--model DIR | --synthetic NAME) [--prompt-tokens N] [--new-tokens N]\n"
     "                       [--threads N] [--device cpu|cuda] [--async] [--bf16-activations]\n"
-    "                       [--seed S] [--json]\n"
+    "                       [--dtype bf16|f16|f32|q8_0|q4_0] [--seed S] [--json]\n"
     "       tokenloop bench --tokenizer ...   (the tokenizer benchmark; see its --help)\n"
     "       tokenloop bench --template ...    (the template engine benchmark; see its --help)\n"
     "       tokenloop bench --sampler ...     (the sampler's cost per step; see its --help)\n"
@@ -35,10 +35,12 @@ static const char usage[] =
     "  --async: the CPU queues each pass to a worker thread as a GPU stream does; the decode\n"
     "  steps are then also timed the wrong way, before synchronizing (always so on cuda).\n"
     "  --bf16-activations: the prefill's products with bf16 weights round the activations to\n"
-    "  bf16, as llama.cpp and a bf16 transformers run do (default: fp32; docs/accuracy.md).\n";
+    "  bf16, as llama.cpp and a bf16 transformers run do (default: fp32; docs/accuracy.md).\n"
+    "  --dtype: convert the weights after loading (llama.cpp's Q8_0/Q4_0 blocks): the step reads\n"
+    "  fewer bytes, and the floor is computed from those.\n";
 
 typedef struct bench_opts {
-    const char *model_dir, *synthetic, *device;
+    const char *model_dir, *synthetic, *device, *dtype;
     int prompt_tokens, new_tokens, threads, json, async, bf16;
     unsigned long long seed;
 } bench_opts;
@@ -68,13 +70,19 @@ static int parse(int argc, char **argv, bench_opts *o)
             o->bf16 = 1;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--synthetic") || !strcmp(a, "--device") ||
                    !strcmp(a, "--prompt-tokens") || !strcmp(a, "--new-tokens") ||
-                   !strcmp(a, "--threads") || !strcmp(a, "--seed")) {
+                   !strcmp(a, "--threads") || !strcmp(a, "--seed") || !strcmp(a, "--dtype")) {
             if (!has_value)
                 return cli_fail(2, "%s: needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--model")) o->model_dir = v;
             else if (!strcmp(a, "--synthetic")) o->synthetic = v;
             else if (!strcmp(a, "--device")) o->device = v;
+            else if (!strcmp(a, "--dtype")) {
+                tl_dtype dt;
+                if (tl_dtype_parse(v, &dt))
+                    return cli_fail(2, "--dtype: '%s' is not bf16, f16, f32, q8_0 or q4_0", v);
+                o->dtype = v;
+            }
             else if (!strcmp(a, "--prompt-tokens")) { if (parse_int(a, v, 1, 1 << 20, &o->prompt_tokens)) return 2; }
             else if (!strcmp(a, "--new-tokens")) { if (parse_int(a, v, 1, 1 << 20, &o->new_tokens)) return 2; }
             else if (!strcmp(a, "--threads")) { if (parse_int(a, v, 0, 4096, &o->threads)) return 2; }
@@ -203,6 +211,21 @@ int cmd_bench(int argc, char **argv)
     } else if (tl_model_load(&m, o.model_dir, &err)) {
         return cli_fail(1, "%s", err.msg);
     }
+    double t_convert = 0;
+    tl_dtype want;
+    if (o.dtype && !tl_dtype_parse(o.dtype, &want) && want != m->layers[0].wq.dtype) {
+        tl_model *conv;
+        t_convert = now_s();
+        if (!o.json)
+            fprintf(stderr, "bench: converting the weights to %s...\n", o.dtype);
+        if (tl_model_convert(&conv, m, want, &err)) {
+            tl_model_free(m);
+            return cli_fail(1, "%s", err.msg);
+        }
+        tl_model_free(m);   /* the conversion owns its weights, in 2 MiB pages already */
+        m = conv;
+        t_convert = now_s() - t_convert;
+    }
     uint64_t copied = !strcmp(o.device, "cpu") ? tl_model_copy_to_hugepages(m, TL_HUGEPAGE_MIN) : 0;
     t_load = now_s() - t_load;
     const tl_config *c = &m->cfg;
@@ -292,7 +315,7 @@ int cmd_bench(int argc, char **argv)
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "model", name);
         cJSON_AddBoolToObject(j, "synthetic", o.synthetic != NULL);
-        cJSON_AddStringToObject(j, "dtype", tl_dtype_name(m->embed.dtype));
+        cJSON_AddStringToObject(j, "dtype", tl_dtype_name(m->layers[0].wq.dtype));
         cJSON_AddNumberToObject(j, "parameters", (double)m->n_params);
         cJSON_AddStringToObject(j, "device", tl_engine_device(e));
         if (is_cpu)
@@ -300,6 +323,7 @@ int cmd_bench(int argc, char **argv)
         cJSON_AddNumberToObject(j, "prompt_tokens", o.prompt_tokens);
         cJSON_AddNumberToObject(j, "new_tokens", o.new_tokens);
         cJSON_AddNumberToObject(j, "load_s", t_load);
+        cJSON_AddNumberToObject(j, "convert_s", t_convert);
         cJSON_AddNumberToObject(j, "weights_copied_bytes", (double)copied);
         cJSON_AddNumberToObject(j, "ttft_ms", ttft);
         cJSON_AddNumberToObject(j, "tpot_ms_median", med);
@@ -338,7 +362,7 @@ int cmd_bench(int argc, char **argv)
     } else {
         char b1[32], b2[32], b3[32];
         printf("model          %s (%s%s), %s parameters, %sB of weights per decode step\n", name,
-               o.synthetic ? "synthetic, random " : "", tl_dtype_name(m->embed.dtype),
+               o.synthetic ? "synthetic, random " : "", tl_dtype_name(m->layers[0].wq.dtype),
                si(b1, sizeof b1, (double)m->n_params), si(b2, sizeof b2, (double)m->weight_bytes));
         if (is_cpu)
             printf("device         cpu, %d thread%s\n", threads, threads == 1 ? "" : "s");

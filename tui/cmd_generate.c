@@ -23,7 +23,7 @@ static const char usage[] =
     "                          [--max-new-tokens N]\n"
     "                          [--greedy | --temperature T --top-k K --top-p P] [--seed S] [--top N]\n"
     "                          [--stop STR]... [--stream-mode hf|server] [--device cpu|cuda]\n"
-    "                          [--threads N] [--async] [--bf16-activations] [--json]\n"
+    "                          [--threads N] [--async] [--bf16-activations] [--dtype D] [--json]\n"
     "  Generates one forward pass at a time. The first pass (the prefill) reads the whole prompt\n"
     "  and chooses the first new token; each later pass (decode) reads one token.\n"
     "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL, else the\n"
@@ -51,6 +51,9 @@ static const char usage[] =
     "                     something on the CPU too (CUDA always works this way)\n"
     "  --bf16-activations round the activations to bf16 in the prefill's products with bf16\n"
     "                     weights, as llama.cpp does: half the arithmetic (docs/accuracy.md)\n"
+    "  --dtype D          convert the weights on load: bf16, f16, f32, q8_0 or q4_0 (llama.cpp's\n"
+    "                     block formats: 8.5 and 4.5 bits a weight); fewer bytes a step, a faster\n"
+    "                     pace, slightly different scores (default: as the files hold them)\n"
     "  --json             one JSON object on stdout instead of streamed text\n";
 
 static int parse_int(const char *s, long lo, long hi, long *out)
@@ -209,6 +212,9 @@ static void print_json(tl_session *s)
     cJSON_AddItemToObject(o, "floor_ms", num_or_null(r.floor_ms));
     cJSON_AddItemToObject(o, "bandwidth_gbs", num_or_null(r.bandwidth_gbs));
     cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);
+    cJSON_AddStringToObject(o, "dtype", tl_dtype_name(tl_session_dtype(s)));
+    cJSON_AddStringToObject(o, "file_dtype", tl_dtype_name(tl_session_file_dtype(s)));
+    cJSON_AddNumberToObject(o, "weight_bytes", (double)tl_session_model(s)->weight_bytes);
     cJSON_AddNumberToObject(o, "ref_floor_ms", r.ref_floor_ms);
     cJSON_AddItemToObject(o, "pace_ms", num_or_null(r.pace_ms));
     cJSON_AddItemToObject(o, "pass_mean_ms", num_or_null(r.pass_mean_ms));
@@ -252,6 +258,7 @@ int cmd_generate(int argc, char **argv)
 {
     const char *model = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
     const char *device = NULL, *stop[TL_MAX_STOP];
+    const char *dtype = NULL;
     int n_stop = 0, json = 0, async = 0, bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
     long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
     double temperature = 1, top_p = 1;
@@ -271,7 +278,7 @@ int cmd_generate(int argc, char **argv)
         if (!strcmp(a, "--no-parse-special-in-content")) { parse_special = 0; continue; }
         static const char *const with_value[] = {"--model", "--ids", "--prompt", "--system", "--messages",
             "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed", "--top", "--stop",
-            "--stream-mode", "--device", "--threads"};
+            "--stream-mode", "--device", "--threads", "--dtype"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (!strcmp(a, with_value[k])) known = 1;
@@ -287,6 +294,11 @@ int cmd_generate(int argc, char **argv)
         else if (!strcmp(a, "--system")) system = v;
         else if (!strcmp(a, "--messages")) messages = v;
         else if (!strcmp(a, "--device")) device = v;
+        else if (!strcmp(a, "--dtype")) {
+            tl_dtype dt;
+            if (tl_dtype_parse(v, &dt)) return cli_fail(2, "--dtype: %s: expected bf16, f16, f32, q8_0 or q4_0", v);
+            dtype = v;
+        }
         else if (!strcmp(a, "--max-new-tokens")) {
             if (parse_int(v, 1, 1 << 24, &max_new))
                 return cli_fail(2, "--max-new-tokens: %s: expected an integer in [1, %d]", v, 1 << 24);
@@ -340,7 +352,7 @@ int cmd_generate(int argc, char **argv)
     tl_error err = {{0}};
     tl_session *s = NULL;
     tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads, .async = async,
-                         .bf16_activations = bf16};
+                         .bf16_activations = bf16, .dtype = dtype};
     int status = 1;
     char *msgs = NULL;
     if (tl_session_open(&s, &o, &err)) goto fail;

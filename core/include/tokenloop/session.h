@@ -36,6 +36,7 @@ typedef struct tl_session_opts {
     double bandwidth_gbs;       /* > 0: use this instead of probing (the floor) */
     int async;                  /* 1: the engine's asynchronous mode (tl_engine_set_async) */
     int bf16_activations;       /* 1: prefill products round activations (tl_engine_set_exact 0) */
+    const char *dtype;          /* "q8_0", "q4_0", "bf16", ...: convert the weights on load; NULL: as loaded */
 } tl_session_opts;
 
 int tl_session_open(tl_session **out, const tl_session_opts *opts, tl_error *err);
@@ -165,6 +166,27 @@ tl_engine *tl_session_engine(tl_session *s);
 const tl_tokenizer *tl_session_tokenizer(const tl_session *s);       /* NULL if none loaded */
 /* Last full logits (vocab_size floats) if they are those of the newest step, else NULL. */
 const float *tl_session_logits(const tl_session *s);
+
+/* --- the weights' dtype: pace follows bytes ---
+ * The matrices as loaded, or converted from them (tl_model_convert; always from the loaded
+ * weights, never a conversion of a conversion). A change keeps the request and every setting
+ * and clears the generation: the KV cache and the logits came from the other weights, so the
+ * next step prefills again. What the other dtypes measured stays in the table below. */
+int tl_session_set_dtype(tl_session *s, tl_dtype dt, tl_error *err);
+tl_dtype tl_session_dtype(const tl_session *s);
+tl_dtype tl_session_file_dtype(const tl_session *s);   /* the loaded matrices' dtype */
+
+#define TL_DTYPE_ROW_IDS 8
+typedef struct tl_dtype_row {
+    tl_dtype dtype;
+    double weight_bytes;        /* weights a decode step reads (the KV cache comes on top) */
+    double step_bytes, floor_ms, pace_ms;   /* tl_metrics_report's, -1 when unknown */
+    int generated;              /* tokens of that generation; 0: none yet on these weights */
+    int first_ids[TL_DTYPE_ROW_IDS], n_first;   /* its first generated ids */
+} tl_dtype_row;
+/* One row per dtype this session has run, in the order first used: the current dtype's row is
+ * its generation now (or, while it has none, its last one). Returns the count (<= max). */
+int tl_session_dtype_rows(const tl_session *s, tl_dtype_row *rows, int max);
 
 /* --- the iterator streamer: generation on a background thread, text chunks in a queue --- */
 typedef struct tl_iter tl_iter;
