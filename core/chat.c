@@ -9,6 +9,8 @@
 #include "jinja/jinja.h"
 #include "tokenloop/template.h"
 #include "tokenloop/file.h"
+#include "gguf.h"
+#include "model_priv.h"
 
 static char *json_string(const char *s)
 {
@@ -212,6 +214,8 @@ static long nul_escape(const char *t)
 int tl_chat_config_load(const char *model_dir, tl_chat_config *out, tl_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (tl_model_is_gguf(model_dir))   /* a GGUF file: tokenizer.chat_template and the token ids */
+        return tl_gguf_chat_config(model_dir, &out->template_src, &out->bos_token, &out->eos_token, err);
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer_config.json", model_dir);
     char *text;

@@ -98,4 +98,10 @@ int tl_gguf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n
 /* The tl_dtype a ggml type is computed in without conversion; -1 when there is none. */
 int tl_gguf_native_dtype(uint32_t type);
 
+/* tok_gguf.c: does the GGUF file at path carry a tokenizer (tokenizer.ggml.model)? */
+int tl_gguf_has_tokenizer(const char *path);
+/* tokenizer.chat_template and the strings of the BOS and EOS tokens (NULL when the file names
+ * none), as tokenizer_config.json's chat_template, bos_token and eos_token. Caller frees. */
+int tl_gguf_chat_config(const char *path, char **template_src, char **bos_token, char **eos_token, tl_error *err);
+
 #endif

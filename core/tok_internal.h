@@ -56,4 +56,13 @@ struct tl_tokenizer {
     char *bos_token, *eos_token;
 };
 
+struct tl_error;
+/* tokenizer.c: loads from tokenizer.json text made elsewhere (text[len] writable; the text is
+ * rewritten, not freed); bos_token and eos_token stand for tokenizer_config.json's (NULL: none);
+ * what names the source in errors. */
+int tl_tokenizer_load_text(struct tl_tokenizer **out, char *text, size_t len, const char *what,
+                           const char *bos_token, const char *eos_token, struct tl_error *err);
+/* tok_gguf.c: the tokenizer a GGUF file carries (llama.cpp's gpt2 / llama-bpe). */
+int tl_tokenizer_load_gguf(struct tl_tokenizer **out, const char *path, struct tl_error *err);
+
 #endif

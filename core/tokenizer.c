@@ -16,6 +16,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "model_priv.h"
 #include "tok_internal.h"
 #include "tok_json.h"
 
@@ -896,9 +897,55 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
     return load_decoder(d, tj_get(d, root, "decoder"), what, err);
 }
 
+/* Builds the tokenizer from tokenizer.json text; then bos/eos from tokenizer_config.json in dir,
+ * or, without a dir, from the token strings given. */
+static int load_text(tl_tokenizer **out, char *text, size_t len, const char *path, const char *dir,
+                     const char *bos_token, const char *eos_token, tl_error *err)
+{
+    tj_doc doc;
+    size_t at;
+    const char *why;
+    if (tj_parse(&doc, text, len, &at, &why))
+        return tl_error_set(err, "%s: malformed JSON at byte %zu: %s", path, at, why);
+    tl_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) {
+        tj_free(&doc);
+        return tl_error_set(err, "%s: out of memory", path);
+    }
+    t->bos = t->eos = -1;
+    byte_level_tables(t->cp_of_byte, t->byte_of_cp);
+    int rc = tj_type(&doc, 0) == TJ_OBJ ? load_json(t, &doc, 0, path, err) : tl_error_set(err, "%s: not a JSON object", path);
+    tj_free(&doc);
+    if (!rc && dir)
+        rc = load_config(t, dir, err);
+    else if (!rc) {
+        t->bos_token = bos_token ? strdup(bos_token) : NULL;
+        t->eos_token = eos_token ? strdup(eos_token) : NULL;
+        if ((bos_token && !t->bos_token) || (eos_token && !t->eos_token))
+            rc = tl_error_set(err, "%s: out of memory", path);
+        t->bos = t->bos_token ? str_map_get(t, t->bos_token) : -1;
+        t->eos = t->eos_token ? str_map_get(t, t->eos_token) : -1;
+    }
+    if (rc) {
+        tl_tokenizer_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+int tl_tokenizer_load_text(tl_tokenizer **out, char *text, size_t len, const char *what, const char *bos_token,
+                           const char *eos_token, tl_error *err)
+{
+    *out = NULL;
+    return load_text(out, text, len, what, NULL, bos_token, eos_token, err);
+}
+
 int tl_tokenizer_load(tl_tokenizer **out, const char *dir, tl_error *err)
 {
     *out = NULL;
+    if (tl_model_is_gguf(dir))   /* a GGUF file carries its tokenizer: tok_gguf.c */
+        return tl_tokenizer_load_gguf(out, dir, err);
     char path[4096];
     if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
         return tl_error_set(err, "%s: path too long", dir);
@@ -907,32 +954,9 @@ int tl_tokenizer_load(tl_tokenizer **out, const char *dir, tl_error *err)
     tl_file_read(path, 256u << 20, &text, &len, err);
     if (!text)
         return -1;
-    tj_doc doc;
-    size_t at;
-    const char *why;
-    if (tj_parse(&doc, text, len, &at, &why)) {
-        free(text);
-        return tl_error_set(err, "%s: malformed JSON at byte %zu: %s", path, at, why);
-    }
-    tl_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) {
-        tj_free(&doc);
-        free(text);
-        return tl_error_set(err, "%s: out of memory", path);
-    }
-    t->bos = t->eos = -1;
-    byte_level_tables(t->cp_of_byte, t->byte_of_cp);
-    int rc = tj_type(&doc, 0) == TJ_OBJ ? load_json(t, &doc, 0, path, err) : tl_error_set(err, "%s: not a JSON object", path);
-    tj_free(&doc);
+    int rc = load_text(out, text, len, path, dir, NULL, NULL, err);
     free(text);
-    if (!rc)
-        rc = load_config(t, dir, err);
-    if (rc) {
-        tl_tokenizer_free(t);
-        return -1;
-    }
-    *out = t;
-    return 0;
+    return rc;
 }
 
 void tl_tokenizer_free(tl_tokenizer *t)
