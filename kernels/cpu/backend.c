@@ -206,6 +206,8 @@ static int pack_x(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T
 typedef struct {
     const tl_cpu_mm *mm;
     const float *x;
+    tl_cpu_qpack_fn fn;
+    tl_dtype dt;
     int qbias;
 } qpack_job;
 
@@ -215,15 +217,19 @@ static void qpack_item(void *arg, int t, int tid)
     const qpack_job *p = arg;
     const tl_cpu_mm *m = p->mm;
     const size_t cols = (size_t)m->cols;
-    tl_cpu_pack_q8((int8_t *)m->xq + t * cols, (float *)m->xd + t * cols / 32,
-                   m->xc ? (int32_t *)m->xc + t * cols / 4 : NULL, p->x + t * cols, 1, m->cols, p->qbias);
+    if (p->fn)
+        p->fn(m, p->dt, p->x, t, p->qbias);
+    else
+        tl_cpu_pack_q8((int8_t *)m->xq + t * cols, (float *)m->xd + t * cols / 32,
+                       m->xc ? (int32_t *)m->xc + t * cols / 4 : NULL, p->x + t * cols, 1, m->cols, p->qbias);
 }
 
-/* x quantized for products with Q8_0/Q4_0 weights into c->xquant (mm gets where). 0, or -1
- * when there is no memory for it. */
-static int pack_x_q8(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T, int qbias, int threads)
+/* x quantized for products with Q8_0/Q4_0 weights into c->xquant (mm gets where), by fn (NULL:
+ * the portable layout). 0, or -1 when there is no memory for it. */
+static int pack_x_q8(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T, tl_dtype dt,
+                     tl_cpu_qpack_fn fn, int qbias, int threads)
 {
-    size_t nq = (size_t)T * (size_t)cols, nd = nq / 32 * sizeof(float), nc = qbias ? nq : 0;
+    size_t nq = (size_t)T * (size_t)cols, nd = nq / 4 * sizeof(float), nc = qbias ? nq : 0;
     size_t need = ((nq + 63) & ~(size_t)63) + ((nd + 63) & ~(size_t)63) + nc;
     if (need > c->xquant_cap) {
         void *p = aligned_alloc(64, (need + 63) & ~(size_t)63);
@@ -237,7 +243,7 @@ static int pack_x_q8(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, in
     mm->xq = (const int8_t *)base;
     mm->xd = (const float *)(base + ((nq + 63) & ~(size_t)63));
     mm->xc = qbias ? (const int32_t *)(base + ((nq + 63) & ~(size_t)63) + ((nd + 63) & ~(size_t)63)) : NULL;
-    qpack_job j = {mm, x, qbias};
+    qpack_job j = {mm, x, fn, dt, qbias};
     if (T == 1 || threads == 1)
         for (int t = 0; t < T; t++)
             qpack_item(&j, t, 0);
@@ -276,8 +282,8 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
     const tl_dtype dt = W[0].dtype;
     tl_cpu_mm_fn fn = c->isa->mm[dt];
     if (dt == TL_Q8_0 || dt == TL_Q4_0) {
-        int ok = pack_x_q8(c, &mm[0], x, cols, T, c->isa->qbias[dt], n) == 0;
-        if (!ok && (ok = pack_x_q8(c, &mm[0], x, cols, T, 0, 1) == 0))   /* (no room for xc) */
+        int ok = pack_x_q8(c, &mm[0], x, cols, T, dt, c->isa->qpack, c->isa->qbias[dt], n) == 0;
+        if (!ok && (ok = pack_x_q8(c, &mm[0], x, cols, T, dt, NULL, 0, 1) == 0))   /* (no room for xc) */
             fn = tl_cpu_isa_generic.mm[dt];
         if (!ok) {   /* no memory even for that: every output is NaN, which the caller can see */
             for (int i = 0; i < nw; i++)

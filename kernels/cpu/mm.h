@@ -30,6 +30,9 @@ typedef struct tl_cpu_mm {
 } tl_cpu_mm;
 
 typedef void (*tl_cpu_mm_fn)(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+/* Quantizes token t of x into m's xq/xd/xc (room: cols bytes, cols/4 floats, cols/4 int32 a
+ * token) in the order an ISA's Q8_0/Q4_0 kernels read them. */
+typedef void (*tl_cpu_qpack_fn)(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias);
 
 /* Causal GQA attention of T queries at pos0.. over cache rows 0..pos0+T-1 (backend.h). */
 typedef struct tl_cpu_attn {
@@ -49,6 +52,7 @@ typedef struct tl_cpu_isa {
     tl_cpu_attn_fn attn;
     int want_pack[TL_DTYPE_COUNT];
     int qbias[TL_DTYPE_COUNT];   /* for Q8_0/Q4_0: the bias its kernels add to weights (xc) */
+    tl_cpu_qpack_fn qpack;       /* NULL: tl_cpu_pack_q8's layout (blocks in order, a scale each) */
     int64_t pack_align;          /* cols_pad is a multiple of this */
 } tl_cpu_isa;
 
@@ -61,6 +65,7 @@ void tl_cpu_mm_q8_0_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q8_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias);
 void tl_cpu_mm_q8_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 

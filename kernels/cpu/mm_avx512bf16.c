@@ -201,6 +201,7 @@ const tl_cpu_isa tl_cpu_isa_avx512bf16 = {
     .mm = {tl_cpu_mm_f32_avx512, tl_cpu_mm_f16_avx512, mm_bf16_avx512bf16, tl_cpu_mm_q8_0_avx512vnni,
            tl_cpu_mm_q4_0_avx512vnni},
     .qbias = {[TL_Q8_0] = 128, [TL_Q4_0] = 8},
+    .qpack = tl_cpu_qpack_avx512vnni,
     .attn = tl_cpu_attn_avx512,
     .want_pack = {0, 0, 1},
     .pack_align = 32,

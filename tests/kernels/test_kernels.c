@@ -280,6 +280,55 @@ static void check_qmatmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows,
     free(wrow);
 }
 
+/* The AVX-512 VNNI kernels quantize x themselves (vectorized, pairs reordered): every byte and
+ * scale equals the portable quantizer's (tl_quantize_row's roundf, ties away from zero). */
+static void check_vnni_pack(void)
+{
+    tl_error err;
+    void *probe = tl_cpu_create_isa(1, "avx512bf16", &err);
+    if (!probe)
+        return;
+    ops->destroy(probe);
+    const int64_t widths[] = {32, 96, 2048, 160};
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+        for (int dt = TL_Q8_0; dt <= TL_Q4_0; dt++) {
+            const int64_t cols = widths[wi], nb = cols / TL_QK;
+            const int T = 3;
+            float *x = malloc(sizeof(float) * (size_t)(T * cols));
+            for (int64_t i = 0; i < T * cols; i++)
+                x[i] = rndf() * (i % 7 == 0 ? 50.0f : 1.0f);
+            for (int64_t i = 0; i < TL_QK; i++)   /* a block of ties: d = 1, x = k + 0.5 */
+                x[i] = i == 0 ? 127.0f : (float)((int)(rnd() % 200) - 100) + 0.5f;
+            memset(x + cols, 0, sizeof(float) * TL_QK);   /* a block of zeros: d = 0 */
+            int8_t *rq = malloc((size_t)(T * cols)), *vq = malloc((size_t)(T * cols));
+            float *rd = malloc(sizeof(float) * (size_t)(T * nb)), *vd = malloc(sizeof(float) * (size_t)(T * cols / 4));
+            int32_t *vc = malloc(sizeof(int32_t) * (size_t)(T * cols / 4));
+            tl_cpu_pack_q8(rq, rd, NULL, x, T, cols, 0);
+            tl_cpu_mm m = {.cols = cols, .xq = vq, .xd = vd, .xc = vc};
+            for (int t = 0; t < T; t++)
+                tl_cpu_qpack_avx512vnni(&m, (tl_dtype)dt, x, t, 0);
+            int bad = 0;
+            for (int t = 0; t < T; t++)
+                for (int64_t b = 0; b < nb; b++)
+                    for (int j = 0; j < TL_QK; j++) {
+                        int64_t at = b * TL_QK + j;   /* where the VNNI layout keeps element j of block b */
+                        if (dt == TL_Q4_0 && b + 1 - b % 2 < nb) {
+                            int64_t pair = b / 2 * 64, second = b % 2;
+                            at = pair + (j < 16 ? 0 : 32) + second * 16 + j % 16;
+                        }
+                        bad += vq[t * cols + at] != rq[t * cols + b * TL_QK + j];
+                    }
+            TL_CHECK_MSG(bad == 0, "vnni pack %s cols %lld: %d quants differ from tl_quantize_row's",
+                         tl_dtype_name((tl_dtype)dt), (long long)cols, bad);
+            free(x);
+            free(rq);
+            free(vq);
+            free(rd);
+            free(vd);
+            free(vc);
+        }
+}
+
 /* matmul_n over quantized weights equals one matmul each, bit for bit. */
 static void check_qmatmul_n(void *ctx, const char *tag, tl_dtype dt, int64_t cols, int T)
 {
@@ -398,6 +447,7 @@ static void check_small_ops(void *ctx, const char *tag)
 int main(void)
 {
     ops = tl_backend_cpu();
+    check_vnni_pack();
     for (int threads = 1; threads <= 4; threads++)
         check_pool(threads);
     const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16"};
