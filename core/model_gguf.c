@@ -10,6 +10,7 @@
  *  - K-quant tensors (Q4_K, Q5_K, Q6_K) have no kernel here: each is decoded and quantized
  *    again to Q8_0 at load, and the model's note says so.
  * F32, F16, BF16, Q8_0 and Q4_0 tensors otherwise stay in the mapping. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +266,14 @@ static int64_t src_row(int64_t r, int64_t head_rows)
     return h * head_rows + (k % half) * 2 + k / half;
 }
 
+static int all_finite(const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
 /* Copies t into a buffer of the model's own: rows reordered when head_rows is set, K-quant
  * rows decoded and quantized again to Q8_0, anything as F32 when as_f32 is set. */
 static int convert(gguf_model *g, const tl_gguf_tensor *t, int64_t rows, int64_t head_rows, int as_f32,
@@ -290,6 +299,11 @@ static int convert(gguf_model *g, const tl_gguf_tensor *t, int64_t rows, int64_t
             memcpy(dst + (size_t)r * out_row, s, out_row);
         else {
             tl_gguf_dequantize_row(t->type, s, tmp, cols);
+            if (!all_finite(tmp, cols)) {   /* a scale of inf or NaN: no q8_0 block can hold the row */
+                free(tmp);
+                return tl_error_set(err, "%s: tensor '%s': row %lld holds a value that is not finite after decoding %s",
+                                    g->file.path, t->name, (long long)src_row(r, head_rows), tl_gguf_type_name(t->type));
+            }
             tl_quantize_row(out, tmp, dst + (size_t)r * out_row, cols);
         }
     }

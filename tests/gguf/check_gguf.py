@@ -54,8 +54,22 @@ LONG = [(i * 37 + 11) % 272 for i in range(300)]
 SHORT = [1, 17, 255, 3, 99, 42, 7, 200]
 
 
+# The files llama.cpp's goldens were made from (make_llamacpp_goldens.py); the Q4_K_M file made
+# from golden-f16.gguf by llama.cpp's quantizer is committed beside the goldens.
+GOLDEN_CFG = dict(hidden=256, ff=512, layers=2, heads=4, kv_heads=2, vocab=272, ctx=1024, rope_scaling=ROPE)
+GOLDEN_DTYPES = ("f16", "q8_0", "q4_0")
+
+
+def make_golden_sources(out):
+    cfg = gm.small_cfg(**GOLDEN_CFG)
+    W = gm.random_weights(cfg, 11)
+    for dt in GOLDEN_DTYPES:
+        gm.write(os.path.join(out, f"golden-{dt}.gguf"), cfg, W, dt)
+
+
 def make(out):
     os.makedirs(out, exist_ok=True)
+    make_golden_sources(out)
     for name, (kw, dt) in MODELS.items():
         cfg = gm.small_cfg(**kw)
         gm.write(os.path.join(out, name + ".gguf"), cfg, gm.random_weights(cfg, 7), dt)
@@ -342,7 +356,7 @@ def goldens(exe, dump, path, models):
             model = os.path.join(os.path.dirname(path), case["file"])
         ids = case["prompt_ids"]
         recs, out = run_dump(dump, model, model + ".golden", ["prefill:" + ",".join(map(str, ids)),
-                                                                 f"greedy:{len(case['greedy_ids']) - 1}"])
+                                                                 f"greedy:{len(case['greedy_ids'])}"])
         check(recs is not None, f"{case['file']}: engine_dump ran")
         if recs is None:
             continue
@@ -351,10 +365,14 @@ def goldens(exe, dump, path, models):
         err = np.max(np.abs(out[0] - want)) / np.max(np.abs(want))
         tol = case["tolerance"]
         check(err <= tol, f"{case['file']}: last-position logits differ from llama.cpp's by {err:.3g} > {tol:g}")
-        greedy = [int(np.argmax(out[0]))] + [int(r[2]) for r in recs[1:]]
-        check(greedy == case["greedy_ids"], f"{case['file']}: greedy {greedy} vs llama.cpp's {case['greedy_ids']}")
-        print(f"{case['file']}: logits within {err:.3g} of llama.cpp's (tolerance {tol:g}), "
-              f"{len(greedy)} greedy ids {'equal' if greedy == case['greedy_ids'] else 'differ'}")
+        greedy = [int(r[2]) for r in recs[1:]]
+        # every greedy id must equal llama.cpp's, but for a case whose goldens say where a near-tie
+        # lets two correct implementations part (greedy_exact: ids compared)
+        n = case.get("greedy_exact", len(greedy))
+        check(greedy[:n] == case["greedy_ids"][:n], f"{case['file']}: greedy {greedy} vs llama.cpp's {case['greedy_ids']}")
+        print(f"{case['file']}: logits within {err:.3g} of llama.cpp's (tolerance {tol:g}); greedy ids "
+              f"{'equal' if greedy[:n] == case['greedy_ids'][:n] else 'differ'} over the first {n} of {len(greedy)}"
+              + ("" if n == len(greedy) else f" ({case['greedy_note']})"))
     return finish("gguf llama.cpp goldens")
 
 
