@@ -93,13 +93,13 @@ static const char *const num_fields[] = {
     "last_prob_temp", "last_prob_final", "user_tokens", "user_words", "tokens_per_word",
     "stop_string_tokens", "tokenized_count", "unsynced_tpot_ms", "pass_mean_ms", "unsynced_percent",
     "prompt_special", "served_chunks", "client_ttft_ms", "client_last_ms", "server_ttft_ms",
-    "served_prompt_tokens", "served_completion_tokens", "served_port", NULL,
+    "served_prompt_tokens", "served_completion_tokens", "served_port", "dtypes_used", NULL,
 };
 static const char *const str_fields[] = {
     "stop_reason", "stop_detail", "budget_source", "text", "streamed", "held_back", "printed",
     "hold_reason", "prompt_text", "first_piece", "last_piece", "eos_ids", "eos_names",
     "last_kind", "generated_ids", "device", "raw_text", "iter_text", "stop_string_pieces",
-    "tokenized_pieces", "iter_chunk_list", "served_text", "served_chunk_list", "served_finish_reason", NULL,
+    "tokenized_pieces", "iter_chunk_list", "served_text", "served_chunk_list", "served_finish_reason", "dtype", "file_dtype", NULL,
 };
 
 static int in_list(const char *const *list, const char *name)
@@ -108,6 +108,49 @@ static int in_list(const char *const *list, const char *name)
         if (!strcmp(list[i], name))
             return 1;
     return 0;
+}
+
+/* dtype.<D>.<what>: one row of the session's dtype table (tl_session_dtype_rows), D a dtype
+ * name or "file" (the weights as loaded). The ratios divide by the file dtype's row, so a lesson
+ * can say "q4_0 reads 0.28x the bytes" of the figures it measured, not of a constant. */
+static const char *const dtype_num_parts[] = {
+    "weight_mb", "step_mb", "floor_ms", "pace_ms", "pace_over_floor", "generated",
+    "weight_ratio", "step_ratio", "floor_ratio", "pace_ratio", "ids_agree", NULL,
+};
+static const char *const dtype_str_parts[] = { "text", "first_ids", NULL };
+
+/* 0: a number, 1: text, -1: not a dtype field. *file: D was "file". */
+static int dtype_field(const char *name, tl_dtype *dt, int *file, const char **part)
+{
+    if (strncmp(name, "dtype.", 6))
+        return -1;
+    const char *d = name + 6, *dot = strchr(d, '.');
+    char dn[8];
+    if (!dot || dot - d >= (long)sizeof dn)
+        return -1;
+    memcpy(dn, d, (size_t)(dot - d));
+    dn[dot - d] = '\0';
+    *file = !strcmp(dn, "file");
+    if (!*file && tl_dtype_parse(dn, dt))
+        return -1;
+    *part = dot + 1;
+    return in_list(dtype_num_parts, *part) ? 0 : in_list(dtype_str_parts, *part) ? 1 : -1;
+}
+
+static int is_num_field(const char *name)
+{
+    tl_dtype dt;
+    int file;
+    const char *part;
+    return in_list(num_fields, name) || dtype_field(name, &dt, &file, &part) == 0;
+}
+
+static int is_str_field(const char *name)
+{
+    tl_dtype dt;
+    int file;
+    const char *part;
+    return in_list(str_fields, name) || dtype_field(name, &dt, &file, &part) == 1;
 }
 
 static char *dupstr(const char *s)
@@ -274,6 +317,80 @@ static double known(double v)
     return v < 0 ? NAN : v;
 }
 
+/* The row of dt in the session's dtype table; NULL when that dtype has not run. */
+static const tl_dtype_row *dtype_row(tl_dtype_row *rows, int n, tl_dtype dt)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].dtype == dt)
+            return &rows[i];
+    return NULL;
+}
+
+/* A dtype.D.X field (dtype_field said which). Unknown values are NAN / "": a dtype that has not
+ * run fails every check on it. */
+static int dtype_get(tl_session *s, const char *name, field_value *out)
+{
+    tl_dtype dt = TL_F32;
+    int file;
+    const char *part;
+    int kind = dtype_field(name, &dt, &file, &part);
+    if (kind < 0)
+        return -1;
+    if (file)
+        dt = tl_session_file_dtype(s);
+    tl_dtype_row rows[TL_DTYPE_COUNT];
+    int n = tl_session_dtype_rows(s, rows, TL_DTYPE_COUNT);
+    const tl_dtype_row *r = dtype_row(rows, n, dt), *f = dtype_row(rows, n, tl_session_file_dtype(s));
+    if (kind == 1) {
+        out->kind = F_STR;
+        if (!r || r->n_first == 0) {
+            out->str = dupstr("");
+        } else if (!strcmp(part, "first_ids")) {
+            out->str = join_ids(r->first_ids, r->n_first, NULL, 0);
+        } else {   /* text: what those ids say, special tokens left out as the streamer does */
+            const tl_tokenizer *tok = tl_session_tokenizer(s);
+            int ids[TL_DTYPE_ROW_IDS], k = 0;
+            for (int i = 0; tok && i < r->n_first; i++)
+                if (!tl_tokenizer_is_special(tok, r->first_ids[i]))
+                    ids[k++] = r->first_ids[i];
+            char *text = NULL;
+            size_t len = 0;
+            int tail = 0;
+            if (!tok || tl_tokenizer_decode(tok, ids, k, &text, &len, &tail, NULL))
+                text = dupstr("");
+            out->str = text;
+        }
+        return out->str ? 0 : -1;
+    }
+    out->kind = F_NUM;
+    out->num = NAN;
+    if (!r)
+        return 0;
+    int gen = r->generated > 0;
+    double pof = gen && r->pace_ms > 0 && r->floor_ms > 0 ? r->pace_ms / r->floor_ms : NAN;
+    if (!strcmp(part, "weight_mb")) out->num = r->weight_bytes / 1e6;
+    else if (!strcmp(part, "step_mb")) out->num = known(r->step_bytes) / 1e6;
+    else if (!strcmp(part, "floor_ms")) out->num = known(r->floor_ms);
+    else if (!strcmp(part, "pace_ms")) out->num = known(r->pace_ms);
+    else if (!strcmp(part, "pace_over_floor")) out->num = pof;
+    else if (!strcmp(part, "generated")) out->num = r->generated;
+    else if (f && !strcmp(part, "ids_agree")) {
+        /* how many of the first ids agree with the loaded weights', from the start */
+        int k = 0, m = r->n_first < f->n_first ? r->n_first : f->n_first;
+        while (k < m && r->first_ids[k] == f->first_ids[k])
+            k++;
+        out->num = m ? k : NAN;
+    } else if (f) {
+        double a = NAN, b = NAN;
+        if (!strcmp(part, "weight_ratio")) a = r->weight_bytes, b = f->weight_bytes;
+        else if (!strcmp(part, "step_ratio")) a = r->step_bytes, b = f->step_bytes;
+        else if (!strcmp(part, "floor_ratio")) a = r->floor_ms, b = f->floor_ms;
+        else if (!strcmp(part, "pace_ratio")) a = r->pace_ms, b = f->pace_ms;
+        out->num = a > 0 && b > 0 ? a / b : NAN;
+    }
+    return 0;
+}
+
 static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_value *out)
 {
     const tl_model *m = tl_session_model(s);
@@ -290,6 +407,8 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
     out->kind = F_NUM;
     out->num = NAN;
     out->str = NULL;
+    if (!strncmp(name, "dtype.", 6))
+        return dtype_get(s, name, out);
     if (in_list(num_fields, name)) {
         double v = NAN;
         if (!strcmp(name, "prompt_tokens")) v = n_prompt;
@@ -345,6 +464,10 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
         else if (!strcmp(name, "served_prompt_tokens")) v = l->served ? l->got.prompt_tokens : NAN;
         else if (!strcmp(name, "served_completion_tokens")) v = l->served ? l->got.completion_tokens : NAN;
         else if (!strcmp(name, "tokenized_count")) v = l->tokenized_pieces ? l->tokenized_count : NAN;
+        else if (!strcmp(name, "dtypes_used")) {
+            tl_dtype_row rows[TL_DTYPE_COUNT];
+            v = tl_session_dtype_rows(s, rows, TL_DTYPE_COUNT);
+        }
         else if (!strcmp(name, "stop_string_tokens")) {
             int n = split_tokens(tl_session_tokenizer(s), first_stop_string(s), NULL);
             v = n < 0 ? NAN : n;
@@ -379,6 +502,8 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
     else if (!strcmp(name, "last_kind")) out->str = dupstr(!last ? "none" : last->kind == TL_STEP_PREFILL ? "prefill" : "decode");
     else if (!strcmp(name, "generated_ids")) out->str = join_ids(gen_ids, n_gen, NULL, 0);
     else if (!strcmp(name, "device")) out->str = dupstr(tl_engine_device(tl_session_engine(s)));
+    else if (!strcmp(name, "dtype")) out->str = dupstr(tl_dtype_name(tl_session_dtype(s)));
+    else if (!strcmp(name, "file_dtype")) out->str = dupstr(tl_dtype_name(tl_session_file_dtype(s)));
     else if (!strcmp(name, "iter_text")) out->str = dupstr(l->iter_text);
     else if (!strcmp(name, "iter_chunk_list")) out->str = dupstr(l->iter_list);
     else if (!strcmp(name, "served_text") || !strcmp(name, "served_chunk_list")) {
@@ -410,7 +535,7 @@ static const char *const action_names[] = {
     "reset", "system", "user", "messages", "raw_prompt", "generation_prompt", "greedy",
     "sampling", "defaults", "max_new_tokens", "stop_strings", "stream_mode", "step", "run",
     "rewind", "force", "force_rank", "highlight", "wrong_readings", "remember", "top_n",
-    "run_iter", "tokenize", "async", "parse_special_in_content", "serve_request", NULL,
+    "run_iter", "tokenize", "async", "parse_special_in_content", "serve_request", "dtype", NULL,
 };
 static const char *const panes[] = { "prompt", "tokens", "logits", "stream", "stop", "timing", "", NULL };
 
@@ -476,11 +601,16 @@ static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *er
         ok = cJSON_IsString(v) || is_count(v, 2147483647.0);
     else if (!strcmp(k, "highlight"))
         ok = cJSON_IsString(v) && in_list(panes, v->valuestring);
+    else if (!strcmp(k, "dtype")) {
+        tl_dtype dt;
+        if (!cJSON_IsString(v) || (strcmp(v->valuestring, "file") && tl_dtype_parse(v->valuestring, &dt)))
+            return fail(err, l, si, "action", k, "expected bf16, f16, f32, q8_0, q4_0 or file");
+    }
     else if (!strcmp(k, "remember")) {
         const cJSON *as = cJSON_GetObjectItemCaseSensitive(v, "as");
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, "field");
         ok = cJSON_IsString(as) && cJSON_IsString(f) && strlen(as->valuestring) < 32
-             && (in_list(num_fields, f->valuestring) || in_list(str_fields, f->valuestring));
+             && (is_num_field(f->valuestring) || is_str_field(f->valuestring));
     }
     return ok ? 0 : fail(err, l, si, "action", k, "wrong type or value (see lessons/README.md)");
 }
@@ -497,9 +627,11 @@ static int check_expect(const tl_lesson *l, int si, const cJSON *e, tl_error *er
         return fail(err, l, si, "expectation", "?", "each expectation is an object with exactly one key");
     const cJSON *v = e->child;
     const char *k = v->string;
-    int is_num = in_list(num_fields, k);
-    if (!is_num && !in_list(str_fields, k))
-        return fail(err, l, si, "expectation", k, "unknown field");
+    int is_num = is_num_field(k);
+    if (!is_num && !is_str_field(k))
+        return fail(err, l, si, "expectation", k, !strncmp(k, "dtype.", 6)
+                    ? "unknown field (dtype.D.X: D bf16, f16, f32, q8_0, q4_0 or file; see lessons/README.md)"
+                    : "unknown field");
     if (is_num ? cJSON_IsNumber(v) : cJSON_IsString(v))
         return 0;
     if (!cJSON_IsObject(v) || !v->child)
@@ -512,7 +644,7 @@ static int check_expect(const tl_lesson *l, int si, const cJSON *e, tl_error *er
             want_str = 0;
         if (want_str ? !cJSON_IsString(op) : !(cJSON_IsNumber(op) || cJSON_IsBool(op)))
             return fail(err, l, si, "expectation", k, "wrong type of comparison value");
-        if (strstr(op->string, "field") && !in_list(num_fields, op->valuestring))
+        if (strstr(op->string, "field") && !is_num_field(op->valuestring))
             return fail(err, l, si, "expectation", k, "compares with an unknown field");
     }
     return 0;
@@ -858,6 +990,13 @@ static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *
         tl_session_set_stream_mode(s, TL_STREAM_HF);
         tl_session_set_add_generation_prompt(s, 1);
         tl_session_set_parse_special_in_content(s, 1);
+        /* the weights as loaded: a lesson's figures (weight_mb, the floor) assume them */
+        return tl_session_set_dtype(s, tl_session_file_dtype(s), err);
+    } else if (!strcmp(k, "dtype")) {
+        tl_dtype dt = tl_session_file_dtype(s);
+        if (strcmp(v->valuestring, "file"))
+            tl_dtype_parse(v->valuestring, &dt);   /* checked when the lesson loaded */
+        return tl_session_set_dtype(s, dt, err);
     } else if (!strcmp(k, "sampling")) {
         tl_sampling p = tl_session_sampling(s);
         for (const cJSON *e = v->child; e; e = e->next) {

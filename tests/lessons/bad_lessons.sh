@@ -26,6 +26,11 @@ expect_error unknown-op.json 'unknown comparison'
 expect_error no-steps.json 'steps: missing or empty'
 expect_error unknown-placeholder.json 'unknown field near "{answer_of_everything}'
 expect_error failing-expectation.json 'step 1: generated is 3, expected 4'
+expect_error unknown-dtype.json 'step 2: action "dtype": expected bf16, f16, f32, q8_0, q4_0 or file'
+expect_error unknown-dtype-field.json 'step 1: expectation "dtype.q2_k.step_mb": unknown field (dtype.D.X'
+expect_error unknown-dtype-compare.json 'expectation "dtype.q8_0.step_mb": compares with an unknown field'
+# a dtype that never ran: its figures are unknown, and a check on them fails saying so
+expect_error failing-dtype.json 'step 1: dtype.q4_0.step_mb is nan, expected gt 0'
 # usage errors: status 2
 "$exe" lesson frobnicate >/dev/null 2>&1; rc=$?; if [ $rc -eq 2 ]; then passes=$((passes+1)); else fails=$((fails+1)); echo "FAIL usage rc=$rc" >&2; fi
 "$exe" lesson check no-such-lesson --model "$model" >/dev/null 2>&1; rc=$?; if [ $rc -eq 2 ]; then passes=$((passes+1)); else fails=$((fails+1)); echo "FAIL unknown id rc=$rc" >&2; fi
