@@ -96,7 +96,7 @@ typedef struct tl_app {
     double run_t0;
     int run_chunks;
     int quit;
-    char message[160];
+    char message[256];
     tl_lesson_ctl lesson;
 } tl_app;
 
@@ -227,6 +227,70 @@ static void force(tl_app *a)
         snprintf(m, sizeof m, "%d", id);
         say(a, "forced token %s instead: the next pass continues from it", m);
     }
+}
+
+/* The row of dt in the session's dtype table; NULL before that dtype ran. */
+static const tl_dtype_row *find_row(const tl_dtype_row *rows, int n, tl_dtype dt)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].dtype == dt)
+            return &rows[i];
+    return NULL;
+}
+
+/* d: the weights in the next dtype of file's -> q8_0 -> q4_0 -> file's. The tokens so far came
+ * from the old weights and the KV cache holds their keys, so generation starts over; what they
+ * measured stays in the Timing pane's table, and the status line says so rather than letting
+ * the answer vanish. */
+static void next_dtype(tl_app *a)
+{
+    tl_dtype file = tl_session_file_dtype(a->s), cur = tl_session_dtype(a->s);
+    tl_dtype cycle[3] = {file, TL_Q8_0, TL_Q4_0}, list[3];
+    int n = 0, at = 0;
+    for (int i = 0; i < 3; i++) {
+        int dup = 0;
+        for (int k = 0; k < n; k++)
+            dup |= list[k] == cycle[i];
+        if (!dup)
+            list[n++] = cycle[i];
+    }
+    for (int i = 0; i < n; i++)
+        if (list[i] == cur)
+            at = i;
+    tl_dtype next = list[(at + 1) % n];
+    const char *lang = a->ui.lang, *from = tl_dtype_name(cur), *to = tl_dtype_name(next);
+    int ng = 0;
+    tl_session_generated_ids(a->s, &ng);
+    /* a big model takes seconds to convert: say so before blocking */
+    snprintf(a->sv.v.next, sizeof a->sv.v.next, I18n_tr(lang, "converting the weights to %s\xE2\x80\xA6"), to);
+    if (g_curses)
+        draw(a);
+    tl_error err;
+    double t0 = now_ms();
+    if (tl_session_set_dtype(a->s, next, &err)) {
+        char m[256];
+        snprintf(m, sizeof m, I18n_tr(lang, "weights stay %s: %s"), from, err.msg);
+        say(a, "%s", m);
+        return;
+    }
+    double conv_ms = now_ms() - t0;
+    apply_request(a);
+    tl_dtype_row rows[TL_DTYPE_COUNT];
+    int nr = tl_session_dtype_rows(a->s, rows, TL_DTYPE_COUNT);
+    const tl_dtype_row *now = find_row(rows, nr, next), *was = find_row(rows, nr, cur);
+    char wb[32], ob[32], t[32], m[256];
+    Format_bytesLang(lang, now ? now->weight_bytes : -1, wb, sizeof wb);
+    Format_bytesLang(lang, was ? was->weight_bytes : -1, ob, sizeof ob);
+    Format_msLang(lang, conv_ms, t, sizeof t);
+    if (ng > 0)
+        snprintf(m, sizeof m, I18n_tr(lang, "weights %s (%s a step): the %d tokens on %s are kept in the Timing table; Space or r prefills again (converted in %s)"),
+                 to, wb, ng, from, t);
+    else
+        snprintf(m, sizeof m, I18n_tr(lang, "weights %s: %s a step instead of %s on %s (converted in %s)"), to, wb, ob, from, t);
+    say(a, "%s", m);
+    a->ui.tok_sel = -1;
+    a->ui.logit_sel = 0;
+    follow(a, PANE_TIMING);
 }
 
 /* ---- run mode ---- */
@@ -621,6 +685,7 @@ static void key(tl_app *a, int is_code, wint_t ch)
     }
     case 'c': u->hf_call = 1; break;
     case 'w': a->show_wrong = !a->show_wrong; follow(a, PANE_TIMING); break;
+    case 'd': next_dtype(a); break;
     case 'n':
         tl_session_reset(a->s);
         u->tok_sel = -1;

@@ -19,7 +19,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tokenloop tui [--model DIR] [--prompt TEXT] [--system TEXT] [--device cpu|cuda]\n"
-            "                     [--threads N] [--async] [--bf16-activations] [--lang en|vi]\n"
+            "                     [--threads N] [--async] [--bf16-activations] [--dtype D] [--lang en|vi]\n"
             "                     [--mono] [--bench-frame [N]]\n"
             "  Steps through generation one forward pass at a time. Without --model: $TOKENLOOP_MODEL,\n"
             "  else the bundled model (assets/models/tl-mini-instruct).\n"
@@ -27,6 +27,8 @@ static void usage(FILE *f)
             "                   pane's unsynchronized reading (trap 2) shows on the CPU too\n"
             "  --bf16-activations  round activations to bf16 in the prefill's bf16 products\n"
             "                   (faster prefill; docs/accuracy.md)\n"
+            "  --dtype D        convert the weights on load: bf16, f16, f32, q8_0 or q4_0 (llama.cpp's\n"
+            "                   blocks); d in the UI cycles the file's dtype, q8_0 and q4_0\n"
             "  --bench-frame N  draw N full frames at 160x48 off screen and print ms per frame\n"
             "  Keys: Space step, r run, \xE2\x86\x90 back, Enter force, ? all keys, q quit.\n");
 }
@@ -53,7 +55,7 @@ static void utf8_locale(void)
 
 int cmd_tui(int argc, char **argv)
 {
-    const char *model = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL;
+    const char *model = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL, *dtype = NULL;
     int threads = 0, bench = 0, mono = 0, async = 0, bf16 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -62,7 +64,8 @@ int cmd_tui(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--system") ||
-                   !strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--lang")) {
+                   !strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--lang") ||
+                   !strcmp(a, "--dtype")) {
             if (!has)
                 return cli_fail(2, "%s: needs a value", a);
             const char *v = argv[++i];
@@ -76,6 +79,11 @@ int cmd_tui(int argc, char **argv)
                 if (strcmp(v, "cpu") && strcmp(v, "cuda"))
                     return cli_fail(2, "--device: %s: expected cpu or cuda", v);
                 device = v;
+            } else if (!strcmp(a, "--dtype")) {
+                tl_dtype dt;
+                if (tl_dtype_parse(v, &dt))
+                    return cli_fail(2, "--dtype: %s: expected bf16, f16, f32, q8_0 or q4_0", v);
+                dtype = v;
             } else if (!strcmp(a, "--threads")) {
                 if (parse_int(v, 0, 1024, &threads))
                     return cli_fail(2, "--threads: %s: expected a number 0..1024", v);
@@ -124,6 +132,7 @@ int cmd_tui(int argc, char **argv)
     so.threads = threads;
     so.async = async;
     so.bf16_activations = bf16;
+    so.dtype = dtype;
     tl_session *s = NULL;
     if (tl_session_open(&s, &so, &err))
         return cli_fail(1, "%s", err.msg);

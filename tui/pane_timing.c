@@ -104,6 +104,56 @@ static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v,
     }
 }
 
+/* A figure of the dtype table: "—" when that dtype has not measured it. */
+static void cell_bytes(const char *lang, double b, char *out, size_t n)
+{
+    if (b < 0)
+        snprintf(out, n, "\xE2\x80\x94");
+    else
+        Format_bytesLang(lang, b, out, n);
+}
+
+/* One row per dtype this session ran (key d): the bytes a decode step reads, the floor they
+ * set and the pace measured on them, side by side, so the class sees how far pace follows
+ * bytes on this machine. Shown once a second dtype has run: with one row it would only repeat
+ * the floor line above. */
+static void dtype_table(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v, const char *lang)
+{
+    if (v->n_dtypes < 2 || *y >= end)
+        return;
+    /* columns: marker, dtype, weights, per step, floor, pace, pace / floor */
+    static const int col[] = {0, 2, 9, 20, 31, 41, 51};
+    static const char *const head[] = {"dtype", "weights", "per step", "floor", "pace", "\xC3\xB7 floor"};
+    attr_t hd = Theme_attr(TA_HEADER);
+    for (int c = 0; c < 6 && col[c + 1] < in.w; c++) {
+        int x = col[c + 1], wd = (c + 2 < 7 ? col[c + 2] : in.w) - x - 1;
+        Draw_text(w, *y, in.x + x, wd < in.w - x ? wd : in.w - x, I18n_tr(lang, head[c]), hd);
+    }
+    (*y)++;
+    for (int i = 0; i < v->n_dtypes && *y < end; i++, (*y)++) {
+        const tl_view_dtype *d = &v->dtypes[i];
+        char cell[6][32];
+        snprintf(cell[0], sizeof cell[0], "%s", d->name);
+        cell_bytes(lang, d->weight_bytes, cell[1], sizeof cell[1]);
+        cell_bytes(lang, d->step_bytes, cell[2], sizeof cell[2]);
+        Format_msLang(lang, d->floor_ms, cell[3], sizeof cell[3]);
+        Format_msLang(lang, d->pace_ms, cell[4], sizeof cell[4]);
+        if (d->pace_ms > 0 && d->floor_ms > 0) {
+            Format_num(lang, d->pace_ms / d->floor_ms, 1, cell[5], sizeof cell[5]);
+            strncat(cell[5], "\xC3\x97", sizeof cell[5] - strlen(cell[5]) - 1);
+        } else
+            snprintf(cell[5], sizeof cell[5], "\xE2\x80\x94");
+        attr_t at = d->current ? Theme_attr(TA_CHOSEN) : A_NORMAL;
+        if (d->current)
+            Draw_text(w, *y, in.x, 2, "\xE2\x96\xB6", at);
+        for (int c = 0; c < 6 && col[c + 1] < in.w; c++)
+            Draw_text(w, *y, in.x + col[c + 1], in.w - col[c + 1], cell[c], at);
+    }
+    fit(w, in, y, end, Theme_attr(TA_DIM),
+        I18n_tr(lang, "per step: weights + the KV cache one decode step reads; floor: \xC3\xB7 the bandwidth; pace: without your pauses; d: next dtype"),
+        I18n_tr(lang, "per step: weights + KV cache \xC2\xB7 pace: no pauses \xC2\xB7 d: next dtype"));
+}
+
 void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
     const char *lang = ui->lang;
@@ -171,6 +221,7 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
             Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
         }
     }
+    dtype_table(w, in, &y, end, v, lang);
     tl_rect ch = {y, in.x, end - y, in.w};
     chart(w, ch, v, ui->lang);
 }

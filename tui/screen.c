@@ -78,7 +78,7 @@ static void help(WINDOW *w, int cols, int rows, const tl_ui *ui)
         "i           <|...|> typed in a message: special tokens / plain text",
         "e / S / x   edit the message / the system prompt / an example",
         "h           streamer: hf TextStreamer \xE2\x86\x94 server mode",
-        "w / u       the two wrong timings / async: passes queued like a GPU",
+        "w / u / d   wrong timings / async like a GPU / weights q8_0, q4_0",
         "n           new conversation (same prompt, from the start)",
         "Tab / 1-6   focus a pane (a tab on small terminals)",
         "c           the same settings as a transformers call",
@@ -155,7 +155,11 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
         Format_num(ui->lang, v->top_p, 2, pv, sizeof pv);
         snprintf(s, sizeof s, "T %s \xC2\xB7 top-k %d \xC2\xB7 top-p %s", tv, v->top_k, pv);
     }
-    snprintf(t, sizeof t, " tokenloop \xC2\xB7 %s \xC2\xB7 %s \xC2\xB7 %s \xC2\xB7 %s%s", v->model_name, v->device, s,
+    /* converted weights are named: every figure on screen is about them, not the file's */
+    char dt[64] = "";
+    if (v->dtype[0] && strcmp(v->dtype, v->file_dtype))
+        snprintf(dt, sizeof dt, T(" \xC2\xB7 %s weights"), v->dtype);
+    snprintf(t, sizeof t, " tokenloop \xC2\xB7 %s \xC2\xB7 %s%s \xC2\xB7 %s \xC2\xB7 %s%s", v->model_name, v->device, dt, s,
              v->stream_server ? T("server stream") : T("hf stream"), ui->mono ? T(" \xC2\xB7 mono") : "");
     Draw_fill(w, 0, 0, cols, Theme_attr(TA_TITLE));
     Draw_text(w, 0, 0, cols, t, Theme_attr(TA_TITLE));

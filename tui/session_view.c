@@ -292,6 +292,22 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->wrong_prompt_tps = mr.prompt_as_output_tokens_per_s;
     v->wrong_unsynced_ms = mr.unsynced_applicable ? mr.unsynced_tpot_ms : -1;
     v->async = e ? tl_engine_async(e) : 0;
+    /* the weights: a row per dtype this session ran, as the session keeps them */
+    snprintf(v->dtype, sizeof v->dtype, "%s", tl_dtype_name(tl_session_dtype(s)));
+    snprintf(v->file_dtype, sizeof v->file_dtype, "%s", tl_dtype_name(tl_session_file_dtype(s)));
+    tl_dtype_row dr[TL_DTYPE_COUNT];
+    int nd = tl_session_dtype_rows(s, dr, TL_DTYPE_COUNT);
+    v->n_dtypes = 0;
+    for (int i = 0; i < nd && i < TL_VIEW_MAX_DTYPES; i++) {
+        tl_view_dtype *d = &v->dtypes[v->n_dtypes++];
+        snprintf(d->name, sizeof d->name, "%s", tl_dtype_name(dr[i].dtype));
+        d->weight_bytes = dr[i].weight_bytes;
+        d->step_bytes = dr[i].step_bytes;
+        d->floor_ms = dr[i].floor_ms;
+        d->pace_ms = dr[i].pace_ms;
+        d->generated = dr[i].generated;
+        d->current = dr[i].dtype == tl_session_dtype(s);
+    }
     /* the chart: each decode pass's own (synchronized) time, so pauses between key presses
      * do not show as slow tokens */
     size_t scap = (size_t)sv->step_cap;

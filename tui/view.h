@@ -9,6 +9,7 @@
 #define TL_VIEW_MAX_ROWS 64      /* logits rows (TL_MAX_TOP) */
 #define TL_VIEW_MAX_STOPS 8
 #define TL_VIEW_MAX_EOS 8
+#define TL_VIEW_MAX_DTYPES 8
 
 /* Byte classes of the rendered prompt. */
 enum {
@@ -32,6 +33,17 @@ typedef struct tl_view_row {
     float prob;                 /* the model's own softmax (T = 1), before any setting */
     int cut_k, cut_p, chosen, forced;
 } tl_view_row;
+
+/* One row of the session's dtype table (tl_session_dtype_rows): what one dtype of the weights
+ * measured in its last generation. Figures < 0 are unknown. */
+typedef struct tl_view_dtype {
+    char name[8];
+    double weight_bytes;        /* the weights a decode step reads */
+    double step_bytes;          /* those plus the KV cache */
+    double floor_ms, pace_ms;   /* pace: the metrics' headline, without key-press pauses */
+    int generated;
+    int current;                /* the dtype running now */
+} tl_view_dtype;
 
 typedef struct tl_view {
     /* title */
@@ -108,12 +120,15 @@ typedef struct tl_view {
     double wrong_prompt_tps;    /* counting the prompt as output */
     double wrong_unsynced_ms;   /* < 0: not applicable (synchronous backend) */
     int async;                  /* passes are queued (a GPU, or the CPU with u) */
+    char dtype[8], file_dtype[8];   /* the weights' dtype now, and as loaded */
+    tl_view_dtype dtypes[TL_VIEW_MAX_DTYPES];
+    int n_dtypes;
 
     /* state */
     int running;
     int queue_put, queue_got;   /* while running: the iterator queue's chunks in and out */
     char next[96];              /* "next: prefill 37 tokens" */
-    char message[160];          /* last notice or error, shown on the status line */
+    char message[256];          /* last notice or error, shown on the status line */
 } tl_view;
 
 #endif

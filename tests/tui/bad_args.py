@@ -25,6 +25,10 @@ cases = [
     (["tui", "--lang", "fr", "--model", model], 2, "--lang"),
     (["tui", "--prompt", "", "--model", model], 2, "--prompt"),
     (["tui", "--bench-frame", "zero", "--model", model], 2, "--bench-frame"),
+    (["tui", "--dtype", "q3_k", "--model", model], 2, "--dtype"),
+    (["tui", "--dtype"], 2, "--dtype"),
+    # the test model's widths (64, 176) are no multiple of 32: the conversion says which matrix
+    (["tui", "--dtype", "q4_0", "--model", model, "--bench-frame", "1"], 1, "width is not a multiple of 32"),
     (["tui", "--model", "/nonexistent/model", "--bench-frame", "1"], 1, "/nonexistent/model"),
     (["tui", "--model", bad_model, "--bench-frame", "1"], 1, bad_model),
     (["--bogus-default-option"], 2, "--bogus-default-option"),

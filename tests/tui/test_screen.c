@@ -345,6 +345,62 @@ static void test_teaching(tl_view *v, tl_ui *ui)
     snprintf(ui->lang, sizeof ui->lang, "en");
 }
 
+/* The Timing pane's dtype table (key d): hidden while one dtype has run (the floor line says
+ * it), then one row per dtype with the current one marked, "—" for what a dtype has not
+ * measured, every column inside the pane at 160x48 and in the 80x24 tab, in en and vi; the
+ * title names converted weights. */
+static void test_dtypes(tl_view *v, tl_ui *ui)
+{
+    snprintf(v->dtype, sizeof v->dtype, "bf16");
+    snprintf(v->file_dtype, sizeof v->file_dtype, "bf16");
+    v->n_dtypes = 1;
+    v->dtypes[0] = (tl_view_dtype){"bf16", 35.7e6, 35.8e6, 1.12, 3.86, 8, 1};
+    ui->active = PANE_TIMING;
+    ui->lesson_open = 0;
+    resizeterm(48, 160);
+    Screen_draw(stdscr, 160, 48, v, ui);
+    grab(48, 160);
+    TL_CHECK(find_row("per step") < 0);
+    TL_CHECK(find_row("weights \xC2\xB7") < 0);   /* the file's dtype: no note in the title */
+    v->n_dtypes = 3;
+    v->dtypes[0].current = 0;
+    v->dtypes[1] = (tl_view_dtype){"q8_0", 19.0e6, 19.0e6, 0.60, 1.50, 8, 0};
+    v->dtypes[2] = (tl_view_dtype){"q4_0", 10.0e6, -1, -1, -1, 0, 1};   /* converted, not run yet */
+    snprintf(v->dtype, sizeof v->dtype, "q4_0");
+    const int sizes[][2] = {{160, 48}, {80, 24}};
+    for (int z = 0; z < 2; z++) {
+        int cols = sizes[z][0], rows = sizes[z][1];
+        resizeterm(rows, cols);
+        Screen_draw(stdscr, cols, rows, v, ui);
+        grab(rows, cols);
+        TL_CHECK(all_widths_ok());
+        TL_CHECK_MSG(find_row("q4_0 weights") == 0, "%dx%d: the title names the converted weights", cols, rows);
+        int h = find_row("dtype  weights");
+        TL_CHECK_MSG(h > 0, "%dx%d: the table's header", cols, rows);
+        TL_CHECK(h > 0 && strstr(screen[h], "per step") && strstr(screen[h], "floor") && strstr(screen[h], "pace"));
+        TL_CHECK_MSG(h > 0 && strstr(screen[h + 1], "  bf16   35.7 MB    35.8 MB    1.12 ms   3.86 ms   3.4\xC3\x97"),
+                     "%dx%d: %s", cols, rows, h > 0 ? screen[h + 1] : "");
+        TL_CHECK(h > 0 && strstr(screen[h + 2], "  q8_0   19.0 MB    19.0 MB    0.60 ms   1.50 ms   2.5\xC3\x97"));
+        TL_CHECK_MSG(h > 0 && strstr(screen[h + 3], "\xE2\x96\xB6 q4_0   10.0 MB    \xE2\x80\x94          \xE2\x80\x94         \xE2\x80\x94         \xE2\x80\x94"),
+                     "%dx%d: %s", cols, rows, h > 0 ? screen[h + 3] : "");
+        TL_CHECK(h > 0 && strstr(screen[h + 4], "d: next dtype"));
+    }
+    /* Vietnamese: the headers and the legend translated, the comma decimal mark */
+    snprintf(ui->lang, sizeof ui->lang, "vi");
+    Screen_draw(stdscr, 80, 24, v, ui);
+    grab(24, 80);
+    TL_CHECK(all_widths_ok());
+    TL_CHECK(find_row("tr\xE1\xBB\x8Dng s\xE1\xBB\x91 q4_0") == 0);
+    int h = find_row("dtype  tr\xE1\xBB\x8Dng s\xE1\xBB\x91");
+    TL_CHECK(h > 0 && strstr(screen[h], "m\xE1\xBB\x97i b\xC6\xB0\xE1\xBB\x9B\x63"));
+    TL_CHECK(h > 0 && strstr(screen[h + 1], "35,7 MB") && strstr(screen[h + 1], "3,4\xC3\x97"));
+    TL_CHECK(find_row("per step") < 0 && find_row("next dtype") < 0);
+    snprintf(ui->lang, sizeof ui->lang, "en");
+    v->n_dtypes = 0;
+    v->dtype[0] = v->file_dtype[0] = 0;
+    ui->active = PANE_LOGITS;
+}
+
 int main(void)
 {
     if (!setlocale(LC_ALL, "C.UTF-8"))
@@ -453,6 +509,7 @@ int main(void)
     ui.help = 0;
 
     test_teaching(&v, &ui);
+    test_dtypes(&v, &ui);
 
     /* too small */
     resizeterm(10, 30);

@@ -15,6 +15,110 @@
 #include "tl_test.h"
 #include "tokenloop/tokenizer.h"
 
+/* The Timing pane's dtype table from a session that ran the same request on three dtypes (the
+ * bundled model: its widths are multiples of 32): a row each, in the order first used, every
+ * figure the session's own, the current one marked; then drawn, as the pane shows it. */
+static void dtype_table(const char *model)
+{
+    char cfg[4200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", model);
+    if (access(cfg, R_OK)) {
+        fprintf(stderr, "%s: absent: the dtype table is not checked\n", model);
+        return;
+    }
+    tl_session_opts o;
+    memset(&o, 0, sizeof o);
+    o.model_dir = model;
+    o.threads = 1;
+    o.bandwidth_gbs = 10;
+    tl_session *s;
+    tl_error err;
+    if (tl_session_open(&s, &o, &err)) {
+        TL_CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    tl_sampling sp = tl_session_sampling(s);
+    sp.greedy = 1;
+    tl_session_set_sampling(s, sp);
+    tl_session_set_max_new_tokens(s, 4);
+    TL_CHECK_INT(tl_session_set_user(s, NULL, "What is the capital of France?", &err), 0);
+    const tl_dtype order[3] = {tl_session_file_dtype(s), TL_Q8_0, TL_Q4_0};
+    TL_CHECK_INT(order[0], TL_BF16);
+    for (int i = 0; i < 3; i++) {
+        TL_CHECK_INT(tl_session_set_dtype(s, order[i], &err), 0);
+        TL_CHECK_INT(tl_session_n_steps(s), 0);   /* a new dtype starts over: the prefill again */
+        TL_CHECK_INT(tl_generate(s, NULL, NULL, &err), TL_SESSION_DONE);
+    }
+    /* back to q8_0 without running: its row keeps what it measured */
+    TL_CHECK_INT(tl_session_set_dtype(s, TL_Q8_0, &err), 0);
+    static tl_sview sv;
+    static tl_ui ui;
+    ui.tok_sel = -1;
+    sv.v.logit_rows = 10;
+    SessionView_fill(&sv, s, &ui);
+    tl_view *v = &sv.v;
+    tl_dtype_row rows[TL_DTYPE_COUNT];
+    int n = tl_session_dtype_rows(s, rows, TL_DTYPE_COUNT);
+    TL_CHECK_INT(n, 3);
+    TL_CHECK_INT(v->n_dtypes, n);
+    TL_CHECK_STR(v->dtype, "q8_0");
+    TL_CHECK_STR(v->file_dtype, "bf16");
+    for (int i = 0; i < n && i < v->n_dtypes; i++) {
+        const tl_view_dtype *d = &v->dtypes[i];
+        TL_CHECK_INT(rows[i].dtype, order[i]);
+        TL_CHECK_STR(d->name, tl_dtype_name(order[i]));
+        TL_CHECK_NEAR(d->weight_bytes, rows[i].weight_bytes, 0);
+        TL_CHECK_NEAR(d->step_bytes, rows[i].step_bytes, 0);
+        TL_CHECK_NEAR(d->floor_ms, rows[i].floor_ms, 0);
+        TL_CHECK_NEAR(d->pace_ms, rows[i].pace_ms, 0);
+        TL_CHECK_INT(d->generated, rows[i].generated);
+        TL_CHECK_INT(d->current, order[i] == TL_Q8_0);
+        TL_CHECK(d->step_bytes > d->weight_bytes && d->pace_ms > 0);
+        TL_CHECK_NEAR(d->floor_ms, d->step_bytes / 10e9 * 1e3, 1e-9);   /* the fixed 10 GB/s */
+    }
+    /* llama.cpp's blocks: 34 and 18 bytes per 32 weights against bf16's 64 (norms stay fp32) */
+    TL_CHECK(v->dtypes[1].weight_bytes / v->dtypes[0].weight_bytes > 0.52 &&
+             v->dtypes[1].weight_bytes / v->dtypes[0].weight_bytes < 0.55);
+    TL_CHECK(v->dtypes[2].weight_bytes / v->dtypes[0].weight_bytes > 0.27 &&
+             v->dtypes[2].weight_bytes / v->dtypes[0].weight_bytes < 0.30);
+
+    /* drawn: the Timing pane at 80 columns, a row per dtype, q8_0 marked */
+    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
+    SCREEN *scr = out && in ? newterm("xterm-256color", out, in) : NULL;
+    if (!scr)
+        scr = out && in ? newterm("vt100", out, in) : NULL;
+    if (scr) {
+        set_term(scr);
+        resizeterm(24, 80);
+        ui.active = PANE_TIMING;
+        snprintf(ui.lang, sizeof ui.lang, "en");
+        Screen_draw(stdscr, 80, 24, v, &ui);
+        char line[24][256];
+        int head = -1;
+        for (int y = 0; y < 24; y++) {
+            mvwinnstr(stdscr, y, 0, line[y], 255);
+            if (strstr(line[y], "dtype  weights"))
+                head = y;
+        }
+        TL_CHECK(head > 0);
+        for (int i = 0; head > 0 && i < 3; i++) {
+            char want[64];
+            snprintf(want, sizeof want, "%s   %.1f MB", tl_dtype_name(order[i]), v->dtypes[i].weight_bytes / 1e6);
+            TL_CHECK_MSG(strstr(line[head + 1 + i], want) != NULL, "row %d: want \"%s\" in %s", i, want, line[head + 1 + i]);
+        }
+        TL_CHECK(head > 0 && strstr(line[0], "q8_0 weights") != NULL);
+        endwin();
+        delscreen(scr);
+    } else
+        fprintf(stderr, "no terminal description: the table is not drawn\n");
+    if (out)
+        fclose(out);
+    if (in)
+        fclose(in);
+    SessionView_free(&sv);
+    tl_session_free(s);
+}
+
 int main(int argc, char **argv)
 {
     setlocale(LC_ALL, "C.UTF-8");
@@ -233,7 +337,19 @@ int main(int argc, char **argv)
     SessionView_holdReason("en", 0, r, sizeof r);
     TL_CHECK_STR(r, "");
 
+    /* d on weights whose widths are no multiple of 32 (this checkpoint's 176): one error line
+     * naming the matrix, and the session keeps its weights and its answer */
+    int before = tl_session_n_steps(s);
+    TL_CHECK(tl_session_set_dtype(s, TL_Q8_0, &err) == -1);
+    TL_CHECK(strstr(err.msg, "not a multiple of 32") != NULL && !strchr(err.msg, '\n'));
+    TL_CHECK_INT(tl_session_dtype(s), tl_session_file_dtype(s));
+    TL_CHECK_INT(tl_session_n_steps(s), before);
+    SessionView_fill(&sv, s, &ui);
+    TL_CHECK_INT(v->n_dtypes, 1);
+
     SessionView_free(&sv);
     tl_session_free(s);
+    if (argc > 2)
+        dtype_table(argv[2]);
     return TL_TEST_END("tui_session_view");
 }
