@@ -175,6 +175,32 @@ def main():
         s, m = wait_for(lambda s: "run to the stop" not in s, "the help to close", 10)
         check(m, "any key closes the help")
 
+        # d: the weights in the next dtype. The answer goes (the status line says where its
+        # figures are kept); after a run on each, the Timing pane has a row per dtype
+        def table_rows(s):
+            return [l for l in s.split("\n") if re.search(r"(\u25b6|\s)\s(bf16|q8_0|q4_0)\s+\d+\.\d+ MB", l)]
+        for k, dt in enumerate(("q8_0", "q4_0", "bf16")):
+            tmux("send-keys", "-t", "t", "d")
+            s, m = wait_for(lambda s, dt=dt: re.search(r"next: prefill %d tokens" % n_prompt, s)
+                            and ((dt + " weights") in s.split("\n")[0]) == (dt != "bf16"), "the %s weights" % dt, 60)
+            check(m, "d: the weights are %s, the title says so, the next step prefills again" % dt)
+            if k == 0:
+                check("kept in the Timing table" in s or not big and "weights q8_0" in s,
+                      "d: the status line says the answer's figures stay in the Timing table")
+            if dt != "bf16":
+                tmux("send-keys", "-t", "t", "r")
+                wait_for(lambda s: re.search(r"(STOPPED: |stop: )", s), "a stop on %s" % dt, 120)
+        rows = table_rows(s)
+        check([re.search(r"(bf16|q8_0|q4_0)", r).group(1) for r in rows] == ["bf16", "q8_0", "q4_0"],
+              "after d three times: the Timing table has a row per dtype %s" % rows)
+        check(len(rows) == 3 and "\u25b6 bf16" in rows[0], "the current dtype (bf16 again) is marked")
+        screen_sane(s, COLS, ROWS, "the dtype table")
+        # back where the test was: an answer on bf16, one token stepped back
+        tmux("send-keys", "-t", "t", "r")
+        wait_for(lambda s: re.search(r"(STOPPED: |stop: )", s), "a stop on bf16", 120)
+        tmux("send-keys", "-t", "t", "Left")
+        wait_for(lambda s: re.search(r"next: decode token", s), "one token back on bf16", 20)
+
         # a with tokens on screen: the first press only says what it would throw away
         tmux("send-keys", "-t", "t", "a")
         s, m = wait_for(lambda s: "a again = add_generation_prompt off" in s, "the start-over warning", 20)

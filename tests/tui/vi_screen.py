@@ -137,6 +137,19 @@ def main():
         tmux("send-keys", "-t", "t", "Escape")
         wait_for(lambda s: "ch\u1ea1y t\u1edbi khi d\u1eebng" not in s, "the key list to close", 10)
 
+        # d: the weights in q8_0 (the status line and the title say so), a run on them, and the
+        # Timing pane's table of the two dtypes
+        tmux("send-keys", "-t", "t", "d")
+        s, m = wait_for(lambda s: "tr\u1ecdng s\u1ed1 q8_0" in s and "prefill" in s, "the q8_0 weights", 60)
+        check(m, "d: the weights are q8_0, said in Vietnamese")
+        no_english(s, "after d", probes)
+        tmux("send-keys", "-t", "t", "r")
+        wait_for(lambda s: "\u0110\u00c3 D\u1eeaNG" in s or "d\u1eebng: " in s, "a stop on q8_0", 120)
+        tmux("send-keys", "-t", "t", "6")
+        s, m = wait_for(lambda s: "m\u1ed7i b\u01b0\u1edbc" in s and "q8_0" in s, "the dtype table", 10)
+        check(m, "the Timing pane's table of dtypes, in Vietnamese")
+        no_english(s, "the dtype table", probes)
+
         tmux("send-keys", "-t", "t", "l")
         s, m = wait_for(lambda s: "B\u00e0i h\u1ecdc (l)" in s, "the lesson list", 10)
         check(m, "l opens the lesson list in Vietnamese")
