@@ -1,7 +1,7 @@
 /* Test driver: runs a script of step-API calls on a model directory and writes what each
  * forward pass produced, for tests/reference/check_engine.py to compare with NumPy.
  *
- *   engine_dump MODEL_DIR OUT [--capacity N] [--bf16-activations] OP...
+ *   engine_dump MODEL_DIR OUT [--capacity N] [--bf16-activations] [--dtype D] OP...
  *     prefill:1,2,3   decode:5   rewind:2   greedy:N (N decodes, each feeding the argmax)
  *
  * OUT.txt gets one line per pass "<op> <position after> <token fed or -1>", OUT.f32 the
@@ -70,9 +70,13 @@ int main(int argc, char **argv)
         return 2;
     }
     int first = 3, capacity = 0, exact = 1;
+    const char *dtype = NULL;
     for (;;) {
         if (first + 1 < argc && !strcmp(argv[first], "--capacity")) {
             capacity = atoi(argv[first + 1]);
+            first += 2;
+        } else if (first + 1 < argc && !strcmp(argv[first], "--dtype")) {
+            dtype = argv[first + 1];
             first += 2;
         } else if (first < argc && !strcmp(argv[first], "--bf16-activations")) {
             exact = 0;
@@ -89,8 +93,16 @@ int main(int argc, char **argv)
     FILE *txt = fopen(path, "w");
     snprintf(path, sizeof path, "%s.f32", argv[2]);
     FILE *bin = fopen(path, "wb");
-    int rc = !txt || !bin || tl_model_load(&m, argv[1], &err) ||
-             tl_engine_create(&e, m, tl_backend_cpu(), 0, capacity, &err) || tl_engine_set_exact(e, exact, &err);
+    tl_dtype dt;
+    int rc = !txt || !bin || tl_model_load(&m, argv[1], &err);
+    if (!rc && dtype) {   /* the weights converted on load, as generate --dtype does */
+        tl_model *conv = NULL;
+        rc = tl_dtype_parse(dtype, &dt) ? tl_error_set(&err, "--dtype: %s: unknown", dtype)
+                                        : tl_model_convert(&conv, m, dt, &err);
+        tl_model_free(m);
+        m = conv;
+    }
+    rc = rc || tl_engine_create(&e, m, tl_backend_cpu(), 0, capacity, &err) || tl_engine_set_exact(e, exact, &err);
     for (int i = first; !rc && i < argc; i++)
         rc = run_op(e, argv[i], txt, bin, &err);
     if (rc)

@@ -206,6 +206,88 @@ static void test_hugepage_copy(const char *dir, const tl_model *mapped)
     tl_model_free(m);   /* frees the copies (ASan's leak check) */
 }
 
+/* tl_model_convert: a width that is not whole blocks is refused naming the tensor; a
+ * conversion to the model's own dtype is a copy (logits bit for bit); every conversion is
+ * self-contained (the source freed first: ASan), tied weights stay one tensor, and the bytes a
+ * step reads are the blocks' (34 and 18 bytes per 32 weights). */
+static void test_convert(const tl_model *m)
+{
+    tl_error err = {{0}};
+    tl_model *c = NULL;
+    int whole = m->cfg.intermediate_size % 32 == 0 && m->cfg.hidden_size % 32 == 0 &&
+                m->cfg.n_heads * m->cfg.head_dim % 32 == 0;
+    if (!whole) {
+        TL_CHECK_INT(tl_model_convert(&c, m, TL_Q4_0, &err), -1);
+        TL_CHECK_MSG(c == NULL && strstr(err.msg, "--dtype q4_0") && strstr(err.msg, "multiple of 32"),
+                     "refused: %s", err.msg);
+    }
+    const tl_dtype own = m->layers[0].wq.dtype;
+    TL_CHECK_INT(tl_model_convert(&c, m, own, &err), 0);
+    if (c) {
+        tl_engine *a = engine(m, 0), *b = engine(c, 0);
+        TL_CHECK_INT(tl_engine_prefill(a, prompt, N_PROMPT, &err), 0);
+        TL_CHECK_INT(tl_engine_prefill(b, prompt, N_PROMPT, &err), 0);
+        TL_CHECK_MSG(rel_err(tl_engine_logits(a), tl_engine_logits(b), m->cfg.vocab_size) == 0,
+                     "a conversion to %s (its own dtype) keeps the logits", tl_dtype_name(own));
+        /* the same bytes, but for the norms, which a conversion keeps in fp32 */
+        uint64_t norms = (uint64_t)(2 * m->cfg.n_layers + 1) * (uint64_t)m->cfg.hidden_size;
+        TL_CHECK(c->n_params == m->n_params &&
+                 c->weight_bytes == m->weight_bytes + norms * (4 - tl_dtype_size(m->final_norm.dtype)));
+        TL_CHECK_INT(c->lm_head.data == c->embed.data, m->lm_head.data == m->embed.data);
+        tl_engine_free(a);
+        tl_engine_free(b);
+        tl_model_free(c);
+    }
+    /* a synthetic model of whole blocks, converted to every dtype after its source is gone */
+    tl_config cfg = m->cfg;
+    cfg.hidden_size = 64;
+    cfg.intermediate_size = 128;
+    cfg.n_heads = 4;
+    cfg.n_kv_heads = 2;
+    cfg.head_dim = 16;
+    tl_model *s = NULL;
+    TL_CHECK_INT(tl_model_synthetic(&s, &cfg, TL_BF16, 3, &err), 0);
+    for (int dt = 0; s && dt < TL_DTYPE_COUNT; dt++) {
+        tl_model *src = NULL;
+        TL_CHECK_INT(tl_model_synthetic(&src, &cfg, TL_BF16, 3, &err), 0);
+        if (!src || tl_model_convert(&c, src, (tl_dtype)dt, &err)) {
+            TL_CHECK_MSG(0, "convert to %s: %s", tl_dtype_name((tl_dtype)dt), err.msg);
+            tl_model_free(src);
+            continue;
+        }
+        tl_model_free(src);
+        uint64_t want = 0;
+        const int64_t d = 64, ff = 128, q = 64, kv = 32, V = cfg.vocab_size;
+        const size_t b = tl_dtype_block_bytes((tl_dtype)dt), k = (size_t)tl_dtype_block((tl_dtype)dt);
+        want += (uint64_t)(V * d / (int64_t)k) * b + 4 * (uint64_t)d;   /* lm_head (+ the final norm, fp32) */
+        const int tied = s->lm_head.data == s->embed.data;   /* (a synthetic model decides itself) */
+        if (!tied)
+            want += (uint64_t)(d / (int64_t)k) * b;                  /* one embedding row */
+        want += (uint64_t)cfg.n_layers * ((uint64_t)((q * d + 2 * kv * d + d * q + 3 * ff * d) / (int64_t)k) * b +
+                                          2 * 4 * (uint64_t)d);
+        TL_CHECK_MSG(c->weight_bytes == want, "%s: weight_bytes %llu, want %llu", tl_dtype_name((tl_dtype)dt),
+                     (unsigned long long)c->weight_bytes, (unsigned long long)want);
+        TL_CHECK_INT(c->lm_head.data == c->embed.data, tied);
+        TL_CHECK_INT((int)c->layers[0].w_down.dtype, dt);
+        TL_CHECK_INT((int)c->layers[0].attn_norm.dtype, TL_F32);
+        tl_engine *e = engine(c, 0);
+        int ok = e && tl_engine_prefill(e, prompt, N_PROMPT, &err) == 0 && tl_engine_decode(e, 7, &err) == 0;
+        TL_CHECK_MSG(ok, "%s runs: %s", tl_dtype_name((tl_dtype)dt), err.msg);
+        if (ok) {   /* against the bf16 source's logits: the quantization's size, not garbage */
+            tl_engine *r = engine(s, 0);
+            TL_CHECK_INT(tl_engine_prefill(r, prompt, N_PROMPT, &err), 0);
+            TL_CHECK_INT(tl_engine_decode(r, 7, &err), 0);
+            double e_rel = rel_err(tl_engine_logits(e), tl_engine_logits(r), cfg.vocab_size);
+            TL_CHECK_MSG(e_rel < (dt == TL_Q4_0 ? 0.5 : dt == TL_Q8_0 ? 0.1 : 1e-2), "%s: logits %.3g from bf16's",
+                         tl_dtype_name((tl_dtype)dt), e_rel);
+            tl_engine_free(r);
+        }
+        tl_engine_free(e);
+        tl_model_free(c);
+    }
+    tl_model_free(s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -225,6 +307,7 @@ int main(int argc, char **argv)
         test_bad_ids(m);
         test_accounting(m);
         test_hugepage_copy(argv[i], m);
+        test_convert(m);
         tl_model_free(m);
     }
     return TL_TEST_END("test_engine");

@@ -136,7 +136,18 @@ def main():
         (["--model", llama, "--ids"], 2),
         (["--model", llama, "--messages", "/nonexistent/messages.json"], 1),
         (["--model", llama, "--system", "x", "--ids", "1"], 2),
+        (["--model", llama, "--ids", "1", "--dtype", "q5_k"], 2),
+        (["--model", llama, "--ids", "1", "--dtype"], 2),
     ]
+    # --dtype: the weights converted on load; the JSON says which, and the bytes a step reads
+    r = run(exe, "--model", llama, "--ids", "128000,791", "--max-new-tokens", "2", "--json")
+    r4 = run(exe, "--model", llama, "--ids", "128000,791", "--max-new-tokens", "2", "--json", "--dtype", "q4_0")
+    if r.returncode == 0 and r4.returncode == 0:
+        j, j4 = json.loads(r.stdout), json.loads(r4.stdout)
+        check(j4["dtype"] == "q4_0" and j4["file_dtype"] == j["dtype"] == j["file_dtype"], "dtype fields")
+        check(j4["weight_bytes"] < 0.5 * j["weight_bytes"], f"q4_0 reads {j4['weight_bytes']} of {j['weight_bytes']}")
+    else:
+        check(False, f"--dtype q4_0 run: {r4.stderr.strip()}")
     r = run(exe, "--ids", "1", env={"TOKENLOOP_MODEL": os.path.join(models, "missing")})
     check(r.returncode == 1 and r.stderr.startswith("tokenloop: ") and len(r.stderr.strip().splitlines()) == 1,
           f"TOKENLOOP_MODEL missing: {r.returncode} {r.stderr!r}")

@@ -499,9 +499,71 @@ static void bad_input(void)
     TL_CHECK(tl_session_open(&s, &o, &err) != 0 && s == NULL);
 }
 
+/* The weights' dtype changed mid-lesson: the request stays, the generation is cleared (its
+ * cache came from the other weights), each dtype keeps its row, and going back to the file's
+ * dtype runs the loaded weights again, not a conversion of a conversion. */
+static void dtype_switch(void)
+{
+    tl_error err = {{0}};
+    tl_session *s = open_variant("llama31", NULL, NULL);
+    if (!s) return;
+    const tl_model *loaded = tl_session_model(s);
+    const tl_dtype file = tl_session_file_dtype(s);
+    tl_session_set_sampling(s, greedy());
+    tl_session_set_max_new_tokens(s, 5);
+    TL_CHECK_INT(tl_session_set_user(s, NULL, "Hello there", &err), 0);
+    run(s);
+    int n_prompt, n0;
+    tl_session_prompt_ids(s, &n_prompt);
+    tl_session_generated_ids(s, &n0);
+    const tl_dtype seq[] = {TL_Q8_0, TL_Q4_0, file};
+    for (int k = 0; k < 3; k++) {
+        TL_CHECK_INT(tl_session_set_dtype(s, seq[k], &err), 0);
+        TL_CHECK_INT((int)tl_session_dtype(s), (int)seq[k]);
+        TL_CHECK_INT(tl_session_n_steps(s), 0);   /* the answer on the other weights is gone ... */
+        int n;
+        tl_session_prompt_ids(s, &n);
+        TL_CHECK_INT(n, n_prompt);                /* ... the request is not */
+        TL_CHECK_MSG(tl_session_message(s, "user") && !strcmp(tl_session_message(s, "user"), "Hello there"),
+                     "the user message stays");
+        run(s);
+    }
+    TL_CHECK_MSG(tl_session_model(s) == loaded, "back to %s: the loaded weights run again", tl_dtype_name(file));
+    tl_dtype_row rows[TL_DTYPE_COUNT];
+    int nr = tl_session_dtype_rows(s, rows, TL_DTYPE_COUNT);
+    TL_CHECK_INT(nr, 3);
+    if (nr == 3) {
+        TL_CHECK_INT((int)rows[0].dtype, (int)file);
+        TL_CHECK_INT((int)rows[1].dtype, TL_Q8_0);
+        TL_CHECK_INT((int)rows[2].dtype, TL_Q4_0);
+        for (int i = 0; i < 3; i++)
+            TL_CHECK_MSG(rows[i].generated > 0 && rows[i].n_first > 0 && rows[i].step_bytes > rows[i].weight_bytes &&
+                             rows[i].floor_ms > 0,
+                         "row %d: %d generated, step %.0f bytes", i, rows[i].generated, rows[i].step_bytes);
+        TL_CHECK_MSG(rows[2].weight_bytes < rows[1].weight_bytes && rows[1].weight_bytes < rows[0].weight_bytes,
+                     "bytes a step reads: %.0f (q4_0) < %.0f (q8_0) < %.0f", rows[2].weight_bytes,
+                     rows[1].weight_bytes, rows[0].weight_bytes);
+    }
+    TL_CHECK_INT(tl_session_set_dtype(s, (tl_dtype)99, &err), -1);
+    TL_CHECK(strstr(err.msg, "unknown") != NULL);
+    tl_session_free(s);
+
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/llama31", root);
+    tl_session_opts o = {.model_dir = dir, .threads = 1, .dtype = "q5_k"};
+    s = NULL;
+    TL_CHECK(tl_session_open(&s, &o, &err) != 0 && s == NULL);
+    TL_CHECK_MSG(strstr(err.msg, "--dtype") && strstr(err.msg, "q5_k"), "%s", err.msg);
+    o.dtype = "q4_0";
+    TL_CHECK_INT(tl_session_open(&s, &o, &err), 0);
+    if (s) TL_CHECK_INT((int)tl_session_dtype(s), TL_Q4_0);
+    tl_session_free(s);
+}
+
 int main(int argc, char **argv)
 {
     root = argc > 1 ? argv[1] : "models";
+    dtype_switch();
     steps_and_budgets();
     eos_and_stop_string();
     rewind_and_branch();

@@ -68,6 +68,10 @@ bad = [
     (("--synthetic", "tiny", "--frobnicate"), 2, "--frobnicate"),
     (("--synthetic", "tiny", "--prompt-tokens", "2000", "--new-tokens", "100"), 2, "context"),
     (("--model", "/nonexistent/model"), 1, "/nonexistent/model"),
+    (("--synthetic", "tiny", "--dtype", "q5_k"), 2, "--dtype"),
+    (("--synthetic", "tiny", "--dtype"), 2, "--dtype"),
+    # tiny's feed-forward is 688 wide: not whole 32-value blocks
+    (("--synthetic", "tiny", "--dtype", "q4_0", "--new-tokens", "2", "--prompt-tokens", "2"), 1, "multiple of 32"),
 ]
 for args, status, word in bad:
     r = run(*args)

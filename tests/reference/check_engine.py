@@ -1,6 +1,11 @@
 """Runs tests/engine/engine_dump on a checkpoint and checks every forward pass against llama_ref.py.
 
-    check_engine.py DUMP_EXE MODEL_DIR OUT_PREFIX TOL [--bf16-activations] OP...
+    check_engine.py DUMP_EXE MODEL_DIR OUT_PREFIX TOL [--bf16-activations] [--dtype q8_0|q4_0] OP...
+
+With --dtype the reference's matrices are quantized and dequantized by the `gguf` package
+(llama.cpp's quantizers in NumPy), and the input of every product with them is quantized to
+Q8_0 and back the same way, as tokenloop's kernels (and llama.cpp's) quantize x: what remains is
+the arithmetic (fp32 activations in tokenloop, float64 here), so the tolerance stays small.
 
 For each pass the error is max|tokenloop - ref| / max|ref| over the vocabulary at that position
 (ref: float64 NumPy over the whole sequence so far, no cache); it must be <= TOL. Greedy passes
@@ -15,10 +20,57 @@ import numpy as np
 import llama_ref
 
 
+class QuantizedInput:
+    """W.T for a product `x @ W.T` whose x is first quantized to Q8_0 and back (fp32 x, as the
+    engine holds it). numpy hands `x @ this` to __rmatmul__ (__array_ufunc__ = None)."""
+    __array_ufunc__ = None
+
+    def __init__(self, wt):
+        self.wt = wt
+
+    def __rmatmul__(self, x):
+        from gguf import GGMLQuantizationType, quants
+        q8 = GGMLQuantizationType.Q8_0
+        xq = quants.dequantize(quants.quantize(np.ascontiguousarray(x, dtype=np.float32), q8), q8)
+        return xq.astype(np.float64).reshape(x.shape) @ self.wt
+
+
+class QuantizedMatrix:
+    """A dequantized weight: rows by index (the embedding), products through QuantizedInput."""
+
+    def __init__(self, w):
+        self.w, self.ndim, self.shape = w, w.ndim, w.shape
+
+    def __getitem__(self, idx):
+        return self.w[idx]
+
+    @property
+    def T(self):
+        return QuantizedInput(self.w.T)
+
+
+def quantize_matrices(W, dtype):
+    """Every matrix tokenloop converts (embedding, lm_head, the seven of each layer) through
+    gguf's quantizer and back; norms stay as they are."""
+    from gguf import GGMLQuantizationType, quants
+    qt = {"q8_0": GGMLQuantizationType.Q8_0, "q4_0": GGMLQuantizationType.Q4_0}[dtype]
+    for name in list(W):
+        if W[name].ndim == 2:
+            q = quants.quantize(W[name].astype(np.float32), qt)
+            W[name] = QuantizedMatrix(quants.dequantize(q, qt).astype(np.float64).reshape(W[name].shape))
+
+
 def main():
     exe, model, prefix, tol, ops = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
+    dtype = None
+    if "--dtype" in ops:
+        i = ops.index("--dtype")
+        dtype = ops[i + 1]
+        del ops[i:i + 2]
     flags = [op for op in ops if op.startswith("--")]
     ops = [op for op in ops if not op.startswith("--")]
+    if dtype:
+        flags += ["--dtype", dtype]
     name = os.path.basename(model.rstrip("/")) + (" " + " ".join(flags) if flags else "")
     r = subprocess.run([exe, model, prefix] + flags + ops, capture_output=True, text=True)
     if r.returncode != 0:
@@ -26,6 +78,8 @@ def main():
         print(f"check_engine {name}: 0 passed, 1 failed")
         return 1
     cfg, W = llama_ref.load(model)
+    if dtype:
+        quantize_matrices(W, dtype)
     vocab = cfg["vocab_size"]
     logits = np.fromfile(prefix + ".f32", dtype="<f4").reshape(-1, vocab).astype(np.float64)
     records = [line.split() for line in open(prefix + ".txt")]
