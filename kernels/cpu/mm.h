@@ -65,6 +65,7 @@ void tl_cpu_mm_q8_0_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q8_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_qpack_avx2(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias);
 void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias);
 void tl_cpu_mm_q8_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);

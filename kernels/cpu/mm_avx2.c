@@ -61,5 +61,6 @@ const tl_cpu_isa tl_cpu_isa_avx2 = {
     .supported = supported,
     .mm = {tl_cpu_mm_f32_avx2, tl_cpu_mm_f16_avx2, tl_cpu_mm_bf16_avx2, tl_cpu_mm_q8_0_avx2, tl_cpu_mm_q4_0_avx2},
     .qbias = {[TL_Q4_0] = 8},
+    .qpack = tl_cpu_qpack_avx2,
     .attn = tl_cpu_attn_avx2,
 };

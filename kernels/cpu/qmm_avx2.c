@@ -5,6 +5,9 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "mm.h"
+#include "tokenloop/quant.h"
+
 static inline __m256i a2q_unpack_q4(const uint8_t *p)
 {
     const __m128i v = _mm_loadu_si128((const __m128i *)p), m4 = _mm_set1_epi8(15);
@@ -14,6 +17,50 @@ static inline __m256i a2q_unpack_q4(const uint8_t *p)
 static inline __m256i a2q_sum4(__m256i pairs16)
 {
     return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1));
+}
+
+/* tl_cpu_pack_q8's layout (blocks in order, one scale each, xc when qbias), quantized 8 lanes at
+ * a time exactly as tl_quantize_row does: the same maximum, d = amax / 127 and 1 / d, roundf's
+ * ties away from zero, the scale rounded to f16. Scalar, x's quantization took as long as the
+ * product of a few hundred rows. */
+void tl_cpu_qpack_avx2(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias)
+{
+    (void)dt;
+    const int64_t nb = m->cols / TL_QK;
+    int8_t *q = (int8_t *)m->xq + (size_t)t * (size_t)m->cols;
+    float *d = (float *)m->xd + (size_t)t * (size_t)nb;
+    int32_t *c = m->xc ? (int32_t *)m->xc + (size_t)t * (size_t)m->cols / 4 : NULL;
+    x += (size_t)t * (size_t)m->cols;
+    const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    for (int64_t b = 0; b < nb; b++) {
+        __m256 v[4], mx = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++) {
+            v[k] = _mm256_loadu_ps(x + b * TL_QK + 8 * k);
+            mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[k]));
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4), dd = amax / 127, id = dd ? 1.0f / dd : 0.0f;
+        const __m256 vid = _mm256_set1_ps(id);
+        __m256i qi[4];
+        for (int k = 0; k < 4; k++) {
+            __m256 s = _mm256_mul_ps(v[k], vid);
+            __m256 tr = _mm256_round_ps(s, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+            __m256 up = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(s, tr)), half, _CMP_GE_OQ);
+            tr = _mm256_add_ps(tr, _mm256_and_ps(up, _mm256_or_ps(_mm256_and_ps(s, sign), one)));
+            qi[k] = _mm256_cvttps_epi32(tr);
+        }
+        /* 32 int32 -> 32 int8 in order: the packs interleave 128-bit lanes, the permute undoes it */
+        __m256i w16a = _mm256_packs_epi32(qi[0], qi[1]), w16b = _mm256_packs_epi32(qi[2], qi[3]);
+        __m256i w8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w16a, w16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(q + b * TL_QK), w8);
+        d[b] = _cvtsh_ss(_cvtss_sh(dd, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        if (c) {   /* lane sums of 4 bytes, times -qbias */
+            __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), w8), _mm256_set1_epi16(1));
+            _mm256_storeu_si256((__m256i *)(c + b * 8), _mm256_mullo_epi32(s4, _mm256_set1_epi32(-qbias)));
+        }
+    }
 }
 
 #define QM_ISA avx2

@@ -280,12 +280,13 @@ static void check_qmatmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows,
     free(wrow);
 }
 
-/* The AVX-512 VNNI kernels quantize x themselves (vectorized, pairs reordered): every byte and
- * scale equals the portable quantizer's (tl_quantize_row's roundf, ties away from zero). */
-static void check_vnni_pack(void)
+/* The AVX2 and AVX-512 VNNI kernel sets quantize x themselves (vectorized; VNNI reorders
+ * pairs): every byte and scale equals the portable quantizer's (tl_quantize_row's roundf, ties
+ * away from zero). */
+static void check_qpack(const char *isa, tl_cpu_qpack_fn pack, int pairs)
 {
     tl_error err;
-    void *probe = tl_cpu_create_isa(1, "avx512bf16", &err);
+    void *probe = tl_cpu_create_isa(1, isa, &err);
     if (!probe)
         return;
     ops->destroy(probe);
@@ -306,19 +307,22 @@ static void check_vnni_pack(void)
             tl_cpu_pack_q8(rq, rd, NULL, x, T, cols, 0);
             tl_cpu_mm m = {.cols = cols, .xq = vq, .xd = vd, .xc = vc};
             for (int t = 0; t < T; t++)
-                tl_cpu_qpack_avx512vnni(&m, (tl_dtype)dt, x, t, 0);
+                pack(&m, (tl_dtype)dt, x, t, 0);
             int bad = 0;
             for (int t = 0; t < T; t++)
                 for (int64_t b = 0; b < nb; b++)
                     for (int j = 0; j < TL_QK; j++) {
                         int64_t at = b * TL_QK + j;   /* where the VNNI layout keeps element j of block b */
-                        if (dt == TL_Q4_0 && b + 1 - b % 2 < nb) {
+                        if (pairs && dt == TL_Q4_0 && b + 1 - b % 2 < nb) {
                             int64_t pair = b / 2 * 64, second = b % 2;
                             at = pair + (j < 16 ? 0 : 32) + second * 16 + j % 16;
                         }
                         bad += vq[t * cols + at] != rq[t * cols + b * TL_QK + j];
                     }
-            TL_CHECK_MSG(bad == 0, "vnni pack %s cols %lld: %d quants differ from tl_quantize_row's",
+            for (int t = 0; t < T && !pairs; t++)   /* the portable layout: a scale a block */
+                for (int64_t b = 0; b < nb; b++)
+                    bad += vd[t * nb + b] != rd[t * nb + b];
+            TL_CHECK_MSG(bad == 0, "%s pack %s cols %lld: %d quants differ from tl_quantize_row's", isa,
                          tl_dtype_name((tl_dtype)dt), (long long)cols, bad);
             free(x);
             free(rq);
@@ -447,7 +451,8 @@ static void check_small_ops(void *ctx, const char *tag)
 int main(void)
 {
     ops = tl_backend_cpu();
-    check_vnni_pack();
+    check_qpack("avx512bf16", tl_cpu_qpack_avx512vnni, 1);
+    check_qpack("avx2", tl_cpu_qpack_avx2, 0);
     for (int threads = 1; threads <= 4; threads++)
         check_pool(threads);
     const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16"};
