@@ -355,7 +355,7 @@ def goldens(exe, dump, path, models):
         if not os.path.exists(model):
             model = os.path.join(os.path.dirname(path), case["file"])
         ids = case["prompt_ids"]
-        recs, out = run_dump(dump, model, model + ".golden", ["prefill:" + ",".join(map(str, ids)),
+        recs, out = run_dump(dump, model, os.path.join(models, case["file"] + ".golden"), ["prefill:" + ",".join(map(str, ids)),
                                                                  f"greedy:{len(case['greedy_ids'])}"])
         check(recs is not None, f"{case['file']}: engine_dump ran")
         if recs is None:
