@@ -373,29 +373,6 @@ static int bind_rope_freqs(gguf_model *g, tl_model *m, tl_error *err)
     return 0;
 }
 
-/* As model.c's count(): parameters as transformers counts them (a tied lm_head once); bytes a
- * decode step reads: every layer, the final norm, lm_head, one embedding row when not tied. */
-static void count(tl_model *m)
-{
-    uint64_t bytes = tl_weight_bytes(&m->final_norm) + tl_weight_bytes(&m->lm_head);
-    int64_t params = m->embed.rows * m->embed.cols + m->final_norm.cols;
-    if (m->lm_head.data != m->embed.data) {
-        params += m->lm_head.rows * m->lm_head.cols;
-        bytes += tl_dtype_row_bytes(m->embed.dtype, m->embed.cols);
-    }
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        const tl_layer *L = &m->layers[l];
-        const tl_weight *w[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
-            params += w[i]->rows * w[i]->cols;
-            bytes += tl_weight_bytes(w[i]);
-        }
-    }
-    m->n_params = params;
-    m->weight_bytes = bytes;
-}
-
 static void write_note(tl_model *m, const gguf_model *g)
 {
     size_t o = 0;
@@ -426,7 +403,7 @@ static int bind_all(tl_model *m, gguf_model *g, tl_error *err)
     if (bind_rope_freqs(g, m, err))
         return -1;
     m->cfg.dtype = m->embed.dtype;
-    count(m);
+    tl_model_count(m);
     write_note(m, g);
     return 0;
 }

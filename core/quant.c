@@ -114,6 +114,14 @@ uint16_t tl_f32_to_f16(float f)
     return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
 }
 
+/* In range, so the conversion to an integer is defined for any input: a row holding inf or NaN
+ * (a model file's garbage, a diverged activation) gives some block, never undefined behaviour.
+ * Finite values in range pass unchanged, so ordinary rows quantize as llama.cpp's reference. */
+static float clampf(float v, float lo, float hi)
+{
+    return v >= lo ? (v <= hi ? v : hi) : lo;   /* NaN: lo */
+}
+
 static void quantize_q8_0(const float *x, tl_block_q8_0 *y, int64_t nb)
 {
     for (int64_t b = 0; b < nb; b++, x += TL_QK) {
@@ -123,7 +131,7 @@ static void quantize_q8_0(const float *x, tl_block_q8_0 *y, int64_t nb)
         const float d = amax / 127, id = d ? 1.0f / d : 0.0f;
         y[b].d = tl_f32_to_f16(d);
         for (int j = 0; j < TL_QK; j++)
-            y[b].qs[j] = (int8_t)roundf(x[j] * id);
+            y[b].qs[j] = (int8_t)roundf(clampf(x[j] * id, -127, 127));
     }
 }
 
@@ -139,7 +147,7 @@ static void quantize_q4_0(const float *x, tl_block_q4_0 *y, int64_t nb)
         const float d = max / -8, id = d ? 1.0f / d : 0.0f;
         y[b].d = tl_f32_to_f16(d);
         for (int j = 0; j < TL_QK / 2; j++) {
-            int lo = (int8_t)(x[j] * id + 8.5f), hi = (int8_t)(x[j + TL_QK / 2] * id + 8.5f);
+            int lo = (int8_t)clampf(x[j] * id + 8.5f, 0, 15.5f), hi = (int8_t)clampf(x[j + TL_QK / 2] * id + 8.5f, 0, 15.5f);
             lo = lo < 15 ? lo : 15;
             hi = hi < 15 ? hi : 15;
             y[b].qs[j] = (uint8_t)(lo | hi << 4);

@@ -1,5 +1,6 @@
 /* Stop criteria: EOS, stop strings (transformers' StopStringCriteria), the max_new_tokens
  * budget and where it came from. */
+#include "model_priv.h"
 #include "tokenloop/stop.h"
 
 #include <stdio.h>
@@ -35,7 +36,11 @@ void tl_stop_eos_from_model(tl_stop_config *c, const tl_model *m)
     const int *ids = m->gen.eos_ids;
     int n = m->gen.n_eos;
     c->eos_source = "generation_config.json";
-    if (n <= 0) {
+    if (n <= 0 && m->dir[0] && tl_model_is_gguf(m->dir)) {   /* model_gguf.c put them in cfg */
+        ids = m->cfg.eos_ids;
+        n = m->cfg.n_eos;
+        c->eos_source = n > 0 ? "the GGUF file's tokenizer.ggml.eos/eot/eom_token_id" : NULL;
+    } else if (n <= 0) {
         ids = m->cfg.eos_ids;
         n = m->cfg.n_eos;
         c->eos_source = n > 0 ? "config.json" : NULL;

@@ -3,6 +3,7 @@
  * fills them in: a field generation_config.json leaves out takes GenerationConfig's default
  * (do_sample false, temperature 1.0, top_k 50, top_p 1.0). */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "commands.h"
@@ -87,6 +88,9 @@ static void print_json(const tl_model *m)
                c->rope_high_freq_factor, c->rope_original_max_position);
     else
         printf("null");
+    /* GGUF files: llama3 scaling as per-frequency divisors; what the loader converted (ASCII) */
+    printf(",\"rope_freqs\":%s,\"converted\":", m->rope_freqs ? "true" : "false");
+    if (m->note[0]) printf("\"%s\"", m->note); else printf("null");
     printf(",\"tie_word_embeddings\":%s", c->tie_word_embeddings ? "true" : "false");
     printf(",\"bos_token_id\":");
     if (c->bos_id >= 0) printf("%d", c->bos_id); else printf("null");
@@ -117,14 +121,20 @@ static void print_text(const tl_model *m)
     if (c->rope_llama3)
         printf(", llama3 scaling: factor %g, low %g, high %g, original context %d\n", c->rope_factor,
                c->rope_low_freq_factor, c->rope_high_freq_factor, c->rope_original_max_position);
+    else if (m->rope_freqs)
+        printf(", scaled by the GGUF file's rope_freqs.weight (a divisor per frequency, llama3's)\n");
     else
         printf(", no scaling\n");
+    if (m->note[0]) printf("converted      %s\n", m->note);
     printf("vocabulary     %d tokens, lm_head %s\n", c->vocab_size,
            c->tie_word_embeddings ? "tied to the embedding" : "separate");
     printf("parameters     %lld (%.2f B)\n", (long long)m->n_params, m->n_params / 1e9);
-    printf("weights        %llu bytes (%.2f GB), %s (config.json says %s)\n",
-           (unsigned long long)file_weight_bytes(m), file_weight_bytes(m) / 1e9, tl_dtype_name(m->embed.dtype),
-           tl_dtype_name(c->dtype));
+    struct stat st;
+    int is_dir = stat(m->dir, &st) == 0 && S_ISDIR(st.st_mode);   /* else a GGUF file: no config.json */
+    printf("weights        %llu bytes (%.2f GB), %s", (unsigned long long)file_weight_bytes(m),
+           file_weight_bytes(m) / 1e9, tl_dtype_name(m->layers[0].wq.dtype));
+    if (is_dir) printf(" (config.json says %s)", tl_dtype_name(c->dtype));
+    printf("\n");
     printf("decode step    reads %llu bytes of weights (%.2f GB) plus the KV cache\n",
            (unsigned long long)m->weight_bytes, m->weight_bytes / 1e9);
     printf("context        %d positions\n", c->max_position_embeddings);
