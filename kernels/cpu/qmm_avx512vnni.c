@@ -5,9 +5,10 @@
  *    high ones A16-31 B16-31, and x's pair is stored in that order (xq: lo 32 bytes, then hi),
  *    so two VPDPBUSD add both halves into the same 8 int32 lanes (4 for A, 4 for B): one
  *    conversion and one FMA per pair;
- *  - beside x, xd holds x's scale for each of those lanes and xc the lanes' bias correction
- *    (weights enter unsigned: Q8_0 as q ^ 0x80, Q4_0 as 0..15, so x's sum times the bias is
- *    taken off by starting the integer sums at xc);
+ *  - beside x, xd holds x's block scales and xc the lanes' bias correction (weights enter
+ *    unsigned: Q8_0 as q ^ 0x80, Q4_0 as 0..15, so x's sum times the bias is taken off by
+ *    starting the integer sums at xc); a decode multiplies a chunk's weight and x scales once
+ *    and permutes the products to each unit's lanes: one FMA a unit;
  *  - the weights' f16 scales of a chunk (8 Q4_0 or 4 Q8_0 blocks: those inside 128 bytes)
  *    come out of one two-register word permute and one conversion.
  * Zen 4 runs 512-bit operations as two 256-bit halves, so 512-bit vectors would not do fewer
@@ -20,11 +21,16 @@
 #include "mm.h"
 #include "tokenloop/quant.h"
 
+#ifndef VN_RB
 #define VN_RB 4
+#endif
 #define VN_TB 4
 #define VN_INLINE static inline __attribute__((always_inline))
 #ifndef VN_PF
-#define VN_PF 1024   /* bytes ahead in each row */
+#define VN_PF 4096   /* bytes ahead in each row of a prefill's tile */
+#endif
+#ifndef VN_PFV
+#define VN_PFV 4096  /* bytes ahead in a decode's one stream (1 KiB: 33.6 GB/s, 4 KiB: 35.6, two cores) */
 #endif
 
 /* One block of x as tl_quantize_row(TL_Q8_0) makes it, 16 lanes at a time: the same maximum,
@@ -51,8 +57,8 @@ static float vn_quant_block(const float *x, int8_t *q)
     return _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-/* ---- x: per token, xq cols bytes; xc and xd 8 entries per unit, a unit being a Q4_0 pair
- * (or an odd last block) or one Q8_0 block ---- */
+/* ---- x: per token, xq cols bytes; xd a scale per block; xc 8 lanes per unit, a unit being a
+ * Q4_0 pair (or an odd last block) or one Q8_0 block ---- */
 
 void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias)
 {
@@ -66,13 +72,13 @@ void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, in
         int8_t qs[2][TL_QK];
         const int two = step == 2 && b + 1 < nb;
         int8_t *o = q + b * TL_QK;
-        float *od = d + unit * 8;
+        float *od = d + b;
         int32_t *oc = c + unit * 8;
         const float dA = vn_quant_block(x + b * TL_QK, qs[0]);
+        od[0] = dA;
         if (!two) {   /* one block in order: lane l holds its bytes 4l..4l+3 */
             memcpy(o, qs[0], TL_QK);
             for (int l = 0; l < 8; l++) {
-                od[l] = dA;
                 oc[l] = -qbias * (o[4 * l] + o[4 * l + 1] + o[4 * l + 2] + o[4 * l + 3]);
             }
             continue;
@@ -82,8 +88,8 @@ void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, in
         memcpy(o + 16, qs[1], 16);
         memcpy(o + 32, qs[0] + 16, 16); /* high nibbles' partners */
         memcpy(o + 48, qs[1] + 16, 16);
+        od[1] = dB;
         for (int l = 0; l < 8; l++) {   /* lane l sums bytes 4l..4l+3 of both halves */
-            od[l] = l < 4 ? dA : dB;
             int s = 0;
             for (int k = 0; k < 4; k++)
                 s += o[4 * l + k] + o[32 + 4 * l + k];
@@ -134,7 +140,9 @@ VN_INLINE void vn_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
     const __m256i m4 = _mm256_set1_epi8(15), flip = _mm256_set1_epi8((char)0x80);
     for (int64_t b0 = 0; b0 < nb; b0 += cb) {
         const int n = nb - b0 < cb ? (int)(nb - b0) : cb;
-        __m256 dw[VN_RB];
+        __m256 dw[VN_RB], dx[VN_TB];
+        for (int u = 0; u < NT; u++)   /* x's block scales (xd has room past the last block) */
+            dx[u] = _mm256_loadu_ps(xd[u] + b0);
         for (int i = 0; i < VN_RB; i++) {
             /* Ahead of the reads, in every row: four streams at 18 bytes a block are too much
              * for the hardware prefetcher alone (one core streamed 6 GB/s from DRAM without). */
@@ -148,6 +156,9 @@ VN_INLINE void vn_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
             for (int k = 0; k + 2 <= n; k += 2) {   /* pairs */
                 const int64_t b = b0 + k, unit = b / 2;
                 const __m256i sel = _mm256_setr_epi32(k, k, k, k, k + 1, k + 1, k + 1, k + 1);
+                __m256 xs[VN_TB];
+                for (int u = 0; u < NT; u++)
+                    xs[u] = _mm256_permutexvar_ps(sel, dx[u]);
                 for (int i = 0; i < VN_RB; i++) {
                     const uint8_t *A = wr[i] + (size_t)b * (size_t)bb;
                     const __m256i v = _mm256_loadu2_m128i((const __m128i *)(A + bb + 2), (const __m128i *)(A + 2));
@@ -159,7 +170,7 @@ VN_INLINE void vn_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
                         d = _mm256_dpbusd_epi32(d, lo, _mm256_loadu_si256((const __m256i *)xp));
                         d = _mm256_dpbusd_epi32(d, hi, _mm256_loadu_si256((const __m256i *)(xp + 32)));
                         __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(d), s);
-                        acc[i][u] = _mm256_fmadd_ps(f, _mm256_loadu_ps(xd[u] + unit * 8), acc[i][u]);
+                        acc[i][u] = _mm256_fmadd_ps(f, xs[u], acc[i][u]);
                     }
                 }
             }
@@ -167,6 +178,9 @@ VN_INLINE void vn_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
                 const int k = n - 1;
                 const int64_t b = b0 + k, unit = b / 2;
                 const __m256i sel = _mm256_set1_epi32(k);
+                __m256 xs[VN_TB];
+                for (int u = 0; u < NT; u++)
+                    xs[u] = _mm256_permutexvar_ps(sel, dx[u]);
                 for (int i = 0; i < VN_RB; i++) {
                     const __m128i v = _mm_loadu_si128((const __m128i *)(wr[i] + (size_t)b * (size_t)bb + 2));
                     const __m256i w = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), _mm256_castsi256_si128(m4)),
@@ -176,7 +190,7 @@ VN_INLINE void vn_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
                         __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(xc[u] + unit * 8)), w,
                                                         _mm256_loadu_si256((const __m256i *)(xq[u] + b * TL_QK)));
                         __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(d), s);
-                        acc[i][u] = _mm256_fmadd_ps(f, _mm256_loadu_ps(xd[u] + unit * 8), acc[i][u]);
+                        acc[i][u] = _mm256_fmadd_ps(f, xs[u], acc[i][u]);
                     }
                 }
             }
@@ -184,6 +198,9 @@ VN_INLINE void vn_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
             for (int k = 0; k < n; k++) {
                 const int64_t b = b0 + k;
                 const __m256i sel = _mm256_set1_epi32(k);
+                __m256 xs[VN_TB];
+                for (int u = 0; u < NT; u++)
+                    xs[u] = _mm256_permutexvar_ps(sel, dx[u]);
                 for (int i = 0; i < VN_RB; i++) {
                     const __m256i w = _mm256_xor_si256(
                         _mm256_loadu_si256((const __m256i *)(wr[i] + (size_t)b * (size_t)bb + 2)), flip);
@@ -192,7 +209,7 @@ VN_INLINE void vn_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
                         __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(xc[u] + b * 8)), w,
                                                         _mm256_loadu_si256((const __m256i *)(xq[u] + b * TL_QK)));
                         __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(d), s);
-                        acc[i][u] = _mm256_fmadd_ps(f, _mm256_loadu_ps(xd[u] + b * 8), acc[i][u]);
+                        acc[i][u] = _mm256_fmadd_ps(f, xs[u], acc[i][u]);
                     }
                 }
             }
@@ -207,8 +224,92 @@ VN_INLINE void vn_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
         }
 }
 
+/* One Q4_0 pair (blocks k, k+1 of a chunk) or Q8_0 block k of a decode's row into *acc; p holds
+ * the chunk's products dw * dx, one per block. */
+VN_INLINE void vn_vec_unit(const tl_cpu_mm *a, int dt, const uint8_t *blk0, int64_t b0, int k, __m256 p, __m256 *acc)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const int64_t b = b0 + k;
+    if (dt == TL_Q4_0) {
+        const int bb = (int)sizeof(tl_block_q4_0);
+        const int64_t unit = b / 2;
+        const uint8_t *A = blk0 + (size_t)k * (size_t)bb;
+        const __m256i v = _mm256_loadu2_m128i((const __m128i *)(A + bb + 2), (const __m128i *)(A + 2));
+        __m256i d = _mm256_loadu_si256((const __m256i *)(a->xc + unit * 8));
+        d = _mm256_dpbusd_epi32(d, _mm256_and_si256(v, m4), _mm256_loadu_si256((const __m256i *)(a->xq + b * TL_QK)));
+        d = _mm256_dpbusd_epi32(d, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                                _mm256_loadu_si256((const __m256i *)(a->xq + b * TL_QK + 32)));
+        const __m256 s = _mm256_permutexvar_ps(_mm256_setr_epi32(k, k, k, k, k + 1, k + 1, k + 1, k + 1), p);
+        *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, *acc);
+    } else {
+        const int bb = (int)sizeof(tl_block_q8_0);
+        const __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk0 + (size_t)k * (size_t)bb + 2)),
+                                           _mm256_set1_epi8((char)0x80));
+        __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(a->xc + b * 8)), q,
+                                        _mm256_loadu_si256((const __m256i *)(a->xq + b * TL_QK)));
+        const __m256 s = _mm256_permutexvar_ps(_mm256_set1_epi32(k), p);
+        *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, *acc);
+    }
+}
+
+/* A decode's product (T = 1): one row at a time, so each thread reads one sequential stream
+ * from memory (four interleaved rows streamed 10 GB/s a core from DRAM, one row 17: in L2 the
+ * two are alike). A whole chunk is unrolled with four accumulators, so consecutive pairs' FMAs
+ * do not wait on each other (indexed at run time, the accumulators went through memory). */
+VN_INLINE void vn_vec(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
+{
+    const int64_t nb = a->cols / TL_QK;
+    const int bb = dt == TL_Q8_0 ? (int)sizeof(tl_block_q8_0) : (int)sizeof(tl_block_q4_0);
+    const int cb = dt == TL_Q8_0 ? 4 : 8, step = dt == TL_Q8_0 ? 1 : 2;
+    const size_t row_bytes = (size_t)nb * (size_t)bb;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = (const uint8_t *)a->w + (size_t)r * row_bytes;
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+        int64_t b0 = 0;
+        for (; b0 + cb <= nb; b0 += cb) {
+            const uint8_t *blk0 = w + (size_t)b0 * (size_t)bb;
+            for (int l = 0; l < cb * bb; l += 64)
+                _mm_prefetch((const char *)blk0 + VN_PFV + l, _MM_HINT_T0);
+            const __m256 p = _mm256_mul_ps(vn_scales(blk0, row_bytes - (size_t)b0 * (size_t)bb, dt),
+                                           _mm256_loadu_ps(a->xd + b0));
+            vn_vec_unit(a, dt, blk0, b0, 0, p, &acc0);
+            vn_vec_unit(a, dt, blk0, b0, step, p, &acc1);
+            vn_vec_unit(a, dt, blk0, b0, 2 * step, p, &acc2);
+            vn_vec_unit(a, dt, blk0, b0, 3 * step, p, &acc3);
+        }
+        if (b0 < nb) {   /* the row's last, partial chunk */
+            const uint8_t *blk0 = w + (size_t)b0 * (size_t)bb;
+            const int n = (int)(nb - b0);
+            const __m256 p = _mm256_mul_ps(vn_scales(blk0, row_bytes - (size_t)b0 * (size_t)bb, dt),
+                                           _mm256_loadu_ps(a->xd + b0));
+            int k = 0;
+            for (; k + step <= n; k += step)
+                vn_vec_unit(a, dt, blk0, b0, k, p, &acc0);
+            if (k < n) {   /* Q4_0's odd last block, in order */
+                const int64_t b = b0 + k, unit = b / 2;
+                const __m128i v = _mm_loadu_si128((const __m128i *)(blk0 + (size_t)k * (size_t)bb + 2)),
+                              m4 = _mm_set1_epi8(15);
+                const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+                __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(a->xc + unit * 8)), q,
+                                                _mm256_loadu_si256((const __m256i *)(a->xq + b * TL_QK)));
+                const __m256 s = _mm256_permutexvar_ps(_mm256_set1_epi32(k), p);
+                acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc1);
+            }
+        }
+        __m256 t = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        a->out[r] = _mm_cvtss_f32(h);
+    }
+}
+
 VN_INLINE void vn_rows(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
 {
+    if (a->T == 1) {
+        vn_vec(a, dt, r0, r1);
+        return;
+    }
     for (int64_t r = r0; r < r1; r += VN_RB) {
         int nr = r1 - r < VN_RB ? (int)(r1 - r) : VN_RB;
         int t = 0;

@@ -319,9 +319,9 @@ static void check_qpack(const char *isa, tl_cpu_qpack_fn pack, int pairs)
                         }
                         bad += vq[t * cols + at] != rq[t * cols + b * TL_QK + j];
                     }
-            for (int t = 0; t < T && !pairs; t++)   /* the portable layout: a scale a block */
+            for (int t = 0; t < T; t++)   /* a scale a block, tokens cols/4 floats apart for VNNI */
                 for (int64_t b = 0; b < nb; b++)
-                    bad += vd[t * nb + b] != rd[t * nb + b];
+                    bad += vd[t * (pairs ? cols / 4 : nb) + b] != rd[t * nb + b];
             TL_CHECK_MSG(bad == 0, "%s pack %s cols %lld: %d quants differ from tl_quantize_row's", isa,
                          tl_dtype_name((tl_dtype)dt), (long long)cols, bad);
             free(x);
