@@ -122,6 +122,16 @@ static float clampf(float v, float lo, float hi)
     return v >= lo ? (v <= hi ? v : hi) : lo;   /* NaN: lo */
 }
 
+/* roundf (ties away from zero) for |v| <= 127, without the library call: the conversion
+ * truncates, and v - i is exact, so the tie test is too. (A model's conversion to Q8_0 took
+ * 2.3 times as long as to Q4_0 with roundf.) */
+static int round_away(float v)
+{
+    int i = (int)v;
+    float frac = v - (float)i;
+    return i + (frac >= 0.5f) - (frac <= -0.5f);
+}
+
 static void quantize_q8_0(const float *x, tl_block_q8_0 *y, int64_t nb)
 {
     for (int64_t b = 0; b < nb; b++, x += TL_QK) {
@@ -131,7 +141,7 @@ static void quantize_q8_0(const float *x, tl_block_q8_0 *y, int64_t nb)
         const float d = amax / 127, id = d ? 1.0f / d : 0.0f;
         y[b].d = tl_f32_to_f16(d);
         for (int j = 0; j < TL_QK; j++)
-            y[b].qs[j] = (int8_t)roundf(clampf(x[j] * id, -127, 127));
+            y[b].qs[j] = (int8_t)round_away(clampf(x[j] * id, -127, 127));
     }
 }
 
