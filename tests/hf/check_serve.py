@@ -338,9 +338,20 @@ try:
     time.sleep(0.15)
     t3 = threading.Thread(target=run, args=(3, seeded(3, 8)))
     t3.start()
-    time.sleep(0.15)
-    req = urllib.request.Request(base + "/v1/chat/completions", method="POST",
-                                 data=json.dumps(seeded(4, 8)).encode())
+    # the fourth goes in once /health shows both slots busy and the third waiting (a fixed
+    # sleep lost the race on a loaded CI machine), with a body the server would accept, so
+    # only the full queue can refuse it
+    deadline, state = time.time() + 20, {}
+    while time.time() < deadline:
+        with urllib.request.urlopen(base + "/health", timeout=5) as h:
+            state = json.loads(h.read())
+        if state.get("busy") == 2 and state.get("waiting") == 1:
+            break
+        time.sleep(0.01)
+    check(state.get("busy") == 2 and state.get("waiting") == 1, "slots full and one waiting: %r" % state)
+    fourth = seeded(4, 8)
+    fourth.update(fourth.pop("extra_body"))   # as the openai client sends extra_body: at the top level
+    req = urllib.request.Request(base + "/v1/chat/completions", method="POST", data=json.dumps(fourth).encode())
     try:
         urllib.request.urlopen(req, timeout=60)
         check(False, "a fourth request with 2 slots busy and the queue full was served")
