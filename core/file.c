@@ -1,10 +1,13 @@
 #include "tokenloop/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int tl_file_read(const char *path, size_t max_bytes, char **out, size_t *len, tl_error *err)
 {
@@ -76,5 +79,30 @@ int tl_file_read_text(const char *path, size_t max_bytes, char **out, size_t *le
     }
     if (len)
         *len = n;
+    return 0;
+}
+
+int tl_file_map(const char *path, const void **map, size_t *size, tl_error *err)
+{
+    *map = NULL;
+    *size = 0;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return tl_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return tl_error_set(err, "%s: not a regular file", path);
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return tl_error_set(err, "%s: file is empty", path);
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return tl_error_set(err, "%s: cannot map: %s", path, strerror(errno));
+    *map = m;
+    *size = (size_t)st.st_size;
     return 0;
 }

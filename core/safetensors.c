@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tokenloop/file.h"
 #include "safetensors.h"
 
 #define MAX_HEADER (100u << 20)   /* the format's own limit: 100 MB of JSON */
@@ -228,25 +229,10 @@ int tl_st_open(tl_st_file *f, const char *path, tl_error *err)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return tl_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return tl_error_set(err, "%s: not a regular file", path);
-    }
-    f->size = (size_t)st.st_size;
-    if (f->size == 0) {
-        close(fd);
-        return tl_error_set(err, "%s: file is empty", path);
-    }
-    f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (f->map == MAP_FAILED) {
-        f->map = NULL;
-        return tl_error_set(err, "%s: cannot map: %s", path, strerror(errno));
-    }
+    const void *map;
+    if (tl_file_map(path, &map, &f->size, err))
+        return -1;
+    f->map = (void *)map;
     if (parse_header(f, err)) {
         tl_st_close(f);
         return -1;

@@ -42,34 +42,34 @@ static int32_t dot_q4_0(const tl_block_q4_0 *w, const int8_t *x)
     return s;
 }
 
-void tl_cpu_mm_q8_0_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+static void mm_q_generic(const tl_cpu_mm *a, tl_dtype dt, int64_t r0, int64_t r1)
 {
     const int64_t nb = a->cols / TL_QK;
+    const size_t row_bytes = tl_dtype_row_bytes(dt, a->cols), bb = tl_dtype_block_bytes(dt);
     for (int64_t r = r0; r < r1; r++) {
-        const tl_block_q8_0 *w = (const tl_block_q8_0 *)a->w + r * nb;
+        const char *w = (const char *)a->w + (size_t)r * row_bytes;
         for (int t = 0; t < a->T; t++) {
             const int8_t *xq = a->xq + (size_t)t * (size_t)a->cols;
             const float *xd = a->xd + (size_t)t * (size_t)nb;
             float acc = 0;
-            for (int64_t b = 0; b < nb; b++)
-                acc += tl_f16_to_f32(w[b].d) * xd[b] * (float)dot_q8_0(&w[b], xq + b * TL_QK);
+            for (int64_t b = 0; b < nb; b++) {
+                const void *blk = w + (size_t)b * bb;
+                uint16_t d;
+                memcpy(&d, blk, 2);   /* both blocks start with the f16 scale */
+                int32_t s = dt == TL_Q8_0 ? dot_q8_0(blk, xq + b * TL_QK) : dot_q4_0(blk, xq + b * TL_QK);
+                acc += tl_f16_to_f32(d) * xd[b] * (float)s;
+            }
             a->out[(size_t)t * (size_t)a->rows + (size_t)r] = acc;
         }
     }
 }
 
+void tl_cpu_mm_q8_0_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    mm_q_generic(a, TL_Q8_0, r0, r1);
+}
+
 void tl_cpu_mm_q4_0_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
-    const int64_t nb = a->cols / TL_QK;
-    for (int64_t r = r0; r < r1; r++) {
-        const tl_block_q4_0 *w = (const tl_block_q4_0 *)a->w + r * nb;
-        for (int t = 0; t < a->T; t++) {
-            const int8_t *xq = a->xq + (size_t)t * (size_t)a->cols;
-            const float *xd = a->xd + (size_t)t * (size_t)nb;
-            float acc = 0;
-            for (int64_t b = 0; b < nb; b++)
-                acc += tl_f16_to_f32(w[b].d) * xd[b] * (float)dot_q4_0(&w[b], xq + b * TL_QK);
-            a->out[(size_t)t * (size_t)a->rows + (size_t)r] = acc;
-        }
-    }
+    mm_q_generic(a, TL_Q4_0, r0, r1);
 }

@@ -14,4 +14,9 @@ int tl_file_read(const char *path, size_t max_bytes, char **out, size_t *len, tl
  * "<path>: a NUL byte at offset N". */
 int tl_file_read_text(const char *path, size_t max_bytes, char **out, size_t *len, tl_error *err);
 
+/* A regular, non-empty file mapped read-only (weights are read in place, never copied):
+ * *map and *size, or -1 with "<path>: cannot open: ...", "not a regular file", "file is
+ * empty", "cannot map: ...". Release with munmap(*map, *size). */
+int tl_file_map(const char *path, const void **map, size_t *size, tl_error *err);
+
 #endif
