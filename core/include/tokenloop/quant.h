@@ -13,12 +13,14 @@
 
 #define TL_QK 32
 
-typedef struct tl_block_q8_0 {
+/* Packed: blocks follow each other every 34 or 18 bytes, so half of them start at an odd
+ * address; the compiler then reads their scales with unaligned-safe loads. */
+typedef struct __attribute__((packed)) tl_block_q8_0 {
     uint16_t d;
     int8_t qs[TL_QK];
 } tl_block_q8_0;
 
-typedef struct tl_block_q4_0 {
+typedef struct __attribute__((packed)) tl_block_q4_0 {
     uint16_t d;
     uint8_t qs[TL_QK / 2];
 } tl_block_q4_0;
