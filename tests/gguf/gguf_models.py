@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 import llama_ref  # noqa: E402
+import check_engine  # noqa: E402  (QuantizedMatrix: a product whose input is quantized to Q8_0)
 
 DTYPES = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0,
           "q4_1": QT.Q4_1, "q4_k": QT.Q4_K, "q5_k": QT.Q5_K, "q6_k": QT.Q6_K}
@@ -220,7 +221,9 @@ def reference(path):
     r = gguf.GGUFReader(path)
     heads, kv = field(r, "llama.attention.head_count"), field(r, "llama.attention.head_count_kv")
     d = field(r, "llama.embedding_length")
-    W, factors = {}, None
+    W, factors, quantized = {}, None, {}
+    block_types = (gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_0, gguf.GGMLQuantizationType.Q4_K,
+                   gguf.GGMLQuantizationType.Q5_K, gguf.GGMLQuantizationType.Q6_K)
     for t in r.tensors:
         a = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64)
         a = a.reshape([int(x) for x in reversed(t.shape)])
@@ -240,7 +243,21 @@ def reference(path):
             elif kind == "attn_k":
                 a = unpermute_qk(a, kv)
             W[f"model.layers.{l}.{LLAMA_NAMES[kind]}.weight"] = a
-    if "lm_head.weight" not in W:
+        hf = {"token_embd.weight": "model.embed_tokens.weight", "output.weight": "lm_head.weight"}.get(
+            t.name, f"model.layers.{t.name.split('.')[1]}.{LLAMA_NAMES.get(t.name.split('.')[2], '')}.weight"
+            if t.name.startswith("blk.") else None)
+        if t.tensor_type in block_types and hf in W and W[hf].ndim == 2:
+            quantized[hf] = t.tensor_type
+    tied = "lm_head.weight" not in W
+    for name, typ in quantized.items():
+        # tokenloop quantizes the input of a product with Q8_0/Q4_0 weights to Q8_0, as llama.cpp
+        # does (check_engine.QuantizedMatrix does the same here); K-quants run as Q8_0 there
+        a = W[name]
+        if typ not in (gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_0):
+            q8 = gguf.GGMLQuantizationType.Q8_0
+            a = gguf.quants.dequantize(gguf.quants.quantize(a.astype(np.float32), q8), q8).astype(np.float64)
+        W[name] = check_engine.QuantizedMatrix(a.reshape(W[name].shape))
+    if tied:
         W["lm_head.weight"] = W["model.embed_tokens.weight"]
     cfg = dict(hidden_size=d, num_attention_heads=heads, num_key_value_heads=kv,
                num_hidden_layers=field(r, "llama.block_count"), vocab_size=W["model.embed_tokens.weight"].shape[0],
