@@ -128,6 +128,10 @@ def main():
         screen_sane(s, COLS, ROWS, "first screen")
 
         tmux("send-keys", "-t", "t", "Space")
+        # the whole frame, not its first pane: on a loaded machine a capture can fall between the
+        # Timing pane's line and the last logits row / the status line (CI saw 9 rows once)
+        wait_for(lambda s: re.search(r"TTFT (\d+\.\d+ ms|\d+\.\d+ s)", s) and len(logit_rows(s)) == 10
+                 and "next: decode token 2" in s, "the frame after the prefill")
         s, m = wait_for(lambda s: re.search(r"TTFT (\d+\.\d+ ms|\d+\.\d+ s)", s), "a TTFT figure")
         check(m is not None, "after one Space: TTFT %s" % (m.group(1) if m else "-"))
         rows = logit_rows(s)
