@@ -100,21 +100,20 @@ int tl_model_convert(tl_model **out, const tl_model *src, tl_dtype dtype, tl_err
     *out = NULL;
     if ((unsigned)dtype >= TL_DTYPE_COUNT)
         return tl_error_set(err, "--dtype: unknown dtype %d", (int)dtype);
-    tl_model *m = calloc(1, sizeof *m);
+    tl_model *m = malloc(sizeof *m);
     convert_priv *p = calloc(1, sizeof *p);
-    if (!m || !p || !(m->layers = calloc((size_t)src->cfg.n_layers, sizeof *m->layers))) {
-        if (m)
-            free(m->layers);
+    tl_layer *layers = calloc((size_t)src->cfg.n_layers, sizeof *layers);
+    if (!m || !p || !layers) {
         free(m);
         free(p);
+        free(layers);
         return tl_error_set(err, "--dtype %s: out of memory", tl_dtype_name(dtype));
     }
+    *m = *src;   /* config, generation defaults, dir, note, EOS source: as loaded; weights below */
     p->head.release = release_converted;
     m->priv = p;
-    m->cfg = src->cfg;
-    m->gen = src->gen;
-    memcpy(m->dir, src->dir, sizeof m->dir);
-    memcpy(m->note, src->note, sizeof m->note);
+    m->layers = layers;
+    m->rope_freqs = NULL;
     if (src->rope_freqs) {   /* a GGUF file's RoPE divisors: the copy must outlive src */
         size_t n = (size_t)src->cfg.head_dim / 2;
         float *f = malloc(sizeof(float) * n);

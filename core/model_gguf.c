@@ -403,6 +403,7 @@ static int bind_all(tl_model *m, gguf_model *g, tl_error *err)
     if (bind_rope_freqs(g, m, err))
         return -1;
     m->cfg.dtype = m->embed.dtype;
+    m->eos_source = "the GGUF file's tokenizer.ggml.eos/eot/eom_token_id";
     tl_model_count(m);
     write_note(m, g);
     return 0;

@@ -1,6 +1,5 @@
 /* Stop criteria: EOS, stop strings (transformers' StopStringCriteria), the max_new_tokens
  * budget and where it came from. */
-#include "model_priv.h"
 #include "tokenloop/stop.h"
 
 #include <stdio.h>
@@ -36,14 +35,10 @@ void tl_stop_eos_from_model(tl_stop_config *c, const tl_model *m)
     const int *ids = m->gen.eos_ids;
     int n = m->gen.n_eos;
     c->eos_source = "generation_config.json";
-    if (n <= 0 && m->dir[0] && tl_model_is_gguf(m->dir)) {   /* model_gguf.c put them in cfg */
+    if (n <= 0) {
         ids = m->cfg.eos_ids;
         n = m->cfg.n_eos;
-        c->eos_source = n > 0 ? "the GGUF file's tokenizer.ggml.eos/eot/eom_token_id" : NULL;
-    } else if (n <= 0) {
-        ids = m->cfg.eos_ids;
-        n = m->cfg.n_eos;
-        c->eos_source = n > 0 ? "config.json" : NULL;
+        c->eos_source = n <= 0 ? NULL : m->eos_source ? m->eos_source : "config.json";
     }
     for (int i = 0; i < n && i < TL_MAX_EOS; i++) c->eos_ids[c->n_eos++] = ids[i];
 }

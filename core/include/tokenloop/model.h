@@ -79,6 +79,7 @@ typedef struct tl_model {
     const float *rope_freqs;        /* head_dim/2 divisors of the RoPE frequencies (rope_freqs.weight,
                                      * how GGUF carries llama3 scaling); NULL: none */
     char note[160];                 /* what the loader converted ("Q4_K runs as q8_0 ..."); "" if nothing */
+    const char *eos_source;         /* where cfg.eos_ids came from, when not config.json; NULL */
 } tl_model;
 
 int tl_model_load(tl_model **out, const char *dir, tl_error *err);
