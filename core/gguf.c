@@ -260,11 +260,9 @@ static int by_offset(const void *a, const void *b)
     return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : (x->bytes > y->bytes) - (x->bytes < y->bytes);
 }
 
-static const tl_gguf *sort_file;   /* qsort has no context argument; set only while sorting */
-
 static int by_name(const void *a, const void *b)
 {
-    return strcmp(sort_file->tensors[*(const int64_t *)a].name, sort_file->tensors[*(const int64_t *)b].name);
+    return strcmp((*(const tl_gguf_tensor *const *)a)->name, (*(const tl_gguf_tensor *const *)b)->name);
 }
 
 /* Each tensor of a known size inside the data section and aligned, no two sharing a byte, no
@@ -282,7 +280,7 @@ static int check_tensors(tl_gguf *f, tl_error *err)
     int64_t n_sized = 0;
     for (int64_t i = 0; i < f->n_tensors; i++) {
         tl_gguf_tensor *t = &f->tensors[i];
-        f->by_name[i] = i;
+        f->by_name[i] = t;
         const char *name = tl_st_printable(t->name, pa, sizeof pa);
         if (t->offset % f->alignment) {
             free(order);
@@ -317,13 +315,11 @@ static int check_tensors(tl_gguf *f, tl_error *err)
         prev = t;
     }
     free(order);
-    sort_file = f;
     qsort(f->by_name, (size_t)f->n_tensors, sizeof *f->by_name, by_name);
-    sort_file = NULL;
     for (int64_t i = 1; i < f->n_tensors; i++)
-        if (!strcmp(f->tensors[f->by_name[i - 1]].name, f->tensors[f->by_name[i]].name))
+        if (!strcmp(f->by_name[i - 1]->name, f->by_name[i]->name))
             return tl_error_set(err, "%s: tensor '%s' appears twice", f->path,
-                                tl_st_printable(f->tensors[f->by_name[i]].name, pa, sizeof pa));
+                                tl_st_printable(f->by_name[i]->name, pa, sizeof pa));
     return 0;
 }
 
@@ -436,7 +432,7 @@ const tl_gguf_tensor *tl_gguf_find_tensor(const tl_gguf *f, const char *name)
     int64_t lo = 0, hi = f->by_name ? f->n_tensors : 0;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        const tl_gguf_tensor *t = &f->tensors[f->by_name[mid]];
+        const tl_gguf_tensor *t = f->by_name[mid];
         int c = strcmp(t->name, name);
         if (!c)
             return t;

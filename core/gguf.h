@@ -56,7 +56,7 @@ typedef struct tl_gguf {
     int64_t n_kv;
     tl_gguf_tensor *tensors;
     int64_t n_tensors;
-    int64_t *by_name;          /* tensor indices sorted by name, for the lookup */
+    const struct tl_gguf_tensor **by_name;   /* the tensors sorted by name, for the lookup */
 } tl_gguf;
 
 /* Does the regular file at path begin with the GGUF magic? */

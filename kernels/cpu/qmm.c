@@ -1,7 +1,7 @@
 /* Products with Q8_0/Q4_0 weights, the portable way, and the quantization of x they all read.
  * As in llama.cpp, x is quantized to Q8_0 too, so each block's product is an exact integer sum
  * times two scales: out = sum over blocks of (dw * dx) * sum_j qw_j * qx_j. These scalar
- * kernels define the result; the SIMD ones (qmm_tmpl.h) add the same terms in another order. */
+ * kernels define the result; the SIMD ones (qmm_avx2.c, qmm_avx512vnni.c) add the same terms in another order. */
 #include <math.h>
 #include <string.h>
 
