@@ -37,6 +37,7 @@ struct tl_engine {
     float *k_cache, *v_cache;  /* [n_layers, capacity, kv_dim] */
 
     float *logits;             /* [vocab] host copy (stale in keep_top mode) */
+    const float *scores;       /* what tl_engine_logits shows: logits, or logits_dev in place */
     int keep_top, n_top;       /* keep_top mode: k asked; the last pass's k best */
     int top_ids[TL_TOPK_MAX];
     float top_vals[TL_TOPK_MAX];
@@ -137,6 +138,7 @@ static int alloc_buffers(tl_engine *e, tl_error *err)
     e->k_cache = alloc(e, kv, &failed);
     e->v_cache = alloc(e, kv, &failed);
     e->logits = calloc((size_t)c->vocab_size, sizeof(float));
+    e->scores = e->logits;
     if (failed || !e->logits)
         return tl_error_set(err, "%s: out of memory for a KV cache of %d positions (%.1f MiB)", e->be->name,
                             e->capacity, 2.0 * kv * sizeof(float) / 1048576.0);
@@ -334,6 +336,14 @@ static int finish(tl_engine *e, double t0, tl_error *err)
         return -1;
     }
     e->n_top = 0;
+    if (e->be->host_buffers) {   /* the scores are readable where they are: no copy */
+        e->scores = e->logits_dev;
+        if (e->keep_top)
+            e->n_top = tl_topk(e->scores, V, e->keep_top, e->top_ids, e->top_vals, &e->top_sumexp);
+        e->last_ms = now_ms() - t0;
+        return 0;
+    }
+    e->scores = e->logits;
     if (e->keep_top && e->be->topk)
         e->n_top = e->be->topk(e->ctx, e->logits_dev, V, e->keep_top, e->top_ids, e->top_vals, &e->top_sumexp);
     if (e->n_top <= 0) {
@@ -388,7 +398,7 @@ int tl_engine_keep_top(tl_engine *e, int k)
 int tl_engine_top(const tl_engine *e, int k, int *ids, float *vals, double *sumexp)
 {
     if (!e->keep_top)
-        return tl_topk(e->logits, e->m->cfg.vocab_size, k, ids, vals, sumexp);
+        return tl_topk(e->scores, e->m->cfg.vocab_size, k, ids, vals, sumexp);
     if (k <= 0 || e->n_top <= 0)
         return -1;
     if (k > e->n_top)
@@ -438,7 +448,7 @@ int tl_engine_rewind(tl_engine *e, int n)
 
 int tl_engine_pos(const tl_engine *e) { return e->pos; }
 int tl_engine_capacity(const tl_engine *e) { return e->capacity; }
-const float *tl_engine_logits(const tl_engine *e) { return e->keep_top ? NULL : e->logits; }
+const float *tl_engine_logits(const tl_engine *e) { return e->keep_top ? NULL : e->scores; }
 const tl_model *tl_engine_model(const tl_engine *e) { return e->m; }
 const char *tl_engine_device(const tl_engine *e) { return e->be->name; }
 double tl_engine_last_ms(const tl_engine *e) { return e->last_ms; }

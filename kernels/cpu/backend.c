@@ -758,6 +758,7 @@ static void cpu_add(void *ctx, float *x, const float *y, int n)
 
 static const tl_backend_ops cpu_ops = {
     .name = "cpu",
+    .host_buffers = 1,
     .create = cpu_create, .destroy = cpu_destroy,
     .alloc = cpu_alloc, .release = cpu_release, .to_host = cpu_to_host,
     .upload = cpu_upload, .unload = cpu_unload,

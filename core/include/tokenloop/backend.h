@@ -10,6 +10,9 @@
 
 typedef struct tl_backend_ops {
     const char *name;
+    /* Buffers are plain host memory (the CPU): the engine reads the logits where the last
+     * product wrote them instead of copying 128,256 floats after every pass. */
+    int host_buffers;
     void *(*create)(int threads, tl_error *err);     /* threads <= 0: all cores */
     /* Optional: whether this backend can run a model of this shape, asked before create (no
      * device is touched). 0, or -1 with err naming the config.json field, e.g. "head_dim: ...". */
