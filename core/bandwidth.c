@@ -180,3 +180,70 @@ int tl_bandwidth_probe(tl_bandwidth *out, int threads, double budget_s, tl_error
     out->seconds = now_s() - t_begin;
     return 0;
 }
+
+/* ---- the same bytes a decode step reads ---- */
+
+typedef struct rd_shared {
+    const tl_mem_region *r;
+    int n, threads;
+    int go;                       /* the workers spin on it: they start within nanoseconds */
+    uint64_t sink[64];
+} rd_shared;
+
+typedef struct {
+    rd_shared *s;
+    int tid;
+} rd_arg;
+
+/* Thread tid's share of every region, in whole 64-byte lines but for the ends. */
+static uint64_t read_share(const rd_shared *s, int tid)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < s->n; i++) {
+        const unsigned char *p = s->r[i].p;
+        size_t n = s->r[i].n, per = (n / (size_t)s->threads + 63) & ~(size_t)63;
+        size_t a = per * (size_t)tid, b = a + per < n ? a + per : n;
+        while (a < b && ((uintptr_t)(p + a) & 7))
+            x += p[a++];
+        size_t words = (b > a ? b - a : 0) / 64 * 8;
+        if (words)
+            x ^= read_slice((const uint64_t *)(const void *)(p + a), words);
+        for (a += words * 8; a < b; a++)
+            x += p[a];
+    }
+    return x;
+}
+
+static void *rd_thread(void *v)
+{
+    rd_arg *a = v;
+    while (!__atomic_load_n(&a->s->go, __ATOMIC_ACQUIRE))
+        sched_yield();
+    a->s->sink[a->tid % 64] = read_share(a->s, a->tid);
+    return NULL;
+}
+
+double tl_bandwidth_read(const tl_mem_region *r, int n, int threads)
+{
+    if (threads <= 0)
+        threads = cores();
+    if (threads > 256)
+        threads = 256;
+    rd_shared s = {.r = r, .n = n};
+    pthread_t th[256];
+    rd_arg args[256];
+    int started = 1;
+    for (int i = 1; i < threads; i++) {
+        args[i] = (rd_arg){&s, i};
+        if (pthread_create(&th[i], NULL, rd_thread, &args[i]) != 0)
+            break;
+        started++;
+    }
+    s.threads = started;   /* the shares of the threads that exist */
+    double t0 = now_s();
+    __atomic_store_n(&s.go, 1, __ATOMIC_RELEASE);
+    s.sink[0] = read_share(&s, 0);
+    for (int i = 1; i < started; i++)
+        pthread_join(th[i], NULL);
+    return now_s() - t0;
+}

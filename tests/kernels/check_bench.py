@@ -45,10 +45,17 @@ if r.returncode == 0:
     # KV cache read by decode step i (at position 9 + i): 2 * layers * (pos + 1) rows of fp32
     kv_bytes = np.mean([2 * L * (9 + i + 1) * kv * 4 for i in range(7)])
     check(np.isclose(j["step_bytes"], weights + kv_bytes, rtol=1e-12), "step bytes %s" % j["step_bytes"])
-    check(j["bandwidth_gbps"] > 0, "bandwidth")
-    check(j["bandwidth_gbps"] == max(j["bandwidth_gbps_before"], j["bandwidth_gbps_after"]), "best probe")
-    check(np.isclose(j["floor_ms"], j["step_bytes"] / (j["bandwidth_gbps"] * 1e9) * 1e3, rtol=1e-9), "floor")
-    check(np.isclose(j["tpot_over_floor"], j["tpot_ms_median"] / j["floor_ms"], rtol=1e-9), "ratio")
+    # the floor: a read of the same weights beside each step, scaled to that step's bytes
+    f = np.array(j["floor_ms_steps"], dtype=np.float64)
+    check(len(f) == 7 and (f > 0).all(), "a floor per step")
+    check(np.isclose(j["floor_ms"], np.median(f), rtol=1e-9), "floor = median of the steps' floors")
+    check(np.isclose(j["tpot_over_floor"], np.median(t / f), rtol=1e-9), "ratio = median of the pairs")
+    check(np.isclose(j["bandwidth_gbps"], j["step_bytes"] / j["floor_ms"] / 1e6, rtol=1e-9), "bandwidth")
+    check(j["probe_gbps"] == max(j["bandwidth_gbps_before"], j["bandwidth_gbps_after"]), "best probe")
+    check(np.isclose(j["probe_floor_ms"], j["step_bytes"] / (j["probe_gbps"] * 1e9) * 1e3, rtol=1e-9),
+          "probe floor")
+    check(np.isclose(j["tpot_over_probe_floor"], j["tpot_ms_median"] / j["probe_floor_ms"], rtol=1e-9),
+          "probe ratio")
 
 r = run("--synthetic", "tiny", "--new-tokens", "2", "--prompt-tokens", "3")
 check(r.returncode == 0 and "TPOT / floor" in r.stdout and "TTFT" in r.stdout, "text output")
