@@ -39,8 +39,8 @@ static const char usage[] =
     "  llama-3.1-8b, tiny); no file is read. --threads: CPU threads (default: all cores).\n"
     "  --async: the CPU queues each pass to a worker thread as a GPU stream does; the decode\n"
     "  steps are then also timed the wrong way, before synchronizing (always so on cuda).\n"
-    "  --bf16-activations: the prefill's products with bf16 weights round the activations to\n"
-    "  bf16, as llama.cpp and a bf16 transformers run do (default: fp32; docs/accuracy.md).\n"
+    "  --bf16-activations: every product with bf16 weights rounds the activations to bf16,\n"
+    "  as llama.cpp and a bf16 transformers run do (default: fp32; docs/accuracy.md).\n"
     "  --dtype: convert the weights after loading (llama.cpp's Q8_0/Q4_0 blocks): the step reads\n"
     "  fewer bytes, and the floor is computed from those.\n";
 
@@ -423,7 +423,7 @@ int cmd_bench(int argc, char **argv)
             printf("weights        %sB copied from the file's mapping into 2 MiB pages at load (%.2f s "
                    "with the load)\n", si(b3, sizeof b3, (double)copied), t_load);
         printf("precision      %s\n", tl_engine_exact(e) ? "exact: fp32 activations in every product (docs/accuracy.md)"
-                                                          : "prefill products round activations to bf16 "
+                                                          : "products with bf16 weights round activations to bf16 "
                                                             "(docs/accuracy.md)");
         printf("prefill        %d tokens: TTFT %.1f ms (%.1f tokens/s)\n", o.prompt_tokens, ttft,
                o.prompt_tokens / ttft * 1e3);

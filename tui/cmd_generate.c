@@ -49,8 +49,8 @@ static const char usage[] =
     "  --async            queue each pass's operations to a worker thread, as a GPU stream does,\n"
     "                     so the clock read before synchronizing (wrong reading 2) means\n"
     "                     something on the CPU too (CUDA always works this way)\n"
-    "  --bf16-activations round the activations to bf16 in the prefill's products with bf16\n"
-    "                     weights, as llama.cpp does: half the arithmetic (docs/accuracy.md)\n"
+    "  --bf16-activations round the activations to bf16 in every product with bf16 weights,\n"
+    "                     as llama.cpp does: half the arithmetic (docs/accuracy.md)\n"
     "  --dtype D          convert the weights on load: bf16, f16, f32, q8_0 or q4_0 (llama.cpp's\n"
     "                     block formats: 8.5 and 4.5 bits a weight); fewer bytes a step, a faster\n"
     "                     pace, slightly different scores (default: as the files hold them)\n"
@@ -385,6 +385,8 @@ int cmd_generate(int argc, char **argv)
     if (tl_session_set_stop_strings(s, stop, n_stop, &err)) goto fail;
     tl_session_set_stream_mode(s, mode);
     tl_session_set_top_n(s, (int)top_n);
+    /* the JSON shows each candidate's model probability (prob, prob_final); the text nothing */
+    tl_session_set_report(s, json ? TL_REPORT_MODEL : 0);
     if (tl_generate(s, json ? NULL : stream_step, NULL, &err) < 0) goto fail;
     if (json) {
         print_json(s);

@@ -24,7 +24,7 @@ typedef struct cpu_ctx {
     tl_pool *pool;
     cpu_stream *stream;       /* the asynchronous mode's queue and worker; NULL: synchronous */
     const tl_cpu_isa *isa;
-    int exact;                /* set_exact; 0: prefill products may round x to bf16 */
+    int exact;                /* set_exact; 0: products with bf16 weights round x to bf16 */
     uint16_t *xpack;          /* packed activations for kernels that want them */
     size_t xpack_cap;         /* in uint16 */
     void *xquant;             /* x quantized for Q8_0/Q4_0 weights: xq, xd, xc (mm.h) */
@@ -184,7 +184,7 @@ static int pack_x(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T
 {
     int64_t al = c->isa->pack_align;
     mm->cols_pad = (cols + al - 1) / al * al;
-    mm->halves = c->exact || T == 1 ? 2 : 1;
+    mm->halves = c->exact ? 2 : 1;
     size_t need = (size_t)T * (size_t)mm->halves * (size_t)mm->cols_pad;
     if (need > c->xpack_cap) {
         uint16_t *p = aligned_alloc(64, (need * sizeof(uint16_t) + 63) & ~(size_t)63);

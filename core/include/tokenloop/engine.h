@@ -49,8 +49,8 @@ int tl_engine_set_async(tl_engine *e, int on, tl_error *err);
 int tl_engine_async(const tl_engine *e);   /* 1: the launches return before the work is done */
 
 /* The exact mode (docs/accuracy.md): products with bf16 weights keep fp32 activations. On by
- * default on the CPU; off, a prefill's products round them to bf16 (half the arithmetic on
- * AVX-512 BF16). A backend without the mode (CUDA) refuses to turn it on. Between passes. */
+ * default on the CPU; off, products with bf16 weights round them to bf16 (half the arithmetic
+ * on AVX-512 BF16). A backend without the mode (CUDA) refuses to turn it on. Between passes. */
 int tl_engine_set_exact(tl_engine *e, int on, tl_error *err);
 int tl_engine_exact(const tl_engine *e);
 /* Bytes a decode step at the current position reads: weights + the KV cache so far. */

@@ -35,7 +35,7 @@ typedef struct tl_session_opts {
     void *clock_ctx;
     double bandwidth_gbs;       /* > 0: use this instead of probing (the floor) */
     int async;                  /* 1: the engine's asynchronous mode (tl_engine_set_async) */
-    int bf16_activations;       /* 1: prefill products round activations (tl_engine_set_exact 0) */
+    int bf16_activations;       /* 1: bf16 products round activations (tl_engine_set_exact 0) */
     const char *dtype;          /* "q8_0", "q4_0", "bf16", ...: convert the weights on load; NULL: as loaded */
 } tl_session_opts;
 
@@ -77,6 +77,10 @@ void tl_session_set_stream_mode(tl_session *s, tl_stream_mode mode);
 /* TextStreamer options; defaults: skip_prompt 1, skip_special 1, clean_up as tokenizer_config. */
 void tl_session_set_streamer_opts(tl_session *s, int skip_prompt, int skip_special, int clean_up);
 void tl_session_set_top_n(tl_session *s, int n);    /* candidates per step, 1..TL_MAX_TOP; 10 */
+/* The figures each step's report computes beyond the choice (TL_REPORT_*, sampler.h): each
+ * is a pass over the vocabulary, so a front end asks only for those it shows. TL_REPORT_ALL by
+ * default; those not asked for are NaN. */
+void tl_session_set_report(tl_session *s, unsigned fields);
 
 /* The settings as they are now. */
 const char *tl_session_messages(const tl_session *s);        /* the JSON array; NULL: none/raw ids */
