@@ -1,7 +1,7 @@
 """tokenloop against llama.cpp on the same weights, measured in one run, rounds alternating.
 
     tools/bench/compare_llamacpp.py [--shape llama-3.2-1b] [--rounds 3] [--dir /tmp/tokenloop-peer]
-                                    [--tokenloop build/tui/tokenloop] [--out FILE]
+                                    [--tokenloop build/tui/tokenloop] [--out FILE] [--readme README.md]
 
 Writes one set of random bf16 weights of a published Llama shape (seeded) twice: as a Hugging
 Face directory (config.json + model.safetensors) for `tokenloop bench --model`, and as a GGUF
@@ -9,7 +9,11 @@ file (the `gguf` package, the tensor names and Q/K row order of llama.cpp's conv
 3 tokenizer from assets/tokenizer, llama3 RoPE factors) for llama.cpp through llama-cpp-python.
 Then, each round, in a fresh process each: llama.cpp, tokenloop (exact, the default), tokenloop
 --bf16-activations: TTFT of a 32- and a 512-token prompt, TPOT (median of 16 decode steps).
-Prints a Markdown table with min/median/max over the rounds and the ratios of the medians.
+Prints a Markdown table with min/median/max over the rounds, and the ratios: each round's
+tokenloop figure over the llama.cpp figure of the same round (this shared machine's memory
+bandwidth switches between about 36 and 65 GB/s within seconds, so only measurements taken
+close together compare), median and range over the rounds, and the ratio of the medians.
+--readme replaces the part of that file between the peer-llamacpp markers with the tables.
 Last, the tokenizer: encode throughput of `tokenloop bench --tokenizer --file` and of the
 `tokenizers` library (Rust) on the same text, the 16 MB man-page corpus of
 tests/tokenizer/corpus (26 languages), with the token counts, which must agree.
@@ -303,6 +307,7 @@ def main():
     ap.add_argument("--tokenloop", default=os.path.join(ROOT, "build/tui/tokenloop"))
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--out")
+    ap.add_argument("--readme")
     ap.add_argument("--child", nargs="+")
     a = ap.parse_args()
     if a.child:
@@ -347,15 +352,20 @@ def main():
         rat = stats(res[s]["ratio"])
         lines.append(f"| {s} | {fmt(t)} | {1e3 / t[1]:.1f} | {fmt(stats(res[s]['ttft32']))} | "
                      f"{fmt(stats(res[s]['ttft512']))} | {'–' if rat[1] is None else f'{rat[1]:.2f}'} |")
-    lines += ["", "Ratios of the medians (tokenloop ÷ llama.cpp; below 1 is faster):", "",
+    lines += ["", "tokenloop ÷ llama.cpp, below 1 is faster: each round's pair, median (min–max) over the "
+              "rounds; in brackets the ratio of the medians above:", "",
               "| tokenloop mode | TPOT | TTFT 32 | TTFT 512 |", "|---|---|---|---|"]
     L = med["llama.cpp"]
     for s in ("tokenloop", "tokenloop --bf16-activations"):
-        lines.append(f"| {s} | {med[s]['tpot'] / L['tpot']:.2f} | {med[s]['ttft32'] / L['ttft32']:.2f} | "
-                     f"{med[s]['ttft512'] / L['ttft512']:.2f} |")
-    lines += ["", "TPOT ÷ floor is tokenloop bench's own: bytes a step reads ÷ its read-bandwidth probe. "
-              "llama.cpp keeps its KV cache in f16, tokenloop in fp32; llama.cpp's prefill rounds activations "
-              "to bf16 as tokenloop's does with --bf16-activations (docs/accuracy.md)."]
+        cells = []
+        for k in ("tpot", "ttft32", "ttft512"):
+            pairs = stats([a / b for a, b in zip(res[s][k], res["llama.cpp"][k])])
+            cells.append(f"{pairs[1]:.2f} ({pairs[0]:.2f}–{pairs[2]:.2f}) [{med[s][k] / L[k]:.2f}]")
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    lines += ["", "TPOT ÷ floor is tokenloop bench's own: each decode step over a plain read of the same "
+              "weights right after it (median of the steps). llama.cpp keeps its KV cache in f16, tokenloop "
+              "in fp32 (at these lengths under 1% of a step's bytes); llama.cpp rounds activations to bf16 "
+              "before its bf16 dot products, as tokenloop does with --bf16-activations (docs/accuracy.md)."]
     nbytes, tl, hf_mb, counts = tokenizer_rounds(a.tokenloop, corpus_text(a.dir), a.rounds)
     lines += ["", f"Tokenizer encode, MB/s, {nbytes / 1e6:.1f} MB of man pages in 26 languages "
               f"(tests/tokenizer/corpus), one thread each, median (min–max) of {a.rounds} runs:", "",
@@ -368,7 +378,22 @@ def main():
     print(text)
     if a.out:
         open(a.out, "w").write(text)
+    if a.readme:
+        readme_section(a.readme, text)
     return 0
+
+
+BEGIN, END = "<!-- peer-llamacpp:begin (tools/bench/compare_llamacpp.py --readme) -->", "<!-- peer-llamacpp:end -->"
+
+
+def readme_section(path, text):
+    """The README's copy of the tables (the first heading dropped), between the markers."""
+    doc = open(path, encoding="utf-8").read()
+    i, j = doc.find(BEGIN), doc.find(END)
+    if i < 0 or j < i:
+        raise SystemExit(f"{path}: no '{BEGIN}' ... '{END}' section")
+    body = "\n".join(l for l in text.splitlines() if not l.startswith("# "))
+    open(path, "w", encoding="utf-8").write(doc[:i + len(BEGIN)] + "\n" + body.strip() + "\n" + doc[j:])
 
 
 def pkg_version(mod):
