@@ -30,17 +30,23 @@ struct tl_sampler {
     int vocab;
     tl_sampling p;
     uint64_t rng[4];
-    float *e;        /* exp((logit - max) / t) of every token, this step */
-    double *bsum;    /* e summed per TL_VS_BLOCK tokens: the draw's index */
-    int *cand;       /* tokens above a threshold, then the kept ones */
+    float *e;        /* exp((logit - max) / t) this step: every token after a full pass, else the
+                        best K and the kept ones */
+    double *bsum;    /* e summed per TL_VS_BLOCK tokens (a full pass): the draw's index */
+    int *cand;       /* tokens above a threshold, then the kept ones (from c0) */
     uint64_t *keys;  /* cand as rank keys, for the selections */
     /* this step */
     int ntop;
     int top_ids[TL_MAX_TOP];
     float top_vals[TL_MAX_TOP];
-    float mx;
-    double zt, wt, zk;  /* sum of e over all tokens, sum of e * (logit - max) / t, sum over kept */
-    int nlist;          /* kept tokens in cand[], or -1: none cut, every token kept */
+    float mx, scale;    /* the best score; 1 / temperature, or 1 */
+    int full;           /* a full pass: e and bsum hold every token */
+    double zr, wr;      /* the model's softmax (T = 1): sum of exp(logit - max), of that * (logit - max) */
+    double zt, wt;      /* the same for e (tempered), over all tokens */
+    int have_zr, have_zt, have_wt;
+    double zk;          /* sum of e over the kept tokens */
+    int nlist, c0;      /* kept tokens in cand[c0..c0 + nlist), or nlist -1: the ids from `from` on */
+    int from;
     int cut_k, cut_p;   /* the rule that says which are kept */
     float kth, xb;      /* kept: logit >= kth (top-k); after (xb, ib) in top-p order (top-p) */
     int ib;
@@ -209,6 +215,8 @@ static int select_nucleus(const tl_sampler *s, uint64_t *a, int n, double below,
     return l;
 }
 
+static double sum_e(const tl_sampler *s, int from, int to);
+
 /* Tokens with logit >= the K-th best - d, until there are at least `need` of them and
  * (top_p_lim >= 0) the rest hold at most top_p_lim of zt. d starts from the spread of the
  * best K's lower half: K/2 more tokens per that much lower, so log2(need / K) spreads for
@@ -226,7 +234,7 @@ static int collect(tl_sampler *s, const float *logits, int need, double top_p_li
         int c = vs_ge(logits, V, thr, s->cand);
         double m = 0;
         if (top_p_lim >= 0)   /* top-k's cut looks at counts only */
-            for (int j = 0; j < c; j++) m += s->e[s->cand[j]];
+            m = c == V ? s->zt : sum_e(s, 0, c);
         *mass = m;
         if (thr == -INFINITY) return c;
         if (c >= need && (top_p_lim < 0 || s->zt - m <= (top_p_lim - TOP_P_MARGIN) * s->zt)) return c;
@@ -235,14 +243,126 @@ static int collect(tl_sampler *s, const float *logits, int need, double top_p_li
 
 static int kept_token(const tl_sampler *s, int id, float x)
 {
-    if (s->nlist < 0) return 1;
     if (s->cut_k && !(x >= s->kth)) return 0;
     if (s->cut_p && !(x > s->xb || (x == s->xb && id >= s->ib))) return 0;
     return 1;
 }
 
-/* The step's numbers (see the struct). Returns the number of tokens kept. */
-static int process(tl_sampler *s, const float *logits, int top_n, int report)
+/* e of one score, as the vector passes compute it. */
+static float e_one(const tl_sampler *s, float x) { return vs_exp_one(key(x), s->mx, s->scale); }
+
+/* Sum of e over cand[from..to), four sums at a time (a long list: no chain of dependent adds). */
+static double sum_e(const tl_sampler *s, int from, int to)
+{
+    double a[4] = {0, 0, 0, 0};
+    int j = from;
+    for (; j + 4 <= to; j += 4)
+        for (int q = 0; q < 4; q++) a[q] += s->e[s->cand[j + q]];
+    for (; j < to; j++) a[0] += s->e[s->cand[j]];
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+/* The tempered e of every token, with the block sums: a draw or a cut that may reach past the
+ * best K needs them. The entropy's sum comes along when the report asks for it. */
+static void full_pass(tl_sampler *s, const float *logits, unsigned fields)
+{
+    vs_exp(logits, s->vocab, s->mx, s->scale, s->e, s->bsum, &s->zt, (fields & TL_REPORT_TEMP) ? &s->wt : NULL);
+    s->full = 1;
+    s->have_zt = 1;
+    s->have_wt = (fields & TL_REPORT_TEMP) != 0;
+}
+
+/* A top-p cut through one level of equal scores, the candidates cand[0..n) in ascending id
+ * order (transformers' stable ascending sort puts the lower id first among equals, so the cut
+ * removes those first): the first position whose mass with all before it, plus `below`,
+ * exceeds lim_z. With every token a candidate, the block sums of the full pass stand for the
+ * positions' sums. The most likely token (the last) always stays. *removed: the mass before. */
+static int level_cut(const tl_sampler *s, int n, double below, double lim_z, double *removed)
+{
+    double acc = below;
+    int j = 0;
+    if (s->full && n == s->vocab) {
+        for (int b = 0; j + TL_VS_BLOCK <= n && !(acc + s->bsum[b] > lim_z); b++, j += TL_VS_BLOCK)
+            acc += s->bsum[b];
+    } else {
+        for (; j + 256 <= n; j += 256) {
+            double c = sum_e(s, j, j + 256);
+            if (acc + c > lim_z) break;
+            acc += c;
+        }
+    }
+    for (; j < n; j++) {
+        double e = s->e[s->cand[j]];
+        if (acc + e > lim_z) break;
+        acc += e;
+    }
+    if (j >= n) {   /* the most likely token: the highest id of the top level */
+        j = n - 1;
+        acc -= s->e[s->cand[j]];
+    }
+    *removed = acc - below;
+    return j;
+}
+
+/* The top-k cut: the tokens with a score >= the k-th largest into cand[], their count returned. */
+static int cut_top_k(tl_sampler *s, const float *logits, int k)
+{
+    int V = s->vocab, K = s->ntop;
+    if (k < K && !(K < V && s->top_vals[K - 1] == s->top_vals[k - 1])) {
+        /* the best K hold the k-th and every tie with it */
+        s->kth = s->top_vals[k - 1];
+        int n = 0;
+        while (n < K && s->top_vals[n] >= s->kth) {
+            s->cand[n] = s->top_ids[n];
+            n++;
+        }
+        return n;
+    }
+    if (k <= K) {   /* a tie with the k-th goes on past the K-th: the k-th is known, the ties not */
+        s->kth = s->top_vals[k - 1];
+        return vs_ge(logits, V, s->kth, s->cand);
+    }
+    /* k past the best K: if at least k score >= the K-th, the k-th is the K-th (only the K-1
+     * above it can be larger); all equal scores, for one, come here */
+    double m;
+    float last = s->top_vals[K - 1];
+    int c = collect(s, logits, k, -1, &m), ge = 0;
+    if (c > 16384) {   /* one more vector pass rather than a long scalar one */
+        ge = vs_ge(logits, V, last, s->cand);
+        if (ge >= k) {
+            s->kth = last;
+            return ge;
+        }
+        c = collect(s, logits, k, -1, &m);
+    } else {
+        for (int j = 0; j < c; j++) ge += logits[s->cand[j]] >= last;
+        if (ge >= k) {
+            int n = 0;
+            for (int j = 0; j < c; j++)
+                if (logits[s->cand[j]] >= last) s->cand[n++] = s->cand[j];
+            s->kth = last;
+            return n;
+        }
+    }
+    if (k > c) k = c;   /* NaN scores are never kept */
+    uint64_t *a = s->keys;
+    for (int j = 0; j < c; j++) a[j] = rank_key(logits[s->cand[j]], s->cand[j]);
+    select_top(a, c, k);
+    s->kth = key(logits[(uint32_t)a[k - 1]]);
+    int n = k;
+    for (int j = k; j < c; j++)   /* equal to the k-th, a lower id: stays too */
+        if (logits[(uint32_t)a[j]] >= s->kth) swap64(a, n++, j);
+    for (int j = 0; j < n; j++) s->cand[j] = (int)(uint32_t)a[j];
+    return n;
+}
+
+/* Relative to the mass of the best few, what the rest of the vocabulary may hold and still be
+ * left out of the top-p sum: far below the float sums' own error (~1e-7). */
+#define REST_NEGLIGIBLE 1e-9
+
+/* The step's numbers (see the struct). Returns the number of tokens kept. What is computed for
+ * the choice never depends on `fields`: the report's figures are extra passes. */
+static int process(tl_sampler *s, const float *logits, int top_n, unsigned fields)
 {
     const tl_sampling *p = &s->p;
     int V = s->vocab;
@@ -254,61 +374,69 @@ static int process(tl_sampler *s, const float *logits, int top_n, int report)
     if (K > TL_MAX_TOP) K = TL_MAX_TOP;
     if (K > V) K = V;
     s->ntop = K;
-    vs_top(logits, V, K, s->top_ids, s->top_vals);
+    s->scale = use_temperature(p) ? 1.0f / p->temperature : 1.0f;
+    /* the model's own softmax comes with the best K in one read; at T = 1 it is the tempered one */
+    int t1 = s->scale == 1.0f;
+    int raw = (fields & TL_REPORT_MODEL) || (t1 && (fields & TL_REPORT_TEMP));
+    int raw_w = t1 && (fields & TL_REPORT_TEMP);
+    int no_cut = !p->greedy && !use_top_k(p) && !use_top_p(p);
+    if (no_cut && t1) raw = raw_w = 0;   /* the full pass below is the model's softmax */
+    s->zr = s->wr = 0;
+    if (raw) vs_top_sum(logits, V, K, s->top_ids, s->top_vals, &s->zr, raw_w ? &s->wr : NULL);
+    else vs_top(logits, V, K, s->top_ids, s->top_vals);
+    s->have_zr = raw;
     s->mx = s->top_vals[0];
     s->nlist = -1;
+    s->c0 = s->from = 0;
     s->cut_k = s->cut_p = 0;
+    s->full = 0;
     s->zt = s->wt = 0;
+    s->have_zt = t1 && raw;
+    s->have_wt = raw_w;
+    if (s->have_zt) {
+        s->zt = s->zr;
+        s->wt = s->wr;
+    }
+    s->zk = 0;
     if (s->mx == -INFINITY) {   /* nothing to exponentiate: every score -inf or NaN */
-        s->zk = 0;
+        s->zt = s->zr = 0;
+        s->have_zt = s->have_wt = 1;
         return p->greedy ? 1 : V;
     }
     if (p->greedy) {
-        /* the draw needs nothing more; the report the softmax sum and the entropy */
-        if (report) vs_exp(logits, V, s->mx, 1.0f, NULL, NULL, &s->zt, &s->wt);
         s->zk = s->zt;
         return 1;
     }
-    float scale = use_temperature(p) ? 1.0f / p->temperature : 1.0f;
-    vs_exp(logits, V, s->mx, scale, s->e, s->bsum, &s->zt, report ? &s->wt : NULL);
     int list = 0;
-    double z = s->zt, tail = 0;
-    if (use_top_k(p) && p->top_k < V) {
-        int k = p->top_k;
-        /* scores < the k-th largest are removed, ties with it stay: the best K hold them all
-         * unless the tie may go on past the K-th */
-        if (k < K && !(K < V && s->top_vals[K - 1] == s->top_vals[k - 1])) {
-            s->kth = s->top_vals[k - 1];
-            int n = 0;
-            while (n < K && s->top_vals[n] >= s->kth) {
-                s->cand[n] = s->top_ids[n];
-                n++;
-            }
-            s->nlist = n;
-        } else {
-            double m;
-            int c = collect(s, logits, k, -1, &m);
-            if (k > c) k = c;   /* NaN scores are never kept */
-            uint64_t *a = s->keys;
-            for (int j = 0; j < c; j++) a[j] = rank_key(logits[s->cand[j]], s->cand[j]);
-            select_top(a, c, k);
-            s->kth = key(logits[(uint32_t)a[k - 1]]);
-            int n = k;
-            for (int j = k; j < c; j++)   /* equal to the k-th, a lower id: stays too */
-                if (logits[(uint32_t)a[j]] >= s->kth) swap64(a, n++, j);
-            for (int j = 0; j < n; j++) s->cand[j] = (int)(uint32_t)a[j];
-            s->nlist = n;
+    double z = 0, tail = 0;
+    if (no_cut) {
+        full_pass(s, logits, fields);   /* every token may be drawn */
+        if (t1) {
+            s->zr = s->zt;
+            s->have_zr = 1;
         }
+    } else if (use_top_k(p) && p->top_k < V) {
+        int n = cut_top_k(s, logits, p->top_k);
         s->cut_k = 1;
         list = 1;
-        z = 0;
-        for (int j = 0; j < s->nlist; j++) z += s->e[s->cand[j]];
+        if (n == V || n > V / 16) {
+            full_pass(s, logits, fields);
+            z = n == V ? s->zt : sum_e(s, 0, n);
+        } else {
+            for (int j = 0; j < n; j++) s->e[s->cand[j]] = e_one(s, logits[s->cand[j]]);
+            z = sum_e(s, 0, n);
+        }
+        s->nlist = n;
     }
+    if (!s->full)   /* the best K's e, for the report and for top-p's first look */
+        for (int j = 0; j < K; j++) s->e[s->top_ids[j]] = e_one(s, s->top_vals[j]);
     if (use_top_p(p)) {
         double lim = 1.0 - (double)p->top_p;
         if (!list) {
             /* the tokens above the K-th best, if what lies below is sure to be cut; ties with
-             * the K-th stay out so that the set is closed under equal scores */
+             * the K-th stay out so that the set is closed under equal scores. Unless a full
+             * pass says how much lies below, it is at most V - n times the K-th's e: when that
+             * is negligible, the best K's mass stands for the total. */
             int n = 0;
             double m = 0;
             float last = s->top_vals[K - 1];
@@ -317,60 +445,102 @@ static int process(tl_sampler *s, const float *logits, int top_n, int report)
                     s->cand[n++] = s->top_ids[j];
                     m += s->e[s->top_ids[j]];
                 }
-            if (K < V && !(n > 0 && s->zt - m <= (lim - TOP_P_MARGIN) * s->zt))
-                n = collect(s, logits, 1, lim, &m);
+            double rest = K == V ? 0 : (double)(V - n) * e_one(s, last);
+            if (n > 0 && rest <= REST_NEGLIGIBLE * m && rest <= (lim - TOP_P_MARGIN) * m) {
+                z = m;
+            } else {
+                full_pass(s, logits, fields);
+                z = s->zt;
+                if (K < V && !(n > 0 && s->zt - m <= (lim - TOP_P_MARGIN) * s->zt))
+                    n = collect(s, logits, 1, lim, &m);
+                tail = s->zt - m;
+                if (tail < 0 || n == V) tail = 0;
+            }
             s->nlist = n;
-            tail = s->zt - m;
-            if (tail < 0 || n == V) tail = 0;
         }
         /* transformers: ascending cumulative softmax from the least likely side (the tail
          * first, all of it cut), remove where cum <= 1 - top_p, the most likely token stays */
+        int n = s->nlist;
+        int one_level = n > 4096 && (s->cut_k ? s->kth == s->mx : vs_count_ge(logits, V, s->mx) == n);
+        if (one_level) {
+            /* every candidate scores the maximum (cand[] from vs_ge: ascending ids) */
+            double removed;
+            int j = level_cut(s, n, tail, lim * z, &removed);
+            s->ib = s->cand[j];
+            s->xb = s->mx;
+            s->zk = z - removed;
+            s->cut_p = 1;
+            if (n == V && s->full) {   /* the kept ids are ib..V-1: the draw walks the block sums */
+                s->from = s->ib;
+                s->nlist = -1;
+                return V - s->ib;
+            }
+            s->c0 = j;
+            s->nlist = n - j;
+            return s->nlist;
+        }
         uint64_t *a = s->keys;
-        for (int j = 0; j < s->nlist; j++) a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
-        int n = select_nucleus(s, a, s->nlist, tail, lim * z);
+        for (int j = 0; j < n; j++) a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
+        int kept = select_nucleus(s, a, n, tail, lim * z);
         uint64_t low = a[0];
-        for (int j = 0; j < n; j++) {
+        for (int j = 0; j < kept; j++) {
             s->cand[j] = (int)(uint32_t)a[j];
             if (a[j] < low) low = a[j];
         }
-        s->nlist = n;
+        s->nlist = kept;
         s->cut_p = 1;
         s->ib = (int)(uint32_t)low;
         s->xb = key(logits[s->ib]);
         list = 1;
+        z = sum_e(s, 0, kept);
     }
-    if (!list) {
+    if (!list || s->nlist == V) {   /* every token kept: the draw walks the block sums */
         s->zk = s->zt;
+        s->nlist = -1;
         return V;
     }
-    s->zk = 0;
-    for (int j = 0; j < s->nlist; j++) s->zk += s->e[s->cand[j]];
+    s->zk = z;
     return s->nlist;
 }
 
-/* u in [0, zk): the token where the running sum of e passes u. Kept tokens in cand[] order,
- * or (none cut) by id through the block sums. */
+/* u in [0, zk): the token where the running sum of e passes u. Kept tokens in cand[] order
+ * (a long list by sums of 256 first), or (the ids from `from` on) by id through the block sums. */
 static int draw(tl_sampler *s)
 {
     double u = rng_uniform(s->rng) * s->zk, acc = 0;
     if (s->nlist >= 0) {
-        int last = s->cand[0];
-        for (int j = 0; j < s->nlist; j++) {
-            int i = s->cand[j];
+        const int *c = s->cand + s->c0;
+        int n = s->nlist, j = 0, last = c[0];
+        for (; j + 256 <= n; j += 256) {
+            double b = sum_e(s, s->c0 + j, s->c0 + j + 256);
+            if (u < acc + b) break;
+            acc += b;
+        }
+        for (; j < n; j++) {
+            int i = c[j];
             if (s->e[i] > 0) last = i;
             acc += s->e[i];
             if (u < acc) return i;
         }
         return last;   /* rounding left u at the very end */
     }
-    int V = s->vocab, nb = (V + TL_VS_BLOCK - 1) / TL_VS_BLOCK;
-    for (int b = 0; b < nb; b++) {
+    int V = s->vocab, nb = (V + TL_VS_BLOCK - 1) / TL_VS_BLOCK, b = s->from / TL_VS_BLOCK;
+    int i = s->from, last = -1;
+    if (i % TL_VS_BLOCK) {   /* a range starting inside a block: that block's part first */
+        for (int i1 = (b + 1) * TL_VS_BLOCK < V ? (b + 1) * TL_VS_BLOCK : V; i < i1; i++) {
+            if (s->e[i] > 0) last = i;
+            acc += s->e[i];
+            if (u < acc) return i;
+        }
+        b++;
+    }
+    for (; b < nb; b++) {
         if (!(u < acc + s->bsum[b]) && b < nb - 1) {
             acc += s->bsum[b];
             continue;
         }
-        int i0 = b * TL_VS_BLOCK, i1 = i0 + TL_VS_BLOCK < V ? i0 + TL_VS_BLOCK : V, last = -1;
-        for (int i = i0; i < i1; i++) {
+        int i0 = b * TL_VS_BLOCK, i1 = i0 + TL_VS_BLOCK < V ? i0 + TL_VS_BLOCK : V;
+        for (i = i0; i < i1; i++) {
             if (s->e[i] > 0) last = i;
             acc += s->e[i];
             if (u < acc) return i;
@@ -378,28 +548,31 @@ static int draw(tl_sampler *s)
         /* the block's vector sum and this running one differ in the last bits */
         if (last >= 0) return last;
     }
-    return s->top_ids[0];
+    return last >= 0 ? last : s->top_ids[0];
 }
 
-static void fill_report(tl_sampler *s, const float *logits, int top_n, int chosen, int kept,
+static void fill_report(tl_sampler *s, const float *logits, int top_n, int chosen, int kept, unsigned fields,
                         tl_sample_report *rep)
 {
     int V = s->vocab;
     if (top_n < 1) top_n = 1;
     if (top_n > TL_MAX_TOP) top_n = TL_MAX_TOP;
     if (top_n > V) top_n = V;
-    int t_on = use_temperature(&s->p);
-    double t = t_on ? s->p.temperature : 1.0, mx = s->mx;
-    /* the raw softmax differs from the tempered one only when a temperature applies */
-    double zr = s->zt;
-    if (t_on && mx > -INFINITY) vs_exp(logits, V, s->mx, 1.0f, NULL, NULL, &zr, NULL);
+    double mx = s->mx, t = s->scale == 1.0f ? 1.0 : s->p.temperature;
+    /* the tempered figures: from the pass the choice made, or one more */
+    if ((fields & TL_REPORT_TEMP) && !(s->have_zt && s->have_wt) && mx > -INFINITY) {
+        vs_exp(logits, V, s->mx, s->scale, NULL, NULL, &s->zt, &s->wt);
+        s->have_zt = s->have_wt = 1;
+    }
     memset(rep, 0, sizeof *rep);
+    rep->fields = fields & TL_REPORT_ALL;
+    int model = (fields & TL_REPORT_MODEL) != 0, temp = (fields & TL_REPORT_TEMP) != 0;
     rep->chosen = chosen;
     rep->n = top_n;
     /* H = -sum q log q with q = e / zt and log q = d - log zt, d = (logit - max) / t */
-    rep->entropy = s->zt > 0 ? log(s->zt) - s->wt / s->zt : 0;
+    rep->entropy = !temp ? NAN : s->zt > 0 ? log(s->zt) - s->wt / s->zt : 0;
     rep->kept = kept;
-    rep->log_z = zr > 0 ? mx + log(zr) : INFINITY;
+    rep->log_z = !model ? NAN : s->zr > 0 ? mx + log(s->zr) : INFINITY;
     rep->chosen_logit = chosen >= 0 && chosen < V ? logits[chosen] : -INFINITY;
     double in = 0;
     for (int j = 0; j < top_n; j++) {
@@ -408,30 +581,40 @@ static void fill_report(tl_sampler *s, const float *logits, int top_n, int chose
         tl_candidate *c = &rep->cand[j];
         c->id = i;
         c->logit = logits[i];
-        if (!(s->zt > 0)) continue;
-        c->prob = (float)(exp((double)x - mx) / zr);
-        double pt = exp(((double)x - mx) / t) / s->zt;
-        c->prob_temp = (float)pt;
-        in += pt;
+        c->prob = model ? 0.0f : NAN;
+        c->prob_temp = temp ? 0.0f : NAN;
+        if (mx == -INFINITY) continue;
+        if (model && s->zr > 0) c->prob = (float)(exp((double)x - mx) / s->zr);
+        if (temp && s->zt > 0) {
+            double pt = exp(((double)x - mx) / t) / s->zt;
+            c->prob_temp = (float)pt;
+            in += pt;
+        }
         int k = kept_token(s, i, x);
         c->cut_top_k = s->cut_k && !(x >= s->kth);
         c->cut_top_p = !k && !c->cut_top_k;
         if (s->p.greedy) c->prob_final = i == chosen ? 1.0f : 0.0f;
-        else c->prob_final = k ? (float)(s->e[i] / s->zk) : 0.0f;
+        else c->prob_final = k && s->zk > 0 ? (float)(s->e[i] / s->zk) : 0.0f;
     }
-    rep->mass_outside = in >= 1.0 ? 0.0 : 1.0 - in;
+    rep->mass_outside = !temp ? NAN : in >= 1.0 ? 0.0 : 1.0 - in;
+}
+
+int tl_sampler_choose(tl_sampler *s, const float *logits, int top_n, unsigned fields, tl_sample_report *rep)
+{
+    int kept = process(s, logits, rep ? top_n : 1, rep ? fields : 0);
+    int chosen = s->p.greedy || !(s->zk > 0) ? s->top_ids[0] : draw(s);
+    if (rep) fill_report(s, logits, top_n, chosen, kept, fields, rep);
+    return chosen;
 }
 
 int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_report *rep)
 {
-    int kept = process(s, logits, rep ? top_n : 1, rep != NULL);
-    int chosen = s->p.greedy || !(s->zk > 0) ? s->top_ids[0] : draw(s);
-    if (rep) fill_report(s, logits, top_n, chosen, kept, rep);
-    return chosen;
+    return tl_sampler_choose(s, logits, top_n, TL_REPORT_ALL, rep);
 }
 
-void tl_sampler_explain(tl_sampler *s, const float *logits, int top_n, int chosen, tl_sample_report *rep)
+void tl_sampler_explain(tl_sampler *s, const float *logits, int top_n, int chosen, unsigned fields,
+                        tl_sample_report *rep)
 {
-    int kept = process(s, logits, top_n, rep != NULL);
-    if (rep) fill_report(s, logits, top_n, chosen, kept, rep);
+    int kept = process(s, logits, top_n, rep ? fields : 0);
+    if (rep) fill_report(s, logits, top_n, chosen, kept, fields, rep);
 }

@@ -54,6 +54,7 @@ struct tl_session {
     int n_stop;
     tl_streamer_opts sopts;
     int top_n;
+    unsigned report;             /* TL_REPORT_* a step's report computes */
 
     /* prepared */
     int prepared;
@@ -266,6 +267,7 @@ static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
     if (s->opts.bandwidth_gbs > 0) s->bandwidth = s->opts.bandwidth_gbs * 1e9;
     s->add_gen_prompt = 1;
     s->top_n = 10;
+    s->report = TL_REPORT_ALL;
     s->sopts.mode = TL_STREAM_HF;
     s->sopts.skip_prompt = 1;
     s->sopts.skip_special_tokens = 1;
@@ -520,6 +522,8 @@ void tl_session_set_top_n(tl_session *s, int n)
     if (n > TL_MAX_TOP) n = TL_MAX_TOP;
     s->top_n = n;
 }
+
+void tl_session_set_report(tl_session *s, unsigned fields) { s->report = fields & TL_REPORT_ALL; }
 
 static tl_streamer *make_streamer(tl_session *s)
 {
@@ -808,7 +812,7 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
         st->n_input = 1;
     }
     const float *logits = tl_engine_logits(s->e);
-    int id = tl_sampler_sample(s->sampler, logits, s->top_n, &st->sample);
+    int id = tl_sampler_choose(s->sampler, logits, s->top_n, s->report, &st->sample);
     st->work_ms = tl_metrics_token_gap(s->metrics, tl_engine_last_ms(s->e), tl_engine_last_unsynced_ms(s->e),
                                        t_begin, st->joined);
     st->ms = tl_engine_last_ms(s->e);
@@ -870,7 +874,7 @@ int tl_session_force(tl_session *s, int id, tl_error *err)
     st->joined = keep.joined;
     st->sampling = keep.sampling;
     st->forced = 1;
-    tl_sampler_explain(s->sampler, tl_engine_logits(s->e), s->top_n, id, &st->sample);
+    tl_sampler_explain(s->sampler, tl_engine_logits(s->e), s->top_n, id, s->report, &st->sample);
     return append_token(s, id, st, err);
 }
 

@@ -1,8 +1,7 @@
 /* tl_topk on the vector passes of vecsel.c: the best k with one compare per block of scores
- * (almost every block fails it), then the softmax sum as a float exp added in double. */
+ * (almost every block fails it) and the softmax sum as a float exp added in double, in one
+ * read of the scores where the CPU has AVX-512. */
 #include "tokenloop/topk.h"
-
-#include <math.h>
 
 #include "vecsel.h"
 
@@ -12,10 +11,6 @@ int tl_topk(const float *v, int n, int k, int *ids, float *vals, double *sumexp)
         return -1;
     if (k > n)
         k = n;
-    vs_top(v, n, k, ids, vals);
-    double s = 0;
-    if (vals[0] > -INFINITY)
-        vs_exp(v, n, vals[0], 1.0f, NULL, NULL, &s, NULL);
-    *sumexp = s;
+    vs_top_sum(v, n, k, ids, vals, sumexp, NULL);
     return k;
 }

@@ -1,6 +1,10 @@
-/* Vector passes for the sampler and tl_topk (vecsel.h). One exp for all three ISAs: Cephes'
- * expf (Cody-Waite reduction by ln 2, a degree-5 polynomial, about 1 ulp), so the lanes of a
- * vector and the scalar tail compute the same function; only FMA contraction differs by ISA.
+/* Vector passes for the sampler and tl_topk (vecsel.h). One exp for all three ISAs, in base 2:
+ * t = (v - mx) * (scale * log2 e) in float, then 2^t = 2^round(t) * 2^r with r in [-1/2, 1/2]
+ * on a degree-5 polynomial (1.9e-7 relative in float). Scale and log2 e in one product make t
+ * carry one more rounding than d did (|t| 2^-24 absolute: 1e-6 relative at t = -20, where e
+ * is 1e-6 of the best token's), for three fewer vector operations of about twelve: the exp is
+ * what a pass over 128,256 scores spends its time on. The lanes of a vector and the scalar
+ * tail compute the same function; only FMA contraction differs by ISA.
  * The functions built for AVX2/AVX-512 carry target attributes and are called only after
  * __builtin_cpu_supports says so: this file itself stays baseline x86-64. */
 #define _GNU_SOURCE
@@ -18,32 +22,33 @@
 #endif
 
 #define LOG2E 1.44269504088896341f
-#define C1 0.693359375f
-#define C2 (-2.12194440e-4f)
-#define P0 1.9875691500e-4f
-#define P1 1.3981999507e-3f
-#define P2 8.3334519073e-3f
-#define P3 4.1665795894e-2f
-#define P4 1.6666665459e-1f
-#define P5 5.0000001201e-1f
+#define LN2 0.693147180559945309
+/* 2^r on [-1/2, 1/2]: 1 + r (A1 + r (A2 + ...)), a degree-5 fit of the relative error
+ * (9.1e-8 exact, 1.9e-7 in float arithmetic) */
+#define A1 0.693147004f
+#define A2 0.240222424f
+#define A3 0.0555073358f
+#define A4 0.00967151299f
+#define A5 0.00132647273f
+/* Below this t (TL_VS_EXP_MIN in base 2) e is 0. */
+#define T_MIN (TL_VS_EXP_MIN * LOG2E)
 
-/* exp(d) for TL_VS_EXP_MIN <= d <= 0, the exponent built by hand: 2^n is a normal float here. */
-static inline float exp1(float d)
+/* 2^t for T_MIN <= t <= 0, the exponent built by hand: 2^n is a normal float here. */
+static inline float exp2p(float t)
 {
-    /* round to nearest by the 1.5 * 2^23 trick: no libm call, and d * LOG2E is in [-126, 0] */
-    float n = (d * LOG2E + 12582912.0f) - 12582912.0f;
-    float r = d - n * C1;
-    r = r - n * C2;
-    float p = ((((P0 * r + P1) * r + P2) * r + P3) * r + P4) * r + P5;
-    p = p * r * r + r + 1.0f;
+    /* round to nearest by the 1.5 * 2^23 trick: no libm call, and t is in [-126, 0] */
+    float n = (t + 12582912.0f) - 12582912.0f, r = t - n;
+    float p = ((((A5 * r + A4) * r + A3) * r + A2) * r + A1) * r + 1.0f;
     union { uint32_t u; float f; } s = {.u = (uint32_t)((int32_t)n + 127) << 23};
     return p * s.f;
 }
 
-/* e for one score, 0 when below the range (NaN included: the comparison fails). */
-static inline float exp_of(float d) { return d >= TL_VS_EXP_MIN ? exp1(d > 0 ? 0 : d) : 0.0f; }
+/* e for one t = d log2(e), 0 when below the range (NaN included: the comparison fails). */
+static inline float exp2_of(float t) { return t >= T_MIN ? exp2p(t > 0 ? 0 : t) : 0.0f; }
 
 static inline float key(float x) { return isnan(x) ? -INFINITY : x; }
+
+float vs_exp_one(float x, float mx, float scale) { return exp2_of((x - mx) * (scale * LOG2E)); }
 
 /* Insertion into the k-long descending list: an equal score with a higher index ranks after,
  * so it enters only when strictly larger than the last kept one. */
@@ -61,6 +66,111 @@ static inline void insert(int *ids, float *vals, int *m, int k, float x, int i)
     ids[j] = i;
 }
 
+/* The best k as 64-bit keys: the score's order above, the index's complement below, so one
+ * integer comparison ranks by score and then by the lower index. -0 counts as +0 (equal scores). */
+static inline uint64_t rank_of(float x, int i)
+{
+    x = key(x) + 0.0f;
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u;
+    return (uint64_t)u << 32 | (uint32_t)~(uint32_t)i;
+}
+
+static inline float score_of(uint64_t r)
+{
+    uint32_t u = (uint32_t)(r >> 32);
+    u = (u & 0x80000000u) ? u & 0x7fffffffu : ~u;
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static inline void swap_u64(uint64_t *a, int i, int j)
+{
+    uint64_t t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+}
+
+/* Quickselect (keys are distinct: they hold the index): a[0..k) the k largest afterwards. */
+static void select_keys(uint64_t *a, int n, int k)
+{
+    int l = 0, r = n;
+    while (r - l > 1) {
+        int m = l + (r - l) / 2;
+        if (a[m] < a[l]) swap_u64(a, m, l);
+        if (a[r - 1] < a[l]) swap_u64(a, r - 1, l);
+        if (a[m] < a[r - 1]) swap_u64(a, m, r - 1);
+        uint64_t piv = a[r - 1];
+        int p = l;
+        for (int j = l; j < r - 1; j++)
+            if (a[j] > piv) swap_u64(a, p++, j);
+        swap_u64(a, p, r - 1);
+        if (p == k - 1) return;
+        if (p > k - 1) r = p;
+        else l = p + 1;
+    }
+}
+
+/* The best k of a pass, buffered: a score enters only above the k-th best so far (an equal one
+ * has a higher index, so it ranks after), and when k + k + 32 are in, a quickselect cuts them
+ * back to k and raises that bar. Over random scores that is about 2 k ln(n/k) keys and a cut
+ * per k of them, instead of an insertion into a sorted list of k for each of the ~k ln(n/k)
+ * scores that pass. */
+#define TOPBUF (2 * TL_VS_MAX_K + 32)
+typedef struct {
+    uint64_t a[TOPBUF];
+    int n, k, cap;
+    float thr;   /* the k-th best score so far: only higher ones enter */
+} topbuf;
+
+static void tb_cut(topbuf *b)
+{
+    select_keys(b->a, b->n, b->k);
+    b->n = b->k;
+    uint64_t low = b->a[0];
+    for (int j = 1; j < b->k; j++)
+        if (b->a[j] < low) low = b->a[j];
+    b->thr = score_of(low);
+}
+
+/* The first k scores enter whatever they are (-inf and NaN too: the list is always k long). */
+static void tb_start(topbuf *b, const float *v, int k)
+{
+    b->k = k;
+    b->cap = 2 * k + 32;
+    b->n = 0;
+    for (int i = 0; i < k; i++)
+        b->a[b->n++] = rank_of(v[i], i);
+    tb_cut(b);
+}
+
+static inline void tb_add(topbuf *b, float x, int i)
+{
+    b->a[b->n++] = rank_of(x, i);
+    if (b->n >= b->cap) tb_cut(b);
+}
+
+static void tb_finish(topbuf *b, const float *v, int *ids, float *vals)
+{
+    tb_cut(b);
+    uint64_t *a = b->a;
+    for (int j = 1; j < b->k; j++) {   /* k <= TL_VS_MAX_K: an insertion sort */
+        uint64_t x = a[j];
+        int m = j;
+        while (m > 0 && a[m - 1] < x) {
+            a[m] = a[m - 1];
+            m--;
+        }
+        a[m] = x;
+    }
+    for (int j = 0; j < b->k; j++) {
+        ids[j] = (int)~(uint32_t)a[j];
+        vals[j] = key(v[ids[j]]);
+    }
+}
+
 static void top_generic(const float *v, int n, int k, int *ids, float *vals)
 {
     int m = 0;
@@ -71,22 +181,23 @@ static void top_generic(const float *v, int n, int k, int *ids, float *vals)
 static void exp_generic(const float *v, int n, float mx, float scale, float *e_out, double *bsum, double *sum,
                         double *wsum)
 {
+    const float c = scale * LOG2E;
     double total = 0, wtotal = 0;
     for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
         int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK;
         double bs = 0, ws = 0;
         for (int i = b0; i < b1; i++) {
-            float d = (v[i] - mx) * scale, e = exp_of(d);
+            float t = (v[i] - mx) * c, e = exp2_of(t);
             if (e_out) e_out[i] = e;
             bs += e;
-            if (e > 0) ws += (double)e * d;
+            if (e > 0) ws += (double)e * t;
         }
         if (bsum) bsum[b0 / TL_VS_BLOCK] = bs;
         total += bs;
         wtotal += ws;
     }
     *sum = total;
-    if (wsum) *wsum = wtotal;
+    if (wsum) *wsum = wtotal * LN2;
 }
 
 static int ge_generic(const float *v, int n, float thr, int *out)
@@ -97,22 +208,27 @@ static int ge_generic(const float *v, int n, float thr, int *out)
     return c;
 }
 
+static int count_generic(const float *v, int n, float thr)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++) c += v[i] >= thr;
+    return c;
+}
+
 #ifdef VS_X86
 #define T_AVX2 __attribute__((target("avx2,fma")))
 #define T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 
-T_AVX2 static inline __m256 exp8(__m256 d)
+/* 2^t lane by lane (exp2p); t below T_MIN gives garbage the callers mask. */
+T_AVX2 static inline __m256 exp8(__m256 t)
 {
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(d, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(C1), d);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(C2), r);
-    __m256 p = _mm256_set1_ps(P0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P5));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_sub_ps(t, n);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(A5), r, _mm256_set1_ps(A4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(A3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(A2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(A1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     __m256i s = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(s));
 }
@@ -149,7 +265,8 @@ T_AVX2 static inline double hsum8(__m256 a)
 T_AVX2 static void exp_avx2(const float *v, int n, float mx, float scale, float *e_out, double *bsum, double *sum,
                             double *wsum)
 {
-    const __m256 vmx = _mm256_set1_ps(mx), vsc = _mm256_set1_ps(scale), lo = _mm256_set1_ps(TL_VS_EXP_MIN);
+    const float c = scale * LOG2E;
+    const __m256 vmx = _mm256_set1_ps(mx), vc = _mm256_set1_ps(c), lo = _mm256_set1_ps(T_MIN);
     double total = 0, wtotal = 0;
     for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
         int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK, i = b0;
@@ -157,36 +274,36 @@ T_AVX2 static void exp_avx2(const float *v, int n, float mx, float scale, float 
          * block's total goes to double */
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, w0 = a0, w1 = a0;
         for (; i + 16 <= b1; i += 16) {
-            __m256 d0 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i), vmx), vsc);
-            __m256 d1 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i + 8), vmx), vsc);
-            __m256 k0 = _mm256_cmp_ps(d0, lo, _CMP_GE_OQ), k1 = _mm256_cmp_ps(d1, lo, _CMP_GE_OQ);
-            d0 = _mm256_max_ps(d0, lo);   /* NaN becomes lo, its e 0 by the mask */
-            d1 = _mm256_max_ps(d1, lo);
-            __m256 e0 = _mm256_and_ps(exp8(d0), k0), e1 = _mm256_and_ps(exp8(d1), k1);
+            __m256 t0 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i), vmx), vc);
+            __m256 t1 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i + 8), vmx), vc);
+            __m256 k0 = _mm256_cmp_ps(t0, lo, _CMP_GE_OQ), k1 = _mm256_cmp_ps(t1, lo, _CMP_GE_OQ);
+            t0 = _mm256_max_ps(t0, lo);   /* NaN becomes lo, its e 0 by the mask */
+            t1 = _mm256_max_ps(t1, lo);
+            __m256 e0 = _mm256_and_ps(exp8(t0), k0), e1 = _mm256_and_ps(exp8(t1), k1);
             if (e_out) {
                 _mm256_storeu_ps(e_out + i, e0);
                 _mm256_storeu_ps(e_out + i + 8, e1);
             }
             a0 = _mm256_add_ps(a0, e0);
             a1 = _mm256_add_ps(a1, e1);
-            if (wsum) {   /* e is 0 wherever d was clamped */
-                w0 = _mm256_fmadd_ps(e0, d0, w0);
-                w1 = _mm256_fmadd_ps(e1, d1, w1);
+            if (wsum) {   /* e is 0 wherever t was clamped */
+                w0 = _mm256_fmadd_ps(e0, t0, w0);
+                w1 = _mm256_fmadd_ps(e1, t1, w1);
             }
         }
         double bs = hsum8(_mm256_add_ps(a0, a1)), ws = hsum8(_mm256_add_ps(w0, w1));
         for (; i < b1; i++) {
-            float d = (v[i] - mx) * scale, e = exp_of(d);
+            float t = (v[i] - mx) * c, e = exp2_of(t);
             if (e_out) e_out[i] = e;
             bs += e;
-            if (e > 0) ws += (double)e * d;
+            if (e > 0) ws += (double)e * t;
         }
         if (bsum) bsum[b0 / TL_VS_BLOCK] = bs;
         total += bs;
         wtotal += ws;
     }
     *sum = total;
-    if (wsum) *wsum = wtotal;
+    if (wsum) *wsum = wtotal * LN2;
 }
 
 T_AVX2 static int ge_avx2(const float *v, int n, float thr, int *out)
@@ -204,91 +321,153 @@ T_AVX2 static int ge_avx2(const float *v, int n, float thr, int *out)
     return c;
 }
 
-T_AVX512 static inline __m512 exp16(__m512 d)
+/* 2^t lane by lane (exp2p); t below T_MIN gives garbage the callers mask. */
+T_AVX512 static inline __m512 exp16(__m512 t)
 {
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(d, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(C1), d);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(C2), r);
-    __m512 p = _mm512_set1_ps(P0);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P5));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(A5), r, _mm512_set1_ps(A4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(A3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(A2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(A1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);   /* p * 2^n in one instruction */
+}
+
+/* Lanes at or past index k of a chunk of 16 starting at i: the first k scores are in already. */
+static inline unsigned past_first(int i, int k)
+{
+    return i >= k ? 0xFFFFu : k - i >= 16 ? 0u : (0xFFFFu << (k - i)) & 0xFFFFu;
 }
 
 T_AVX512 static void top_avx512(const float *v, int n, int k, int *ids, float *vals)
 {
-    int m = 0, i = 0;
-    for (; i < k; i++)
-        insert(ids, vals, &m, k, key(v[i]), i);
+    topbuf b;
+    tb_start(&b, v, k);
+    int i = 0;
     /* two blocks a compare: after the first few thousand scores nearly none passes */
     for (; i + 32 <= n; i += 32) {
-        __m512 t = _mm512_set1_ps(vals[k - 1]);
-        __mmask16 a = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + i), t, _CMP_GT_OQ);
-        __mmask16 b = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + i + 16), t, _CMP_GT_OQ);
-        uint32_t mask = (uint32_t)a | (uint32_t)b << 16;
+        __m512 t = _mm512_set1_ps(b.thr);
+        __mmask16 m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + i), t, _CMP_GT_OQ);
+        __mmask16 m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + i + 16), t, _CMP_GT_OQ);
+        uint32_t mask = (uint32_t)(m0 & past_first(i, k)) | (uint32_t)(m1 & past_first(i + 16, k)) << 16;
         while (mask) {
             int j = __builtin_ctz(mask);
             mask &= mask - 1;
-            insert(ids, vals, &m, k, v[i + j], i + j);
+            if (v[i + j] > b.thr) tb_add(&b, v[i + j], i + j);   /* the bar may have risen */
         }
     }
     for (; i < n; i++)
-        insert(ids, vals, &m, k, key(v[i]), i);
+        if (i >= k && v[i] > b.thr) tb_add(&b, v[i], i);
+    tb_finish(&b, v, ids, vals);
+}
+
+/* One block's sums (see exp_avx512), with t = (v - mx) c: *wsum gets the sum of e * t. */
+T_AVX512 static inline void exp_block_avx512(const float *v, int b0, int b1, float mx, float c, float *e_out,
+                                             double *bsum, double *wsum)
+{
+    const __m512 vmx = _mm512_set1_ps(mx), vc = _mm512_set1_ps(c), lo = _mm512_set1_ps(T_MIN);
+    int i = b0;
+    /* float lanes, two per sum, each adding at most TL_VS_BLOCK / 32 terms before the
+     * block's total goes to double. A lane below the range (or NaN) fails the compare, and
+     * the masked add and store leave its garbage out. */
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, w0 = a0, w1 = a0;
+    for (; i + 32 <= b1; i += 32) {
+        __m512 t0 = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v + i), vmx), vc);
+        __m512 t1 = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v + i + 16), vmx), vc);
+        __mmask16 k0 = _mm512_cmp_ps_mask(t0, lo, _CMP_GE_OQ), k1 = _mm512_cmp_ps_mask(t1, lo, _CMP_GE_OQ);
+        __m512 e0 = exp16(t0), e1 = exp16(t1);
+        if (e_out) {
+            _mm512_storeu_ps(e_out + i, _mm512_maskz_mov_ps(k0, e0));
+            _mm512_storeu_ps(e_out + i + 16, _mm512_maskz_mov_ps(k1, e1));
+        }
+        a0 = _mm512_mask_add_ps(a0, k0, a0, e0);
+        a1 = _mm512_mask_add_ps(a1, k1, a1, e1);
+        if (wsum) {
+            w0 = _mm512_mask3_fmadd_ps(e0, t0, w0, k0);
+            w1 = _mm512_mask3_fmadd_ps(e1, t1, w1, k1);
+        }
+    }
+    __m512 a = _mm512_add_ps(a0, a1), w = _mm512_add_ps(w0, w1);
+    double bs = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                                                   _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)))));
+    double ws = wsum ? _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(w)),
+                                                          _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(w), 1)))))
+                     : 0;
+    for (; i < b1; i++) {
+        float t = (v[i] - mx) * c, e = exp2_of(t);
+        if (e_out) e_out[i] = e;
+        bs += e;
+        if (e > 0) ws += (double)e * t;
+    }
+    *bsum = bs;
+    if (wsum) *wsum = ws;
 }
 
 T_AVX512 static void exp_avx512(const float *v, int n, float mx, float scale, float *e_out, double *bsum,
                                 double *sum, double *wsum)
 {
-    const __m512 vmx = _mm512_set1_ps(mx), vsc = _mm512_set1_ps(scale), lo = _mm512_set1_ps(TL_VS_EXP_MIN);
+    const float c = scale * LOG2E;
     double total = 0, wtotal = 0;
     for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
-        int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK, i = b0;
-        /* float lanes, two per sum, each adding at most TL_VS_BLOCK / 32 terms before the
-         * block's total goes to double */
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, w0 = a0, w1 = a0;
-        for (; i + 32 <= b1; i += 32) {
-            __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(v + i), vmx);
-            __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(v + i + 16), vmx);
-            if (scale != 1.0f) {
-                d0 = _mm512_mul_ps(d0, vsc);
-                d1 = _mm512_mul_ps(d1, vsc);
-            }
-            __mmask16 k0 = _mm512_cmp_ps_mask(d0, lo, _CMP_GE_OQ), k1 = _mm512_cmp_ps_mask(d1, lo, _CMP_GE_OQ);
-            d0 = _mm512_max_ps(d0, lo);   /* NaN becomes lo, its e 0 by the mask */
-            d1 = _mm512_max_ps(d1, lo);
-            __m512 e0 = _mm512_maskz_mov_ps(k0, exp16(d0)), e1 = _mm512_maskz_mov_ps(k1, exp16(d1));
-            if (e_out) {
-                _mm512_storeu_ps(e_out + i, e0);
-                _mm512_storeu_ps(e_out + i + 16, e1);
-            }
-            a0 = _mm512_add_ps(a0, e0);
-            a1 = _mm512_add_ps(a1, e1);
-            if (wsum) {   /* e is 0 wherever d was clamped */
-                w0 = _mm512_fmadd_ps(e0, d0, w0);
-                w1 = _mm512_fmadd_ps(e1, d1, w1);
-            }
-        }
-        __m512 a = _mm512_add_ps(a0, a1), w = _mm512_add_ps(w0, w1);
-        double bs = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
-                                                       _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)))));
-        double ws = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(w)),
-                                                       _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(w), 1)))));
-        for (; i < b1; i++) {
-            float d = (v[i] - mx) * scale, e = exp_of(d);
-            if (e_out) e_out[i] = e;
-            bs += e;
-            if (e > 0) ws += (double)e * d;
-        }
+        int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK;
+        double bs, ws = 0;
+        exp_block_avx512(v, b0, b1, mx, c, e_out, &bs, wsum ? &ws : NULL);
         if (bsum) bsum[b0 / TL_VS_BLOCK] = bs;
         total += bs;
         wtotal += ws;
     }
     *sum = total;
-    if (wsum) *wsum = wtotal;
+    if (wsum) *wsum = wtotal * LN2;
+}
+
+/* vs_top and vs_exp(v, n, max, 1) in one read of v: a block's scores are compared with the
+ * k-th best and their maximum taken, then (from L1) exponentiated against the maximum so far;
+ * when a block raises it, the sums so far are scaled down to the new one (in double, a few
+ * times a pass). */
+T_AVX512 static void top_sum_avx512(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
+{
+    topbuf b;
+    tb_start(&b, v, k);
+    float mx = -INFINITY;
+    double z = 0, w = 0;   /* sum of e and of e * d, d = v - mx */
+    for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
+        int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK, i = b0;
+        __m512 vm = _mm512_set1_ps(-INFINITY);
+        for (; i + 16 <= b1; i += 16) {
+            __m512 x = _mm512_loadu_ps(v + i);
+            vm = _mm512_max_ps(x, vm);   /* a NaN x leaves vm */
+            __mmask16 m = _mm512_cmp_ps_mask(x, _mm512_set1_ps(b.thr), _CMP_GT_OQ) & past_first(i, k);
+            while (m) {
+                int j = __builtin_ctz((unsigned)m);
+                m &= m - 1;
+                if (v[i + j] > b.thr) tb_add(&b, v[i + j], i + j);
+            }
+        }
+        float bm = _mm512_reduce_max_ps(vm);
+        for (; i < b1; i++) {
+            if (v[i] > bm) bm = v[i];
+            if (i >= k && v[i] > b.thr) tb_add(&b, v[i], i);
+        }
+        if (bm > mx) {
+            if (bm == INFINITY) {
+                z = w = 0;
+            } else if (mx > -INFINITY) {   /* e' = e r, d' = d - g: sum e'd' = r (sum e d - g sum e) */
+                double g = (double)bm - mx, r = exp(-g);
+                w = r * (w - g * z);
+                z *= r;
+            }
+            mx = bm;
+        }
+        if (mx == -INFINITY || mx == INFINITY) continue;   /* vs_exp gives 0 for these too */
+        double bs, ws = 0;
+        exp_block_avx512(v, b0, b1, mx, LOG2E, NULL, &bs, wsum ? &ws : NULL);
+        z += bs;
+        w += ws * LN2;
+    }
+    tb_finish(&b, v, ids, vals);
+    *sum = z;
+    if (wsum) *wsum = w;
 }
 
 T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out)
@@ -310,6 +489,13 @@ T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out)
     for (; i < n; i++)
         if (v[i] >= thr) out[c++] = i;
     return c;
+}
+T_AVX512 static int count_avx512(const float *v, int n, float thr)
+{
+    int c = 0, i = 0;
+    const __m512 t = _mm512_set1_ps(thr);
+    for (; i + 16 <= n; i += 16) c += __builtin_popcount(_mm512_cmp_ps_mask(_mm512_loadu_ps(v + i), t, _CMP_GE_OQ));
+    return c + count_generic(v + i, n - i, thr);
 }
 #endif
 
@@ -377,6 +563,28 @@ void vs_exp(const float *v, int n, float mx, float scale, float *e_out, double *
     if (i == ISA_AVX2) { exp_avx2(v, n, mx, scale, e_out, bsum, sum, wsum); return; }
 #endif
     exp_generic(v, n, mx, scale, e_out, bsum, sum, wsum);
+}
+
+void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
+{
+#ifdef VS_X86
+    if (cur_isa() == ISA_AVX512) {
+        top_sum_avx512(v, n, k, ids, vals, sum, wsum);
+        return;
+    }
+#endif
+    vs_top(v, n, k, ids, vals);
+    *sum = 0;
+    if (wsum) *wsum = 0;
+    if (vals[0] > -INFINITY && vals[0] < INFINITY) vs_exp(v, n, vals[0], 1.0f, NULL, NULL, sum, wsum);
+}
+
+int vs_count_ge(const float *v, int n, float thr)
+{
+#ifdef VS_X86
+    if (cur_isa() == ISA_AVX512) return count_avx512(v, n, thr);
+#endif
+    return count_generic(v, n, thr);
 }
 
 int vs_ge(const float *v, int n, float thr, int *out)

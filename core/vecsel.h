@@ -15,19 +15,32 @@
  * the maximum counts as 0, as float softmax gives it. */
 #define TL_VS_EXP_MIN (-87.3f)
 
-/* The k (1..n) largest of v[0..n) into ids/vals, descending, ties to the lower index, NaN as
- * -inf: tl_topk's contract. */
+/* The most vs_top keeps (tl_topk's and the sampler's lists). */
+#define TL_VS_MAX_K 64
+
+/* The k (1..n, at most TL_VS_MAX_K) largest of v[0..n) into ids/vals, descending, ties to the
+ * lower index, NaN as -inf: tl_topk's contract. */
 void vs_top(const float *v, int n, int k, int *ids, float *vals);
+
+/* vs_top, and *sum / *wsum as vs_exp(v, n, vals[0], 1, NULL, NULL, sum, wsum) gives them (0 when
+ * vals[0] is -inf or +inf): the softmax's sum and entropy with one read of v on AVX-512. */
+void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum);
 
 /* With d = (v[i] - mx) * scale and e = exp(d) in float (0 where d < TL_VS_EXP_MIN or d is NaN):
  * *sum = sum of e, *wsum (if not NULL) = sum of e * d (float lanes per block, blocks in
- * double: each term off by at most (4 + |d| + TL_VS_BLOCK / 16) * 2^-24), e_out (if not NULL)
+ * double: each term off by at most (4 + 2 |d| + TL_VS_BLOCK / 16) * 2^-24), e_out (if not NULL)
  * gets every e, bsum (if not NULL) the sum of each TL_VS_BLOCK scores, *sum being their sum.
  * mx must be at least every v: d <= 0. */
 void vs_exp(const float *v, int n, float mx, float scale, float *e_out, double *bsum, double *sum, double *wsum);
 
+/* e for one score x as vs_exp(.., mx, scale, ..)'s lanes compute it. */
+float vs_exp_one(float x, float mx, float scale);
+
 /* Ids of the v[i] >= thr (NaN never), ascending, into out (room for n); returns how many. */
 int vs_ge(const float *v, int n, float thr, int *out);
+
+/* How many v[i] >= thr (NaN never): vs_ge's count without the ids (AVX-512 or portable). */
+int vs_count_ge(const float *v, int n, float thr);
 
 /* The ISA chosen: "avx512", "avx2" or "generic". */
 const char *vs_isa(void);

@@ -485,6 +485,7 @@ static int apply_request(server *srv, tl_session *s, const cJSON *b, int raw, ch
     if (raw && *logprobs >= 0)
         return snprintf(why, cap, "logprobs: not served on /v1/completions (use /v1/chat/completions)"), -1;
     tl_session_set_top_n(s, *logprobs > 0 ? *logprobs : 1);
+    tl_session_set_report(s, *logprobs >= 0 ? TL_REPORT_MODEL : 0);   /* logprobs need log_z */
     if (raw) {
         *param = "prompt";
         if (set_raw_prompt(s, b, &err)) return snprintf(why, cap, "%s", err.msg), -1;

@@ -69,14 +69,19 @@ def pipeline(logits, greedy, t, k, p):
 ISA = None
 
 
-def run(dump, work, name, logits, greedy, t, k, p, seed, draws, top_n):
+REPORT_MODEL, REPORT_TEMP = 1, 2   # sampler.h's TL_REPORT_*
+REPORT_ALL = REPORT_MODEL | REPORT_TEMP
+
+
+def run(dump, work, name, logits, greedy, t, k, p, seed, draws, top_n, fields=REPORT_ALL):
     path = os.path.join(work, name + ".f32")
     logits.astype("<f4").tofile(path)
     env = dict(os.environ)
     if ISA:
         env["TL_CPU_ISA"] = ISA
     out = subprocess.run([dump, path, str(len(logits)), str(int(greedy)), repr(t), str(k), repr(p), str(seed),
-                          str(draws), str(top_n)], check=True, capture_output=True, text=True, env=env).stdout
+                          str(draws), str(top_n), str(fields)], check=True, capture_output=True, text=True,
+                         env=env).stdout
     return json.loads(out)
 
 
@@ -104,9 +109,46 @@ def compare(dump, work, name, logits, greedy=False, t=1.0, k=0, p=1.0, seed=7, d
                   f"{name}: prob_final of {i}: {c['prob_final']} vs {final[i]}")
     kept = int(np.count_nonzero(final > 0)) if not greedy else 1
     check(r["kept"] == kept, f"{name}: kept {r['kept']} vs {kept}")
+    ent = None
     if not greedy:
         ent = -np.sum(ptemp[ptemp > 0] * np.log(ptemp[ptemp > 0]))
         check(abs(r["entropy"] - ent) < 1e-6, f"{name}: entropy {r['entropy']} vs {ent}")
+    x64 = logits.astype(np.float64)
+    log_z = np.max(x64) + np.log(np.sum(np.exp(x64 - np.max(x64))))
+    check(abs(r["log_z"] - log_z) <= 1e-6 * max(1.0, abs(log_z)), f"{name}: log_z {r['log_z']} vs {log_z}")
+    outside = 1 - sum(ptemp[c["id"]] for c in r["cand"])
+    if not greedy:
+        check(abs(r["mass_outside"] - outside) <= 1e-6, f"{name}: mass_outside {r['mass_outside']} vs {outside}")
+    # Only the figures asked for are computed (each is a pass over the vocabulary); they equal
+    # the reference, the rest are null, and the choice is the same whatever is asked for.
+    for fields in (0, REPORT_MODEL, REPORT_TEMP):
+        n = min(draws, 300)   # the first of the same seed's draws
+        q = run(dump, work, name, logits, greedy, t, k, p, seed, n, top_n, fields)
+        tag = f"{name} (fields {fields})"
+        check(q["fields"] == fields, f"{tag}: fields {q['fields']}")
+        check(q["kept"] == r["kept"], f"{tag}: kept {q['kept']} vs {r['kept']}")
+        check(q["draws"] == r["draws"][:n], f"{tag}: other tokens than with every figure")
+        model, temp = fields & REPORT_MODEL, fields & REPORT_TEMP
+        check((q["log_z"] is None) == (not model), f"{tag}: log_z {q['log_z']}")
+        if model:
+            check(abs(q["log_z"] - log_z) <= 1e-6 * max(1.0, abs(log_z)), f"{tag}: log_z {q['log_z']} vs {log_z}")
+        check((q["entropy"] is None) == (not temp), f"{tag}: entropy {q['entropy']}")
+        check((q["mass_outside"] is None) == (not temp), f"{tag}: mass_outside {q['mass_outside']}")
+        if temp and ent is not None:
+            check(abs(q["entropy"] - ent) < 1e-6, f"{tag}: entropy {q['entropy']} vs {ent}")
+            check(abs(q["mass_outside"] - outside) <= 1e-6, f"{tag}: mass_outside {q['mass_outside']} vs {outside}")
+        for c, a in zip(q["cand"], r["cand"]):
+            i = c["id"]
+            check(i == a["id"], f"{tag}: candidate {i} vs {a['id']}")
+            check((c["prob"] is None) == (not model), f"{tag}: prob of {i}: {c['prob']}")
+            check((c["prob_temp"] is None) == (not temp), f"{tag}: prob_temp of {i}: {c['prob_temp']}")
+            if model:
+                check(abs(c["prob"] - raw[i]) <= 1e-6 + 1e-5 * raw[i], f"{tag}: prob of {i}: {c['prob']} vs {raw[i]}")
+            if temp and not greedy:
+                check(abs(c["prob_temp"] - ptemp[i]) <= 1e-6 + 1e-5 * ptemp[i],
+                      f"{tag}: prob_temp of {i}: {c['prob_temp']} vs {ptemp[i]}")
+            check(c["prob_final"] == a["prob_final"] and c["cut_top_k"] == a["cut_top_k"] and
+                  c["cut_top_p"] == a["cut_top_p"], f"{tag}: prob_final or cuts of {i} differ")
     if draws:
         d = np.array(r["draws"])
         check(np.all(final[d] > 0), f"{name}: a draw picked a token that was cut")
@@ -168,6 +210,30 @@ def cases(dump, work):
     compare(dump, work, "top_p_ties", np.zeros(4, np.float32), p=0.6, draws=4000)
     compare(dump, work, "top_p_ties_levels", levels, p=0.45, draws=5000)
     compare(dump, work, "llama_vocab_flat_top_p", np.zeros(128256, np.float32), p=0.9, draws=0)
+    # all scores equal at the vocabulary's size: every setting keeps a tie past the best 64, and
+    # the top-p cut runs through that one level by id (the lower ids go)
+    flat = np.zeros(128256, np.float32)
+    compare(dump, work, "llama_vocab_flat_top_k_top_p", flat, t=0.6, k=50, p=0.9, draws=300)
+    compare(dump, work, "llama_vocab_flat_top_k_200", flat, t=0.8, k=200, draws=300)
+    compare(dump, work, "llama_vocab_flat_top_k_1000_top_p", flat, t=0.7, k=1000, p=0.95, draws=300)
+    compare(dump, work, "llama_vocab_flat_top_p_draws", flat, t=0.6, p=0.9, draws=300)
+    # one level of 20,000 equal best scores over a Gaussian rest: the cut runs through the level
+    # in a list of candidates, not the whole vocabulary
+    level = (rng.standard_normal(128256) * 2.0 - 12.0).astype(np.float32)
+    level[rng.choice(128256, 20000, replace=False)] = 3.0
+    compare(dump, work, "llama_vocab_level_top_k_top_p", level, t=0.6, k=50, p=0.5, draws=300)
+    compare(dump, work, "llama_vocab_level_top_p", level, t=0.9, p=0.3, draws=300)
+    # a few tokens far above the rest: their mass alone decides the top-p cut (the bound on
+    # the rest is negligible), no pass over the vocabulary
+    far = big.copy()
+    far[[17, 90000, 4321]] += np.float32([60.0, 59.5, 59.0])
+    compare(dump, work, "llama_vocab_far_peaked_top_p", far, t=0.6, p=0.9, draws=3000)
+    compare(dump, work, "llama_vocab_far_peaked_top_p_t1", far, p=0.999, draws=3000)
+    # top-k past the 64 best with a wide cut: the threshold pass and a selection on keys
+    compare(dump, work, "llama_vocab_top_k_1000_top_p", big, t=0.7, k=1000, p=0.95, draws=3000)
+    # a tie with the k-th (k < 64) going on past the 64th
+    compare(dump, work, "top_k_ties_past_64_small_k", levels, k=40, draws=5000)
+    compare(dump, work, "greedy_vocab", big, greedy=True, draws=20)
 
 
 def main():

@@ -1,6 +1,7 @@
 /* The session on tiny random checkpoints with Llama 3's vocabulary and the bundled tokenizer:
  * one pass per step, each stop reason end to end, force, rewind, reset, and the fake clock.
  * argv[1]: the folder make_models.py wrote. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,37 @@ static void rewind_and_branch(void)
     tl_session_reset(s);
     run(s);
     TL_CHECK(memcmp(tl_session_generated_ids(s, &n), a, sizeof a) != 0);
+
+    /* a report with fewer figures: the same tokens, the figures asked for equal, the others NaN */
+    tl_sampling cuts[] = {sp, {.temperature = 0.6f, .top_k = 50, .top_p = 0.9f, .seed = 5},
+                          {.temperature = 0.8f, .top_k = 0, .top_p = 0.7f, .seed = 5}, greedy()};
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        tl_session_set_sampling(s, cuts[c]);
+        tl_session_set_report(s, TL_REPORT_ALL);
+        tl_session_reset(s);
+        run(s);
+        int m, ids[12];
+        memcpy(ids, tl_session_generated_ids(s, &m), sizeof ids);
+        tl_sample_report all[12];
+        for (int i = 0; i < m && i < 12; i++) all[i] = tl_session_step_at(s, i)->sample;
+        for (unsigned f = 0; f <= TL_REPORT_MODEL; f++) {
+            tl_session_set_report(s, f);
+            tl_session_reset(s);
+            run(s);
+            TL_CHECK(!memcmp(tl_session_generated_ids(s, &n), ids, sizeof ids));
+            for (int i = 0; i < m && i < 12; i++) {
+                const tl_sample_report *r = &tl_session_step_at(s, i)->sample;
+                TL_CHECK(r->fields == f && r->kept == all[i].kept && r->n == all[i].n);
+                TL_CHECK(isnan(r->entropy) && isnan(r->mass_outside) && isnan(r->cand[0].prob_temp));
+                TL_CHECK(f ? r->log_z == all[i].log_z : isnan(r->log_z));
+                for (int j = 0; j < r->n; j++) {
+                    TL_CHECK(r->cand[j].id == all[i].cand[j].id && r->cand[j].prob_final == all[i].cand[j].prob_final);
+                    TL_CHECK(f ? r->cand[j].prob == all[i].cand[j].prob : isnan(r->cand[j].prob));
+                }
+            }
+        }
+    }
+    tl_session_set_report(s, TL_REPORT_ALL);
     tl_session_free(s);
 }
 

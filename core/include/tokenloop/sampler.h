@@ -25,7 +25,15 @@ typedef struct tl_candidate {
     int cut_top_k, cut_top_p;
 } tl_candidate;
 
+/* The figures of a report that cost a pass over the vocabulary each, so a caller asks only for
+ * those it shows. Those not asked for are NaN; ids, logits, prob_final, the cuts, kept, chosen
+ * and chosen_logit are always there, and the choice is the same whatever is asked. */
+#define TL_REPORT_MODEL 1u   /* prob, log_z: the model's own softmax (T = 1) */
+#define TL_REPORT_TEMP 2u    /* prob_temp, entropy, mass_outside: the softmax after temperature */
+#define TL_REPORT_ALL (TL_REPORT_MODEL | TL_REPORT_TEMP)
+
 typedef struct tl_sample_report {
+    unsigned fields;            /* TL_REPORT_* computed */
     int chosen;
     int n;                      /* candidates, sorted by logit, descending */
     tl_candidate cand[TL_MAX_TOP];
@@ -48,9 +56,12 @@ void tl_sampler_set(tl_sampler *s, tl_sampling p);
 tl_sampling tl_sampler_get(const tl_sampler *s);
 /* New settings for the next token: the random stream goes on unless the seed changed. */
 void tl_sampler_tune(tl_sampler *s, tl_sampling p);
-/* Chooses a token; fills rep (if not NULL) with the top n candidates. */
+/* Chooses a token; fills rep (if not NULL) with the top n candidates and every figure. */
 int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_report *rep);
+/* The same with only the TL_REPORT_* figures asked for (the same token as tl_sampler_sample). */
+int tl_sampler_choose(tl_sampler *s, const float *logits, int top_n, unsigned fields, tl_sample_report *rep);
 /* The report for a token chosen by someone else (the TUI's "force this token"). */
-void tl_sampler_explain(tl_sampler *s, const float *logits, int top_n, int chosen, tl_sample_report *rep);
+void tl_sampler_explain(tl_sampler *s, const float *logits, int top_n, int chosen, unsigned fields,
+                        tl_sample_report *rep);
 
 #endif
