@@ -166,16 +166,23 @@ static void mm_item(void *arg, int item, int tid)
 typedef struct {
     uint16_t *xpack;
     const float *x;
-    int T, halves;
+    int T, halves, panels;
     int64_t cols, cols_pad;
 } pack_job;
 
+/* Item t: token t, or with panels the panel of tokens 16t.. (one writer per cache line). */
 static void pack_item(void *arg, int t, int tid)
 {
     (void)tid;
     pack_job *p = arg;
-    tl_cpu_pack_bf16(p->xpack + (size_t)t * (size_t)p->halves * (size_t)p->cols_pad,
-                     p->x + (size_t)t * (size_t)p->cols, 1, p->cols, p->cols_pad, p->halves);
+    size_t n = p->panels ? TL_CPU_PANEL : 1;
+    uint16_t *dst = p->xpack + (size_t)t * n * (size_t)p->halves * (size_t)p->cols_pad;
+    const float *src = p->x + (size_t)t * n * (size_t)p->cols;
+    if (p->panels)
+        tl_cpu_pack_bf16_panel(dst, src, p->T - t * TL_CPU_PANEL < TL_CPU_PANEL ? p->T - t * TL_CPU_PANEL : TL_CPU_PANEL,
+                               p->cols, p->cols_pad, p->halves);
+    else
+        tl_cpu_pack_bf16(dst, src, 1, p->cols, p->cols_pad, p->halves);
 }
 
 /* x packed for this kernel set into c->xpack (mm gets where and how). 0, or -1 when there is
@@ -185,7 +192,9 @@ static int pack_x(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T
     int64_t al = c->isa->pack_align;
     mm->cols_pad = (cols + al - 1) / al * al;
     mm->halves = c->exact ? 2 : 1;
-    size_t need = (size_t)T * (size_t)mm->halves * (size_t)mm->cols_pad;
+    mm->panels = c->isa->panel_T > 0 && T >= c->isa->panel_T;
+    int items = mm->panels ? (T + TL_CPU_PANEL - 1) / TL_CPU_PANEL : T;
+    size_t need = (size_t)items * (mm->panels ? TL_CPU_PANEL : 1) * (size_t)mm->halves * (size_t)mm->cols_pad;
     if (need > c->xpack_cap) {
         uint16_t *p = aligned_alloc(64, (need * sizeof(uint16_t) + 63) & ~(size_t)63);
         if (!p)
@@ -194,11 +203,12 @@ static int pack_x(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T
         c->xpack = p;
         c->xpack_cap = need;
     }
-    pack_job pj = {c->xpack, x, T, mm->halves, cols, mm->cols_pad};
+    pack_job pj = {c->xpack, x, T, mm->halves, mm->panels, cols, mm->cols_pad};
     if (T == 1 || threads == 1)   /* a vector pass over one row: not worth a hand-off */
-        tl_cpu_pack_bf16(c->xpack, x, T, cols, mm->cols_pad, mm->halves);
+        for (int i = 0; i < items; i++)
+            pack_item(&pj, i, 0);
     else
-        tl_pool_for(c->pool, T, pack_item, &pj);
+        tl_pool_for(c->pool, items, pack_item, &pj);
     mm->xpack = c->xpack;
     return 0;
 }
@@ -301,6 +311,7 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
             mm[i].xpack = mm[0].xpack;
             mm[i].cols_pad = mm[0].cols_pad;
             mm[i].halves = mm[0].halves;
+            mm[i].panels = mm[0].panels;
         }
     } else if (c->isa->want_pack[W[0].dtype]) {
         fn = tl_cpu_isa_generic.mm[W[0].dtype];   /* out of memory for the packed copy */
@@ -317,7 +328,8 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
     int64_t min_chunk = T == 1 ? 16 : 64;
     if (chunk < min_chunk)
         chunk = min_chunk;
-    chunk = (chunk + 3) & ~(int64_t)3;
+    int64_t unit = mm[0].panels ? 24 : 4;   /* the kernels' row tiles: 4; with panels 8, 12 */
+    chunk = (chunk + unit - 1) / unit * unit;
     mm_job j = {.mm = mm, .fn = fn, .chunk = chunk};
     for (int i = 0; i < nw; i++)
         j.first[i + 1] = j.first[i] + (int)((mm[i].rows > 0 ? mm[i].rows + chunk - 1 : 0) / chunk);

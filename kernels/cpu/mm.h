@@ -15,10 +15,13 @@ typedef struct tl_cpu_mm {
     int T;
     /* For kernels with want_pack: x as bf16, [T][halves][cols_pad], zero beyond cols. Two
      * halves are x split into high and low, x ~= hi + lo to about 2^-17 (the exact mode, the
-     * default: fp32-level products); one is x rounded to bf16 (--bf16-activations). */
+     * default: fp32-level products); one is x rounded to bf16 (--bf16-activations). With
+     * panels set (T >= the ISA's panel_T), 16 tokens side by side instead:
+     * [ceil(T/16)][halves][cols_pad/2][16][2] (tl_cpu_pack_bf16_panel), tokens past T zero. */
     const uint16_t *xpack;
     int64_t cols_pad;
     int halves;
+    int panels;
     /* For Q8_0/Q4_0 weights: x quantized to int8 per block of 32 as llama.cpp's Q8_0 (a scale
      * rounded to f16, q = round(x / d)), split into xq [T][cols] int8, xd [T][cols/32] the
      * scales, and xc [T][cols/4] = -qbias * (sum of each 4 consecutive q): a kernel that adds
@@ -54,6 +57,7 @@ typedef struct tl_cpu_isa {
     int qbias[TL_DTYPE_COUNT];   /* for Q8_0/Q4_0: the bias its kernels add to weights (xc) */
     tl_cpu_qpack_fn qpack;       /* NULL: tl_cpu_pack_q8's layout (blocks in order, a scale each) */
     int64_t pack_align;          /* cols_pad is a multiple of this */
+    int panel_T;                 /* products of at least this many tokens want x in panels (0: never) */
 } tl_cpu_isa;
 
 extern const tl_cpu_isa tl_cpu_isa_generic, tl_cpu_isa_avx2, tl_cpu_isa_avx512,
@@ -73,5 +77,8 @@ void tl_cpu_mm_q4_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 /* Fills xpack for T rows of x (cols_pad >= cols, a multiple of 32), 1 or 2 halves. Rounds to
  * nearest even; subnormal inputs count as zero, as VCVTNEPS2BF16 has them. */
 void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int64_t cols_pad, int halves);
+#define TL_CPU_PANEL 16   /* tokens in a panel */
+/* Fills one panel of 16 tokens from nt <= 16 rows of x (the rest zero), the same roundings. */
+void tl_cpu_pack_bf16_panel(uint16_t *panel, const float *x, int nt, int64_t cols, int64_t cols_pad, int halves);
 
 #endif

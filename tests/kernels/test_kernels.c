@@ -461,6 +461,9 @@ int main(void)
         {5, 31, 2}, {37, 517, 7}, {61, 1031, 13}, {16, 64, 6}, {9, 600, 12}, {3, 1, 5},
         {19, 2100, 7},   /* more than one k-block in every kernel set */
         {23, 300, 3}, {13, 777, 4}, {6, 2100, 9}, {11, 64, 10},   /* every tail of a 6-token tile */
+        /* x in 16-token panels (avx512bf16 from T = 32): tiles of 2, 3, 2+2, 3+2, 3+2+2 panels,
+         * the last part-filled, rows off the 8/12-row tiles, odd widths, two k-blocks */
+        {37, 517, 32}, {29, 1031, 33}, {50, 4099, 48}, {13, 96, 64}, {25, 301, 80}, {61, 33, 112},
     };
     int tested = 0;
     for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
@@ -494,6 +497,7 @@ int main(void)
                     for (int T = 1; T <= 13; T += 6)
                         for (int mixed = 0; mixed <= 1; mixed++)
                             check_matmul_n(ctx, mtag, (tl_dtype)dt, T == 7 ? 517 : 2100, T, mixed);
+                    check_matmul_n(ctx, mtag, (tl_dtype)dt, 4100, 40, 0);   /* panels, two k-blocks */
                 }
             }
             static const struct { int64_t rows, cols; int T; } qshapes[] = {
