@@ -89,12 +89,12 @@ size_t tl_utf8_incomplete_tail(const char *s, size_t n)
     return 0;
 }
 
-char *tl_utf8_decode_replace(const char *s, size_t n, size_t *out_len, size_t *n_chars)
+/* The decoding into out (room for n * 3 + 1: one byte becomes at most 3, U+FFFD); returns
+ * its length. */
+static size_t replace_into(char *out, const char *s, size_t n, size_t *n_chars)
 {
     const unsigned char *b = (const unsigned char *)s;
-    char *out = malloc(n * 3 + 1);   /* one byte becomes at most 3 (U+FFFD) */
     size_t o = 0, chars = 0;
-    if (!out) return NULL;
     for (size_t i = 0; i < n;) {
         int trunc;
         int r = utf8_seq(b + i, n - i, &trunc);
@@ -110,8 +110,16 @@ char *tl_utf8_decode_replace(const char *s, size_t n, size_t *out_len, size_t *n
         chars++;
     }
     out[o] = 0;
-    if (out_len) *out_len = o;
     if (n_chars) *n_chars = chars;
+    return o;
+}
+
+char *tl_utf8_decode_replace(const char *s, size_t n, size_t *out_len, size_t *n_chars)
+{
+    char *out = malloc(n * 3 + 1);
+    if (!out) return NULL;
+    size_t o = replace_into(out, s, n, n_chars);
+    if (out_len) *out_len = o;
     return out;
 }
 
@@ -125,9 +133,24 @@ static unsigned decode_cp(const unsigned char *b)
 
 static size_t cp_len(unsigned char c) { return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
 
+/* Whether any of clean_up_text's patterns occurs: each starts with a space, then one of
+ * . ? ! , ' or n't. When none does, no replacement makes one, and the ten passes can go. */
+static int has_clean_up_pattern(const char *p, size_t n)
+{
+    for (const char *q = n ? memchr(p, ' ', n) : NULL; q; q = memchr(q + 1, ' ', n - (size_t)(q + 1 - p))) {
+        size_t left = n - (size_t)(q - p) - 1;
+        if (!left) break;
+        char c = q[1];
+        if (c == '.' || c == '?' || c == '!' || c == ',' || c == '\'') return 1;
+        if (c == 'n' && left >= 3 && q[2] == '\'' && q[3] == 't') return 1;
+    }
+    return 0;
+}
+
 /* transformers' clean_up_tokenization: Python str.replace, one pattern after another. */
 static void clean_up_text(buf *t)
 {
+    if (!has_clean_up_pattern(t->p, t->n)) return;
     static const char *pat[][2] = {
         {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
         {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
@@ -157,6 +180,9 @@ struct tl_streamer {
     /* HF */
     int *cache;
     size_t n_cache, cap_cache;
+    buf raw;                    /* the cache's bytes, one piece added per token */
+    buf text;                   /* the cache decoded (each put, reused) */
+    size_t *cps, cap_cps;       /* offsets of text's code points (reused) */
     size_t print_len;           /* code points */
     int next_is_prompt;
     /* server */
@@ -205,6 +231,9 @@ void tl_streamer_free(tl_streamer *s)
     free(s->stop);
     free(s->stop_len);
     free(s->cache);
+    free(s->raw.p);
+    free(s->text.p);
+    free(s->cps);
     free(s->bytes.p);
     free(s->printed.p);
     free(s->held.p);
@@ -215,6 +244,7 @@ void tl_streamer_free(tl_streamer *s)
 void tl_streamer_reset(tl_streamer *s)
 {
     s->n_cache = 0;
+    s->raw.n = 0;
     s->print_len = 0;
     s->next_is_prompt = 1;
     s->bytes.n = 0;
@@ -237,32 +267,40 @@ static int piece(tl_streamer *s, int id, buf *out)
     return buf_add(out, p, len);
 }
 
-/* tokenizer.decode(token_cache): bytes -> str (errors="replace") -> clean-up. Offsets of each
- * code point go to *cps (n + 1 entries). */
-static int decode_cache(tl_streamer *s, buf *text, size_t **cps, size_t *n_cp, int *incomplete)
+/* tokenizer.decode(token_cache): bytes (s->raw, kept as tokens come) -> str (errors="replace")
+ * -> clean-up, into s->text; offsets of each code point to s->cps (n + 1 entries). */
+static int decode_cache(tl_streamer *s, size_t *n_cp, int *incomplete)
 {
-    buf raw = {0};
-    buf_set(&raw, "", 0);
-    for (size_t i = 0; i < s->n_cache; i++)
-        if (piece(s, s->cache[i], &raw)) {
-            free(raw.p);
+    const buf *raw = &s->raw;
+    buf *text = &s->text;
+    *incomplete = tl_utf8_incomplete_tail(raw->p, raw->n) > 0;
+    text->n = 0;
+    if (buf_reserve(text, raw->n * 3)) return -1;
+    text->n = replace_into(text->p, raw->p ? raw->p : "", raw->n, NULL);
+    if (s->o.clean_up_spaces) clean_up_text(text);
+    if (text->n + 2 > s->cap_cps) {
+        size_t cap = text->n + 64;
+        size_t *c = realloc(s->cps, sizeof(size_t) * cap);
+        if (!c) return -1;
+        s->cps = c;
+        s->cap_cps = cap;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < text->n; i += cp_len((unsigned char)text->p[i])) s->cps[k++] = i;
+    s->cps[k] = text->n;
+    *n_cp = k;
+    return 0;
+}
+
+/* The pieces of ids added to s->raw; on failure s->raw is as it was. */
+static int add_pieces(tl_streamer *s, const int *ids, size_t n)
+{
+    size_t before = s->raw.n;
+    for (size_t i = 0; i < n; i++)
+        if (piece(s, ids[i], &s->raw)) {
+            s->raw.n = before;
             return -1;
         }
-    *incomplete = tl_utf8_incomplete_tail(raw.p, raw.n) > 0;
-    size_t len;
-    char *d = tl_utf8_decode_replace(raw.p, raw.n, &len, NULL);
-    free(raw.p);
-    if (!d) return -1;
-    text->n = 0;
-    buf_add(text, d, len);
-    free(d);
-    if (s->o.clean_up_spaces) clean_up_text(text);
-    size_t cap = text->n + 1, k = 0;
-    *cps = malloc(sizeof(size_t) * (cap + 1));
-    if (!*cps) return -1;
-    for (size_t i = 0; i < text->n; i += cp_len((unsigned char)text->p[i])) (*cps)[k++] = i;
-    (*cps)[k] = text->n;
-    *n_cp = k;
     return 0;
 }
 
@@ -277,21 +315,24 @@ static int put_hf(tl_streamer *s, const int *ids, int n)
         s->cap_cache = cap;
     }
     memcpy(s->cache + s->n_cache, ids, sizeof(int) * (size_t)n);
+    size_t raw_before = s->raw.n;
+    if (add_pieces(s, ids, (size_t)n)) return -1;
     s->n_cache += (size_t)n;
 
-    buf text = {0};
-    size_t *cp = NULL, ncp = 0;
+    size_t ncp = 0;
     int incomplete = 0;
-    if (decode_cache(s, &text, &cp, &ncp, &incomplete)) {
+    if (decode_cache(s, &ncp, &incomplete)) {
         s->n_cache -= (size_t)n;
-        free(text.p);
-        free(cp);
+        s->raw.n = raw_before;
         return -1;
     }
+    const buf text = s->text;
+    const size_t *cp = s->cps;
     size_t from = s->print_len < ncp ? s->print_len : ncp;
     if (text.n && text.p[text.n - 1] == '\n') {
         buf_set(&s->printed, text.p + cp[from], text.n - cp[from]);
         s->n_cache = 0;
+        s->raw.n = 0;
         s->print_len = 0;
         buf_set(&s->held, "", 0);
         incomplete = 0;
@@ -313,8 +354,6 @@ static int put_hf(tl_streamer *s, const int *ids, int n)
     }
     s->reason = 0;
     if (s->held.n) s->reason = TL_HOLD_PARTIAL_WORD | (incomplete ? TL_HOLD_INCOMPLETE_UTF8 : 0);
-    free(text.p);
-    free(cp);
     return 0;
 }
 
@@ -411,22 +450,16 @@ int tl_streamer_end(tl_streamer *s)
         server_update(s, 1);
     } else {
         if (s->n_cache) {
-            buf text = {0};
-            size_t *cp = NULL, ncp = 0;
+            size_t ncp = 0;
             int incomplete;
-            if (decode_cache(s, &text, &cp, &ncp, &incomplete)) {
-                free(text.p);
-                free(cp);
-                return -1;
-            }
+            if (decode_cache(s, &ncp, &incomplete)) return -1;
             size_t from = s->print_len < ncp ? s->print_len : ncp;
-            buf_set(&s->printed, text.p + cp[from], text.n - cp[from]);
-            free(text.p);
-            free(cp);
+            buf_set(&s->printed, s->text.p + s->cps[from], s->text.n - s->cps[from]);
         } else {
             buf_set(&s->printed, "", 0);
         }
         s->n_cache = 0;
+        s->raw.n = 0;
         s->print_len = 0;
         buf_set(&s->held, "", 0);
         s->reason = 0;

@@ -1,6 +1,7 @@
 /* The streamer against transformers' TextStreamer algorithm run in Python on the same pieces
  * (streamer_goldens.json, made by tools/streamer-goldens/make_goldens.py), and the server mode
  * against hand-worked cases. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,65 @@ static void utf8_helpers(void)
     TL_CHECK(!tl_is_chinese_char(0x3042));                             /* hiragana */
 }
 
+/* Python's str.replace of each clean-up pattern in turn, written out: the reference for random
+ * texts, with and without the patterns (the streamer skips the ten passes when none occurs). */
+static char *py_clean_up(const char *t)
+{
+    static const char *pat[][2] = {
+        {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+        {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
+    };
+    char *cur = strdup(t);
+    for (size_t k = 0; k < sizeof pat / sizeof pat[0]; k++) {
+        char *out = malloc(strlen(cur) + 1), *o = out;
+        for (const char *q = cur; *q;) {
+            if (!strncmp(q, pat[k][0], strlen(pat[k][0]))) {
+                o += sprintf(o, "%s", pat[k][1]);
+                q += strlen(pat[k][0]);
+            } else {
+                *o++ = *q++;
+            }
+        }
+        *o = 0;
+        free(cur);
+        cur = out;
+    }
+    return cur;
+}
+
+static void clean_up_random(void)
+{
+    static const char *frag[] = {" ", ".", "?", "!", ",", "'", " '", "n't", " n", "t", "m", "s", "ve", "re",
+                                 "a", "b", "\xc3\xa9", "x y", "\n"};
+    const int nf = (int)(sizeof frag / sizeof frag[0]);
+    uint64_t r = 12345;
+    int with = 0, without = 0;
+    for (int c = 0; c < 3000; c++) {
+        const char *pieces[24];
+        int n = 1 + (int)((r >> 33) % 24);
+        char text[24 * 4 + 1] = "";
+        for (int i = 0; i < n; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            /* half the texts from letters and spaces only: no pattern, the fast path */
+            int f = c % 2 ? (int)((r >> 33) % (uint64_t)nf) : (int[]){0, 8, 9, 10, 14, 15, 17}[(r >> 33) % 7];
+            pieces[i] = frag[f];
+            strcat(text, frag[f]);
+        }
+        table t = mk(pieces, n);
+        tl_piece_source src = {.bytes = table_bytes, .ctx = &t};
+        int ids[24];
+        for (int i = 0; i < n; i++) ids[i] = i;
+        char *got = tl_streamer_decode(src, ids, n, 0, 1, NULL), *want = py_clean_up(text);
+        TL_CHECK_MSG(got && !strcmp(got, want), "clean-up of \"%s\": \"%s\", want \"%s\"", text, got ? got : "(null)", want);
+        if (strcmp(text, want)) with++;
+        else without++;
+        free(got);
+        free(want);
+        free_table(&t);
+    }
+    TL_CHECK(with > 300 && without > 300);   /* both paths taken */
+}
+
 int main(int argc, char **argv)
 {
     const char *path = argc > 1 ? argv[1] : "streamer_goldens.json";
@@ -215,5 +275,6 @@ int main(int argc, char **argv)
     free(src);
     server_mode();
     utf8_helpers();
+    clean_up_random();
     return TL_TEST_END("generate_streamer");
 }
