@@ -291,6 +291,10 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
         n = 1;   /* not worth waking anyone */
     const tl_dtype dt = W[0].dtype;
     tl_cpu_mm_fn fn = c->isa->mm[dt];
+#ifdef TL_CPU_X86
+    if (T == 1 && dt == TL_BF16 && c->isa == &tl_cpu_isa_avx512bf16)   /* a decode step: mv_avx512bf16.c */
+        fn = tl_cpu_mv_bf16_avx512bf16;
+#endif
     if (dt == TL_Q8_0 || dt == TL_Q4_0) {
         int ok = pack_x_q8(c, &mm[0], x, cols, T, dt, c->isa->qpack, c->isa->qbias[dt], n) == 0;
         if (!ok && (ok = pack_x_q8(c, &mm[0], x, cols, T, dt, NULL, 0, 1) == 0))   /* (no room for xc) */

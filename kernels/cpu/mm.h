@@ -73,6 +73,8 @@ void tl_cpu_qpack_avx2(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, i
 void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias);
 void tl_cpu_mm_q8_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+/* One token's product with bf16 weights (T == 1), AVX-512 BF16: the decode step's loop. */
+void tl_cpu_mv_bf16_avx512bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 
 /* Fills xpack for T rows of x (cols_pad >= cols, a multiple of 32), 1 or 2 halves. Rounds to
  * nearest even; subnormal inputs count as zero, as VCVTNEPS2BF16 has them. */

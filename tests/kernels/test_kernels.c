@@ -464,6 +464,7 @@ int main(void)
         /* x in 16-token panels (avx512bf16 from T = 32): tiles of 2, 3, 2+2, 3+2, 3+2+2 panels,
          * the last part-filled, rows off the 8/12-row tiles, odd widths, two k-blocks */
         {37, 517, 32}, {29, 1031, 33}, {50, 4099, 48}, {13, 96, 64}, {25, 301, 80}, {61, 33, 112},
+        {19, 4100, 1}, {16, 8192, 1}, {7, 8200, 1},   /* a decode's wide rows: 8 at a time, the rest alone */
     };
     int tested = 0;
     for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
