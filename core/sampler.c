@@ -34,11 +34,15 @@ struct tl_sampler {
                         best K and the kept ones */
     double *bsum;    /* e summed per TL_VS_BLOCK tokens (a full pass): the draw's index */
     int *cand;       /* tokens above a threshold, then the kept ones (from c0) */
+    float *ec;       /* without a full pass: e of cand[j] (a step's few tokens stay in a few
+                        cache lines instead of one line of e[] each) */
     uint64_t *keys;  /* cand as rank keys, for the selections */
+    float *ek;       /* e of keys[j], moved with them */
     /* this step */
     int ntop;
     int top_ids[TL_MAX_TOP];
     float top_vals[TL_MAX_TOP];
+    float top_e[TL_MAX_TOP];
     float mx, scale;    /* the best score; 1 / temperature, or 1 */
     int full;           /* a full pass: e and bsum hold every token */
     double zr, wr;      /* the model's softmax (T = 1): sum of exp(logit - max), of that * (logit - max) */
@@ -101,7 +105,9 @@ tl_sampler *tl_sampler_create(int vocab_size, tl_sampling p)
     s->bsum = malloc(sizeof(double) * (size_t)(vocab_size / TL_VS_BLOCK + 1));
     s->cand = malloc(sizeof(int) * (size_t)vocab_size);
     s->keys = malloc(sizeof(uint64_t) * (size_t)vocab_size);
-    if (!s->e || !s->bsum || !s->cand || !s->keys) {
+    s->ec = malloc(sizeof(float) * (size_t)vocab_size);
+    s->ek = malloc(sizeof(float) * (size_t)vocab_size);
+    if (!s->e || !s->bsum || !s->cand || !s->keys || !s->ec || !s->ek) {
         tl_sampler_free(s);
         return NULL;
     }
@@ -116,6 +122,8 @@ void tl_sampler_free(tl_sampler *s)
     free(s->bsum);
     free(s->cand);
     free(s->keys);
+    free(s->ec);
+    free(s->ek);
     free(s);
 }
 
@@ -158,19 +166,30 @@ static void swap64(uint64_t *a, int i, int j)
     a[j] = t;
 }
 
+/* The same swap in a[] and, if not NULL, in its companion ev[]. */
+static void swap2(uint64_t *a, float *ev, int i, int j)
+{
+    swap64(a, i, j);
+    if (ev) {
+        float t = ev[i];
+        ev[i] = ev[j];
+        ev[j] = t;
+    }
+}
+
 /* Moves a median of three of a[l..r) to a[r-1], then the larger keys before it: returns the
  * pivot's place p, a[l..p) above it, a[p+1..r) below. Keys are distinct (they hold the id). */
-static int partition(uint64_t *a, int l, int r)
+static int partition(uint64_t *a, float *ev, int l, int r)
 {
     int m = l + (r - l) / 2;
-    if (a[m] < a[l]) swap64(a, m, l);
-    if (a[r - 1] < a[l]) swap64(a, r - 1, l);
-    if (a[m] < a[r - 1]) swap64(a, m, r - 1);   /* now a[l] <= a[r-1] <= a[m] */
+    if (a[m] < a[l]) swap2(a, ev, m, l);
+    if (a[r - 1] < a[l]) swap2(a, ev, r - 1, l);
+    if (a[m] < a[r - 1]) swap2(a, ev, m, r - 1);   /* now a[l] <= a[r-1] <= a[m] */
     uint64_t piv = a[r - 1];
     int i = l;
     for (int j = l; j < r - 1; j++)
-        if (a[j] > piv) swap64(a, i++, j);
-    swap64(a, i, r - 1);
+        if (a[j] > piv) swap2(a, ev, i++, j);
+    swap2(a, ev, i, r - 1);
     return i;
 }
 
@@ -179,29 +198,28 @@ static void select_top(uint64_t *a, int n, int k)
 {
     int l = 0, r = n;
     while (r - l > 1) {
-        int p = partition(a, l, r);
+        int p = partition(a, NULL, l, r);
         if (p == k - 1) return;
         if (p > k - 1) r = p;
         else l = p + 1;
     }
 }
 
-static double e_of(const tl_sampler *s, uint64_t k) { return s->e[(uint32_t)k]; }
-
 /* The top-p cut without sorting: a token stays when the mass of the tokens ranked at or below
- * it, plus `below` (all ranked under a[]), exceeds lim_z. That mass only grows with the rank,
- * so a quickselect on it finds the boundary; the kept ones end up in a[0..return). */
-static int select_nucleus(const tl_sampler *s, uint64_t *a, int n, double below, double lim_z)
+ * it, plus `below` (all ranked under a[]), exceeds lim_z; ea[] holds their e. That mass only
+ * grows with the rank, so a quickselect on it finds the boundary; the kept ones end up in
+ * a[0..return). */
+static int select_nucleus(uint64_t *a, float *ea, int n, double below, double lim_z)
 {
     int l = 0, r = n;
     while (l < r) {
-        int p = r - l == 1 ? l : partition(a, l, r);
+        int p = r - l == 1 ? l : partition(a, ea, l, r);
         double lo = 0;
-        for (int j = p + 1; j < r; j++) lo += e_of(s, a[j]);
-        if (below + lo + e_of(s, a[p]) > lim_z) {
+        for (int j = p + 1; j < r; j++) lo += ea[j];
+        if (below + lo + ea[p] > lim_z) {
             l = p + 1;   /* the pivot and all above it stay */
         } else {
-            below += lo + e_of(s, a[p]);   /* the pivot and all below it go */
+            below += lo + ea[p];   /* the pivot and all below it go */
             r = p;
         }
     }
@@ -209,7 +227,7 @@ static int select_nucleus(const tl_sampler *s, uint64_t *a, int n, double below,
         int best = 0;
         for (int j = 1; j < n; j++)
             if (a[j] > a[best]) best = j;
-        swap64(a, 0, best);
+        swap2(a, ea, 0, best);
         l = 1;
     }
     return l;
@@ -251,14 +269,17 @@ static int kept_token(const tl_sampler *s, int id, float x)
 /* e of one score, as the vector passes compute it. */
 static float e_one(const tl_sampler *s, float x) { return vs_exp_one(key(x), s->mx, s->scale); }
 
+/* e of cand[j]. */
+static inline float ce(const tl_sampler *s, int j) { return s->full ? s->e[s->cand[j]] : s->ec[j]; }
+
 /* Sum of e over cand[from..to), four sums at a time (a long list: no chain of dependent adds). */
 static double sum_e(const tl_sampler *s, int from, int to)
 {
     double a[4] = {0, 0, 0, 0};
     int j = from;
     for (; j + 4 <= to; j += 4)
-        for (int q = 0; q < 4; q++) a[q] += s->e[s->cand[j + q]];
-    for (; j < to; j++) a[0] += s->e[s->cand[j]];
+        for (int q = 0; q < 4; q++) a[q] += ce(s, j + q);
+    for (; j < to; j++) a[0] += ce(s, j);
     return (a[0] + a[1]) + (a[2] + a[3]);
 }
 
@@ -292,13 +313,13 @@ static int level_cut(const tl_sampler *s, int n, double below, double lim_z, dou
         }
     }
     for (; j < n; j++) {
-        double e = s->e[s->cand[j]];
+        double e = ce(s, j);
         if (acc + e > lim_z) break;
         acc += e;
     }
     if (j >= n) {   /* the most likely token: the highest id of the top level */
         j = n - 1;
-        acc -= s->e[s->cand[j]];
+        acc -= ce(s, j);
     }
     *removed = acc - below;
     return j;
@@ -357,8 +378,8 @@ static int cut_top_k(tl_sampler *s, const float *logits, int k)
 }
 
 /* Relative to the mass of the best few, what the rest of the vocabulary may hold and still be
- * left out of the top-p sum: far below the float sums' own error (~1e-7). */
-#define REST_NEGLIGIBLE 1e-9
+ * left out of the top-p sum: ten times below the float sums' own error (~1e-7). */
+#define REST_NEGLIGIBLE 1e-8
 
 /* The step's numbers (see the struct). Returns the number of tokens kept. What is computed for
  * the choice never depends on `fields`: the report's figures are extra passes. */
@@ -367,10 +388,12 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
     const tl_sampling *p = &s->p;
     int V = s->vocab;
     int K = top_n < 1 ? 1 : top_n;
-    /* one past top-k's k, to see whether a tie with the k-th goes on past it; all the room
-     * there is when a cut may need more than that, for collect()'s first guess */
-    if (use_top_k(p) && p->top_k < TL_MAX_TOP && p->top_k + 1 > K) K = p->top_k + 1;
-    if ((use_top_k(p) && p->top_k >= TL_MAX_TOP) || use_top_p(p)) K = TL_MAX_TOP;
+    /* one past top-k's k, to see whether a tie with the k-th goes on past it (top-p then cuts
+     * within those); all the room there is when a cut may need more than that, for collect()'s
+     * first guess */
+    int small_k = use_top_k(p) && p->top_k < TL_MAX_TOP;
+    if (small_k && p->top_k + 1 > K) K = p->top_k + 1;
+    if ((use_top_k(p) && !small_k) || (use_top_p(p) && !small_k)) K = TL_MAX_TOP;
     if (K > TL_MAX_TOP) K = TL_MAX_TOP;
     if (K > V) K = V;
     s->ntop = K;
@@ -423,13 +446,13 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
             full_pass(s, logits, fields);
             z = n == V ? s->zt : sum_e(s, 0, n);
         } else {
-            for (int j = 0; j < n; j++) s->e[s->cand[j]] = e_one(s, logits[s->cand[j]]);
+            for (int j = 0; j < n; j++) s->ec[j] = e_one(s, logits[s->cand[j]]);
             z = sum_e(s, 0, n);
         }
         s->nlist = n;
     }
-    if (!s->full)   /* the best K's e, for the report and for top-p's first look */
-        for (int j = 0; j < K; j++) s->e[s->top_ids[j]] = e_one(s, s->top_vals[j]);
+    for (int j = 0; j < K; j++)   /* the best K's e, for the report and for top-p's first look */
+        s->top_e[j] = e_one(s, s->top_vals[j]);
     if (use_top_p(p)) {
         double lim = 1.0 - (double)p->top_p;
         if (!list) {
@@ -442,11 +465,38 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
             float last = s->top_vals[K - 1];
             for (int j = 0; j < K; j++)
                 if (K == V || s->top_vals[j] > last) {
+                    s->ec[n] = s->top_e[j];
                     s->cand[n++] = s->top_ids[j];
-                    m += s->e[s->top_ids[j]];
+                    m += s->top_e[j];
                 }
             double rest = K == V ? 0 : (double)(V - n) * e_one(s, last);
-            if (n > 0 && rest <= REST_NEGLIGIBLE * m && rest <= (lim - TOP_P_MARGIN) * m) {
+            int within = n > 0 && rest <= REST_NEGLIGIBLE * m && rest <= (lim - TOP_P_MARGIN) * m;
+            if (!within && n > 0 && s->scale > 0) {
+                /* below the score whose e, V times over, is negligible against the best K's mass
+                 * nothing counts: the tokens above it, if few, are the candidates (one compare
+                 * pass and their e instead of an exp pass over the vocabulary) */
+                float tau = s->mx + (float)(log(0.5 * REST_NEGLIGIBLE * m / V) / s->scale);
+                int c = tau < last ? vs_ge(logits, V, tau, s->cand) : 0;
+                if (c > 0 && c <= 2048) {   /* more: one vector pass is cheaper */
+                    for (int j = 0; j < c; j++) s->ec[j] = e_one(s, logits[s->cand[j]]);
+                    double m2 = sum_e(s, 0, c);
+                    rest = (double)(V - c) * e_one(s, tau);
+                    within = rest <= REST_NEGLIGIBLE * m2 && rest <= (lim - TOP_P_MARGIN) * m2;
+                    if (within) {
+                        n = c;
+                        m = m2;
+                    }
+                }
+                if (!within) {   /* cand[] again: the best K above the K-th */
+                    n = 0;
+                    for (int j = 0; j < K; j++)
+                        if (s->top_vals[j] > last) {
+                            s->ec[n] = s->top_e[j];
+                            s->cand[n++] = s->top_ids[j];
+                        }
+                }
+            }
+            if (within) {
                 z = m;
             } else {
                 full_pass(s, logits, fields);
@@ -480,11 +530,15 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
             return s->nlist;
         }
         uint64_t *a = s->keys;
-        for (int j = 0; j < n; j++) a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
-        int kept = select_nucleus(s, a, n, tail, lim * z);
+        for (int j = 0; j < n; j++) {
+            a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
+            s->ek[j] = ce(s, j);
+        }
+        int kept = select_nucleus(a, s->ek, n, tail, lim * z);
         uint64_t low = a[0];
         for (int j = 0; j < kept; j++) {
             s->cand[j] = (int)(uint32_t)a[j];
+            s->ec[j] = s->ek[j];   /* a full pass's e[] holds them too */
             if (a[j] < low) low = a[j];
         }
         s->nlist = kept;
@@ -518,8 +572,9 @@ static int draw(tl_sampler *s)
         }
         for (; j < n; j++) {
             int i = c[j];
-            if (s->e[i] > 0) last = i;
-            acc += s->e[i];
+            float e = ce(s, s->c0 + j);
+            if (e > 0) last = i;
+            acc += e;
             if (u < acc) return i;
         }
         return last;   /* rounding left u at the very end */
@@ -594,7 +649,7 @@ static void fill_report(tl_sampler *s, const float *logits, int top_n, int chose
         c->cut_top_k = s->cut_k && !(x >= s->kth);
         c->cut_top_p = !k && !c->cut_top_k;
         if (s->p.greedy) c->prob_final = i == chosen ? 1.0f : 0.0f;
-        else c->prob_final = k && s->zk > 0 ? (float)(s->e[i] / s->zk) : 0.0f;
+        else c->prob_final = k && s->zk > 0 ? (float)((s->full ? s->e[i] : s->top_e[j]) / s->zk) : 0.0f;
     }
     rep->mass_outside = !temp ? NAN : in >= 1.0 ? 0.0 : 1.0 - in;
 }

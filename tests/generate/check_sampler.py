@@ -229,6 +229,13 @@ def cases(dump, work):
     far[[17, 90000, 4321]] += np.float32([60.0, 59.5, 59.0])
     compare(dump, work, "llama_vocab_far_peaked_top_p", far, t=0.6, p=0.9, draws=3000)
     compare(dump, work, "llama_vocab_far_peaked_top_p_t1", far, p=0.999, draws=3000)
+    # a small model's scores: a bulk far below, a thin tail, the best few: the mass below a
+    # score is provably negligible, and the tokens above it are few (one compare pass)
+    tail = (rng.standard_normal(128256) * 0.5).astype(np.float32)
+    tail[rng.choice(128256, 300, replace=False)] = rng.uniform(2, 9, 300).astype(np.float32)
+    tail[[5, 700, 64000]] = np.float32([23.0, 14.0, 12.9])
+    compare(dump, work, "llama_vocab_tail_top_p", tail, t=0.6, p=0.9, draws=3000)
+    compare(dump, work, "llama_vocab_tail_top_p_wide", tail, t=2.0, p=0.999, draws=3000)
     # top-k past the 64 best with a wide cut: the threshold pass and a selection on keys
     compare(dump, work, "llama_vocab_top_k_1000_top_p", big, t=0.7, k=1000, p=0.95, draws=3000)
     # a tie with the k-th (k < 64) going on past the 64th
