@@ -2,8 +2,10 @@
  * Every operation goes through the backend's table (tokenloop/backend.h), so this file reads
  * top to bottom like the math: embed -> for each layer { RMSNorm, q/k/v, RoPE, attention,
  * o_proj, residual, RMSNorm, SwiGLU MLP, residual } -> final RMSNorm -> lm_head -> logits.
- * The KV cache is fp32, [layer][position][n_kv_heads * head_dim]; k_proj and v_proj write
- * straight into the rows of the positions being computed, so there is no copy. */
+ * The KV cache is [layer][position][n_kv_heads * head_dim]. In fp32 (the default) k_proj and
+ * v_proj write straight into the rows of the positions being computed, so there is no copy; in
+ * bf16 (tl_engine_set_kv_dtype) they write fp32 rows that are rounded into the cache after
+ * RoPE, and a decode step reads half the cache bytes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,9 @@ struct tl_engine {
     float *q, *att;            /* [chunk, n_heads * head_dim] */
     float *hb, *hb2;           /* [chunk, intermediate] gate, up */
     float *logits_dev;         /* [vocab] */
-    float *k_cache, *v_cache;  /* [n_layers, capacity, kv_dim] */
+    float *k_cache, *v_cache;  /* [n_layers, capacity, kv_dim] of fp32, or of bf16 (kv_bf16) */
+    int kv_bf16;
+    float *k_new, *v_new;      /* kv_bf16: [chunk, kv_dim] fp32 rows before they are rounded */
 
     float *logits;             /* [vocab] host copy (stale in keep_top mode) */
     const float *scores;       /* what tl_engine_logits shows: logits, or logits_dev in place */
@@ -121,11 +125,19 @@ static float *alloc(tl_engine *e, size_t n, int *failed)
     return p;
 }
 
+/* Elements of one cache (K or V) as the floats the backend allocates. */
+static size_t cache_floats(const tl_engine *e, int bf16)
+{
+    const tl_config *c = &e->m->cfg;
+    size_t n = (size_t)c->n_layers * e->capacity * c->n_kv_heads * c->head_dim;
+    return bf16 ? (n + 1) / 2 : n;
+}
+
 static int alloc_buffers(tl_engine *e, tl_error *err)
 {
     const tl_config *c = &e->m->cfg;
     size_t T = (size_t)e->chunk, q_dim = (size_t)c->n_heads * c->head_dim;
-    size_t kv = (size_t)c->n_layers * e->capacity * c->n_kv_heads * c->head_dim;
+    size_t kv = cache_floats(e, 0);
     int failed = 0;
     e->x = alloc(e, T * c->hidden_size, &failed);
     e->xb = alloc(e, T * c->hidden_size, &failed);
@@ -198,7 +210,8 @@ void tl_engine_free(tl_engine *e)
     if (!e)
         return;
     if (e->ctx) {
-        float *bufs[] = {e->x, e->xb, e->xb2, e->q, e->att, e->hb, e->hb2, e->logits_dev, e->k_cache, e->v_cache};
+        float *bufs[] = {e->x, e->xb, e->xb2, e->q, e->att, e->hb, e->hb2, e->logits_dev, e->k_cache, e->v_cache,
+                         e->k_new, e->v_new};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i])
                 e->be->release(e->ctx, bufs[i]);
@@ -241,19 +254,30 @@ static void attention_block(tl_engine *e, int l, int T, int pos0)
     const tl_backend_ops *be = e->be;
     const tl_config *c = &e->m->cfg;
     const tl_layer *L = &e->layers[l];
-    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    float *k_layer = e->k_cache + (size_t)l * e->capacity * kv_dim;
-    float *v_layer = e->v_cache + (size_t)l * e->capacity * kv_dim;
-    float *k_rows = k_layer + (size_t)pos0 * kv_dim, *v_rows = v_layer + (size_t)pos0 * kv_dim;
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, layer = (size_t)l * e->capacity * kv_dim;
     const float *inv_freq = e->inv_freq.data;
 
     be->rmsnorm(e->ctx, e->xb, e->x, &L->attn_norm, T, c->hidden_size, c->rms_norm_eps);
-    float *qkv_out[3] = {e->q, k_rows, v_rows};   /* k and v straight into the cache */
     const tl_weight *qkv_w[3] = {&L->wq, &L->wk, &L->wv};
-    matmul_n(e, 3, qkv_out, e->xb, qkv_w, T);
-    be->rope(e->ctx, e->q, T, c->n_heads, c->head_dim, pos0, inv_freq);
-    be->rope(e->ctx, k_rows, T, c->n_kv_heads, c->head_dim, pos0, inv_freq);
-    be->attention(e->ctx, e->att, e->q, k_layer, v_layer, T, pos0, c->n_heads, c->n_kv_heads, c->head_dim);
+    if (e->kv_bf16) {
+        uint16_t *k_layer = (uint16_t *)e->k_cache + layer, *v_layer = (uint16_t *)e->v_cache + layer;
+        float *qkv_out[3] = {e->q, e->k_new, e->v_new};
+        matmul_n(e, 3, qkv_out, e->xb, qkv_w, T);
+        be->rope(e->ctx, e->q, T, c->n_heads, c->head_dim, pos0, inv_freq);
+        be->rope(e->ctx, e->k_new, T, c->n_kv_heads, c->head_dim, pos0, inv_freq);
+        be->store_bf16(e->ctx, k_layer + (size_t)pos0 * kv_dim, e->k_new, T * (int)kv_dim);
+        be->store_bf16(e->ctx, v_layer + (size_t)pos0 * kv_dim, e->v_new, T * (int)kv_dim);
+        be->attention_bf16(e->ctx, e->att, e->q, k_layer, v_layer, T, pos0, c->n_heads, c->n_kv_heads,
+                           c->head_dim);
+    } else {
+        float *k_layer = e->k_cache + layer, *v_layer = e->v_cache + layer;
+        float *k_rows = k_layer + (size_t)pos0 * kv_dim, *v_rows = v_layer + (size_t)pos0 * kv_dim;
+        float *qkv_out[3] = {e->q, k_rows, v_rows};   /* k and v straight into the cache */
+        matmul_n(e, 3, qkv_out, e->xb, qkv_w, T);
+        be->rope(e->ctx, e->q, T, c->n_heads, c->head_dim, pos0, inv_freq);
+        be->rope(e->ctx, k_rows, T, c->n_kv_heads, c->head_dim, pos0, inv_freq);
+        be->attention(e->ctx, e->att, e->q, k_layer, v_layer, T, pos0, c->n_heads, c->n_kv_heads, c->head_dim);
+    }
     be->matmul(e->ctx, e->xb2, e->att, &L->wo, T);
     be->add(e->ctx, e->x, e->xb2, T * c->hidden_size);
 }
@@ -386,6 +410,39 @@ int tl_engine_set_exact(tl_engine *e, int on, tl_error *err)
 
 int tl_engine_exact(const tl_engine *e) { return e->exact; }
 
+int tl_engine_set_kv_dtype(tl_engine *e, tl_dtype dt, tl_error *err)
+{
+    if (dt != TL_F32 && dt != TL_BF16)
+        return tl_error_set(err, "KV cache: %s: only fp32 and bf16", tl_dtype_name(dt));
+    int bf16 = dt == TL_BF16;
+    if (bf16 == e->kv_bf16)
+        return 0;
+    if (bf16 && (!e->be->store_bf16 || !e->be->attention_bf16))
+        return tl_error_set(err, "%s: this backend has no bf16 KV cache (use fp32)", e->be->name);
+    const tl_config *c = &e->m->cfg;
+    size_t rows = (size_t)e->chunk * c->n_kv_heads * c->head_dim;
+    int failed = 0;
+    float *k = alloc(e, cache_floats(e, bf16), &failed), *v = alloc(e, cache_floats(e, bf16), &failed);
+    float *k_new = bf16 ? alloc(e, rows, &failed) : NULL, *v_new = bf16 ? alloc(e, rows, &failed) : NULL;
+    float *old[] = {failed ? k : e->k_cache, failed ? v : e->v_cache, failed ? k_new : e->k_new,
+                    failed ? v_new : e->v_new};
+    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
+        if (old[i])
+            e->be->release(e->ctx, old[i]);
+    if (failed)
+        return tl_error_set(err, "%s: out of memory for a %s KV cache of %d positions", e->be->name,
+                            tl_dtype_name(dt), e->capacity);
+    e->k_cache = k;
+    e->v_cache = v;
+    e->k_new = k_new;
+    e->v_new = v_new;
+    e->kv_bf16 = bf16;
+    e->pos = 0;   /* a new cache holds no positions */
+    return 0;
+}
+
+tl_dtype tl_engine_kv_dtype(const tl_engine *e) { return e->kv_bf16 ? TL_BF16 : TL_F32; }
+
 int tl_engine_keep_top(tl_engine *e, int k)
 {
     if (k < 0 || k > TL_TOPK_MAX)
@@ -458,6 +515,6 @@ double tl_engine_last_unsynced_ms(const tl_engine *e) { return e->last_unsynced_
 double tl_engine_step_bytes(const tl_engine *e)
 {
     const tl_config *c = &e->m->cfg;
-    double kv_row = (double)c->n_kv_heads * c->head_dim * sizeof(float);
+    double kv_row = (double)c->n_kv_heads * c->head_dim * (e->kv_bf16 ? 2 : sizeof(float));
     return (double)e->m->weight_bytes + 2.0 * c->n_layers * (e->pos + 1) * kv_row;
 }

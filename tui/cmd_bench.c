@@ -26,7 +26,7 @@
 static const char usage[] =
     "usage: tokenloop bench (--model DIR | --synthetic NAME) [--prompt-tokens N] [--new-tokens N]\n"
     "                       [--threads N] [--device cpu|cuda] [--async] [--bf16-activations]\n"
-    "                       [--dtype bf16|f16|f32|q8_0|q4_0] [--seed S] [--json]\n"
+    "                       [--dtype bf16|f16|f32|q8_0|q4_0] [--kv-cache fp32|bf16] [--seed S] [--json]\n"
     "       tokenloop bench --tokenizer ...   (the tokenizer benchmark; see its --help)\n"
     "       tokenloop bench --template ...    (the template engine benchmark; see its --help)\n"
     "       tokenloop bench --sampler ...     (the sampler's cost per step; see its --help)\n"
@@ -42,11 +42,12 @@ static const char usage[] =
     "  --bf16-activations: every product with bf16 weights rounds the activations to bf16,\n"
     "  as llama.cpp and a bf16 transformers run do (default: fp32; docs/accuracy.md).\n"
     "  --dtype: convert the weights after loading (llama.cpp's Q8_0/Q4_0 blocks): the step reads\n"
-    "  fewer bytes, and the floor is computed from those.\n";
+    "  fewer bytes, and the floor is computed from those.\n"
+    "  --kv-cache bf16: K and V kept in bf16 (default fp32): half the cache's bytes a step.\n";
 
 typedef struct bench_opts {
     const char *model_dir, *synthetic, *device, *dtype;
-    int prompt_tokens, new_tokens, threads, json, async, bf16;
+    int prompt_tokens, new_tokens, threads, json, async, bf16, kv_bf16;
     unsigned long long seed;
 } bench_opts;
 
@@ -75,13 +76,19 @@ static int parse(int argc, char **argv, bench_opts *o)
             o->bf16 = 1;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--synthetic") || !strcmp(a, "--device") ||
                    !strcmp(a, "--prompt-tokens") || !strcmp(a, "--new-tokens") ||
-                   !strcmp(a, "--threads") || !strcmp(a, "--seed") || !strcmp(a, "--dtype")) {
+                   !strcmp(a, "--threads") || !strcmp(a, "--seed") || !strcmp(a, "--dtype") ||
+                   !strcmp(a, "--kv-cache")) {
             if (!has_value)
                 return cli_fail(2, "%s: needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--model")) o->model_dir = v;
             else if (!strcmp(a, "--synthetic")) o->synthetic = v;
             else if (!strcmp(a, "--device")) o->device = v;
+            else if (!strcmp(a, "--kv-cache")) {
+                if (strcmp(v, "fp32") && strcmp(v, "bf16"))
+                    return cli_fail(2, "--kv-cache: '%s' is not fp32 or bf16", v);
+                o->kv_bf16 = !strcmp(v, "bf16");
+            }
             else if (!strcmp(a, "--dtype")) {
                 tl_dtype dt;
                 if (tl_dtype_parse(v, &dt))
@@ -263,7 +270,7 @@ int cmd_bench(int argc, char **argv)
     /* The KV cache holds exactly this run: the 8B shape stays within a small machine. */
     tl_engine *e = NULL;
     if (tl_engine_create(&e, m, be, o.threads, (int)need, &err) || (o.async && tl_engine_set_async(e, 1, &err)) ||
-        (o.bf16 && tl_engine_set_exact(e, 0, &err))) {
+        (o.bf16 && tl_engine_set_exact(e, 0, &err)) || (o.kv_bf16 && tl_engine_set_kv_dtype(e, TL_BF16, &err))) {
         tl_engine_free(e);
         tl_model_free(m);
         return cli_fail(1, "%s", err.msg);
@@ -376,6 +383,7 @@ int cmd_bench(int argc, char **argv)
         cJSON_AddItemToObject(j, "tpot_ms", cJSON_CreateDoubleArray(tpot, o.new_tokens));
         cJSON_AddBoolToObject(j, "async", tl_engine_async(e));
         cJSON_AddBoolToObject(j, "exact", tl_engine_exact(e));
+        cJSON_AddStringToObject(j, "kv_cache", tl_engine_kv_dtype(e) == TL_BF16 ? "bf16" : "fp32");
         if (unsynced_med >= 0)
             cJSON_AddNumberToObject(j, "unsynced_tpot_ms_median", unsynced_med);
         else
@@ -432,8 +440,9 @@ int cmd_bench(int argc, char **argv)
         if (unsynced_med >= 0)
             printf("unsynchronized TPOT median %.3f ms: the clock read when the launches returned (wrong)\n",
                    unsynced_med);
-        printf("bytes/step     %sB (weights %sB + the KV cache so far; mean over the steps)\n",
-               si(b1, sizeof b1, step_bytes), si(b3, sizeof b3, (double)m->weight_bytes));
+        printf("bytes/step     %sB (weights %sB + the %s KV cache so far; mean over the steps)\n",
+               si(b1, sizeof b1, step_bytes), si(b3, sizeof b3, (double)m->weight_bytes),
+               tl_engine_kv_dtype(e) == TL_BF16 ? "bf16" : "fp32");
         if (have_bw) {
             if (is_cpu) {
                 printf("bandwidth      %.1f GB/s: the step's weights read by a plain loop right after each step "

@@ -23,7 +23,8 @@ static const char usage[] =
     "                          [--max-new-tokens N]\n"
     "                          [--greedy | --temperature T --top-k K --top-p P] [--seed S] [--top N]\n"
     "                          [--stop STR]... [--stream-mode hf|server] [--device cpu|cuda]\n"
-    "                          [--threads N] [--async] [--bf16-activations] [--dtype D] [--json]\n"
+    "                          [--threads N] [--async] [--bf16-activations] [--dtype D]\n"
+    "                          [--kv-cache fp32|bf16] [--json]\n"
     "  Generates one forward pass at a time. The first pass (the prefill) reads the whole prompt\n"
     "  and chooses the first new token; each later pass (decode) reads one token.\n"
     "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL, else the\n"
@@ -51,6 +52,8 @@ static const char usage[] =
     "                     something on the CPU too (CUDA always works this way)\n"
     "  --bf16-activations round the activations to bf16 in every product with bf16 weights,\n"
     "                     as llama.cpp does: half the arithmetic (docs/accuracy.md)\n"
+    "  --kv-cache bf16    keep K and V in bf16: half the cache's bytes a step, K and V rounded\n"
+    "                     (default fp32: the logits transformers gives in float32; docs/accuracy.md)\n"
     "  --dtype D          convert the weights on load: bf16, f16, f32, q8_0 or q4_0 (llama.cpp's\n"
     "                     block formats: 8.5 and 4.5 bits a weight); fewer bytes a step, a faster\n"
     "                     pace, slightly different scores (default: as the files hold them)\n"
@@ -214,6 +217,7 @@ static void print_json(tl_session *s)
     cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);
     cJSON_AddStringToObject(o, "dtype", tl_dtype_name(tl_session_dtype(s)));
     cJSON_AddStringToObject(o, "file_dtype", tl_dtype_name(tl_session_file_dtype(s)));
+    cJSON_AddStringToObject(o, "kv_cache", tl_engine_kv_dtype(tl_session_engine(s)) == TL_BF16 ? "bf16" : "fp32");
     cJSON_AddNumberToObject(o, "weight_bytes", (double)tl_session_model(s)->weight_bytes);
     cJSON_AddNumberToObject(o, "ref_floor_ms", r.ref_floor_ms);
     cJSON_AddItemToObject(o, "pace_ms", num_or_null(r.pace_ms));
@@ -259,7 +263,7 @@ int cmd_generate(int argc, char **argv)
     const char *model = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
     const char *device = NULL, *stop[TL_MAX_STOP];
     const char *dtype = NULL;
-    int n_stop = 0, json = 0, async = 0, bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
+    int n_stop = 0, json = 0, async = 0, bf16 = 0, kv_bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
     long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
     double temperature = 1, top_p = 1;
     tl_stream_mode mode = TL_STREAM_HF;
@@ -278,7 +282,7 @@ int cmd_generate(int argc, char **argv)
         if (!strcmp(a, "--no-parse-special-in-content")) { parse_special = 0; continue; }
         static const char *const with_value[] = {"--model", "--ids", "--prompt", "--system", "--messages",
             "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed", "--top", "--stop",
-            "--stream-mode", "--device", "--threads", "--dtype"};
+            "--stream-mode", "--device", "--threads", "--dtype", "--kv-cache"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (!strcmp(a, with_value[k])) known = 1;
@@ -294,6 +298,10 @@ int cmd_generate(int argc, char **argv)
         else if (!strcmp(a, "--system")) system = v;
         else if (!strcmp(a, "--messages")) messages = v;
         else if (!strcmp(a, "--device")) device = v;
+        else if (!strcmp(a, "--kv-cache")) {
+            if (strcmp(v, "fp32") && strcmp(v, "bf16")) return cli_fail(2, "--kv-cache: %s: expected fp32 or bf16", v);
+            kv_bf16 = !strcmp(v, "bf16");
+        }
         else if (!strcmp(a, "--dtype")) {
             tl_dtype dt;
             if (tl_dtype_parse(v, &dt)) return cli_fail(2, "--dtype: %s: expected bf16, f16, f32, q8_0 or q4_0", v);
@@ -352,7 +360,7 @@ int cmd_generate(int argc, char **argv)
     tl_error err = {{0}};
     tl_session *s = NULL;
     tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads, .async = async,
-                         .bf16_activations = bf16, .dtype = dtype};
+                         .bf16_activations = bf16, .kv_bf16 = kv_bf16, .dtype = dtype};
     int status = 1;
     char *msgs = NULL;
     if (tl_session_open(&s, &o, &err)) goto fail;

@@ -17,6 +17,7 @@
 #include "mm.h"
 #include "pool.h"
 #include "tokenloop/backend.h"
+#include "tokenloop/quant.h"
 
 typedef struct cpu_stream cpu_stream;
 
@@ -344,6 +345,7 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
 
 typedef struct {
     cpu_ctx *c;
+    tl_cpu_attn_fn fn;
     tl_cpu_attn a;
 } attn_job;
 
@@ -351,10 +353,24 @@ static void attn_item(void *arg, int it, int tid)
 {
     attn_job *j = arg;
     float *scores = j->c->scratch + (size_t)tid * j->c->scratch_cap;
-    j->c->isa->attn(&j->a, it / j->a.n_kv, it % j->a.n_kv, scores);
+    j->fn(&j->a, it / j->a.n_kv, it % j->a.n_kv, scores);
 }
 
-static void run_attention(cpu_ctx *c, float *out, const float *q, const float *k, const float *v,
+/* The kernel set's attention over fp32 or bf16 K/V rows. */
+static tl_cpu_attn_fn attn_fn(const cpu_ctx *c, int kv_bf16)
+{
+    if (!kv_bf16)
+        return c->isa->attn;
+    if (c->isa->attn_bf16)
+        return c->isa->attn_bf16;
+#ifdef TL_CPU_X86
+    return tl_cpu_attn_bf16_avx512;   /* avx512bf16 runs avx512's attention */
+#else
+    return tl_cpu_isa_generic.attn_bf16;
+#endif
+}
+
+static void run_attention(cpu_ctx *c, float *out, const float *q, const void *k, const void *v, int kv_bf16,
                           int T, int pos0, int n_heads, int n_kv, int head_dim)
 {
     size_t need = ((size_t)pos0 + (size_t)T) * (size_t)(n_heads / n_kv);   /* a group's scores */
@@ -363,14 +379,17 @@ static void run_attention(cpu_ctx *c, float *out, const float *q, const float *k
         size_t cap = need < 4096 ? 4096 : need * 2;
         float *s = malloc(sizeof(float) * cap * (size_t)n);
         if (!s) {   /* the reference allocates only one row */
-            tl_cpu_ref_attention(out, q, k, v, T, pos0, n_heads, n_kv, head_dim);
+            if (kv_bf16)
+                tl_cpu_ref_attention_bf16(out, q, k, v, T, pos0, n_heads, n_kv, head_dim);
+            else
+                tl_cpu_ref_attention(out, q, k, v, T, pos0, n_heads, n_kv, head_dim);
             return;
         }
         free(c->scratch);
         c->scratch = s;
         c->scratch_cap = cap;
     }
-    attn_job j = {c, {out, q, k, v, T, pos0, n_heads, n_kv, head_dim}};
+    attn_job j = {c, attn_fn(c, kv_bf16), {out, q, k, v, T, pos0, n_heads, n_kv, head_dim}};
     if ((double)T * n_heads * ((double)pos0 + T) * head_dim < 65536.0)
         for (int i = 0; i < T * n_kv; i++)
             attn_item(&j, i, 0);
@@ -460,12 +479,14 @@ static void ew_run(cpu_ctx *c, ew_job *e)
  * pass and is not preempted by the worker it just woke: the unsynchronized clock then reads
  * what it reads on a GPU, the launches only. */
 
-typedef enum { OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_ROPE, OP_ATTENTION, OP_SWIGLU, OP_ADD } op_kind;
+typedef enum { OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_ROPE, OP_ATTENTION, OP_SWIGLU, OP_ADD, OP_STORE_BF16 } op_kind;
 
 typedef struct cpu_op {
     op_kind kind;
     float *out;
     const float *x, *y, *z;    /* inputs: x, then up/addend or k, then v */
+    const uint16_t *k16, *v16; /* attention over a bf16 KV cache: k and v */
+    uint16_t *out16;           /* store_bf16 */
     tl_weight w;               /* a copy: the caller's struct may be gone when the op runs */
     tl_weight ws[MM_MAX];      /* matmul: nw weights of one x, and their outputs */
     float *outs[MM_MAX];
@@ -500,8 +521,12 @@ static void run_op(cpu_ctx *c, const cpu_op *o)
     case OP_MATMUL: run_matmul(c, o->outs, o->x, o->ws, o->nw, o->T); break;
     case OP_ROPE: run_rope(o->out, o->T, o->n_heads, o->head_dim, o->pos0, o->x); break;
     case OP_ATTENTION:
-        run_attention(c, o->out, o->x, o->y, o->z, o->T, o->pos0, o->n_heads, o->n_kv, o->head_dim);
+        if (o->k16)
+            run_attention(c, o->out, o->x, o->k16, o->v16, 1, o->T, o->pos0, o->n_heads, o->n_kv, o->head_dim);
+        else
+            run_attention(c, o->out, o->x, o->y, o->z, 0, o->T, o->pos0, o->n_heads, o->n_kv, o->head_dim);
         break;
+    case OP_STORE_BF16: tl_quantize_row(TL_BF16, o->x, o->out16, o->n); break;
     case OP_SWIGLU:
     case OP_ADD: {
         ew_job e = {o->out, o->y, o->n, o->kind == OP_ADD};
@@ -760,6 +785,20 @@ static void cpu_attention(void *ctx, float *out, const float *q, const float *k,
     launch(ctx, &o);
 }
 
+static void cpu_attention_bf16(void *ctx, float *out, const float *q, const uint16_t *k, const uint16_t *v,
+                               int T, int pos0, int n_heads, int n_kv, int head_dim)
+{
+    cpu_op o = {.kind = OP_ATTENTION, .out = out, .x = q, .k16 = k, .v16 = v, .T = T, .pos0 = pos0,
+                .n_heads = n_heads, .n_kv = n_kv, .head_dim = head_dim};
+    launch(ctx, &o);
+}
+
+static void cpu_store_bf16(void *ctx, uint16_t *dst, const float *src, int n)
+{
+    cpu_op o = {.kind = OP_STORE_BF16, .out16 = dst, .x = src, .n = n};
+    launch(ctx, &o);
+}
+
 static void cpu_swiglu(void *ctx, float *g, const float *u, int n)
 {
     cpu_op o = {.kind = OP_SWIGLU, .out = g, .y = u, .n = n};
@@ -781,7 +820,7 @@ static const tl_backend_ops cpu_ops = {
     .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matmul = cpu_matmul, .matmul_n = cpu_matmul_n, .rope = cpu_rope,
     .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync_op,
     .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
-    .set_exact = cpu_set_exact,
+    .set_exact = cpu_set_exact, .attention_bf16 = cpu_attention_bf16, .store_bf16 = cpu_store_bf16,
 };
 
 const tl_backend_ops *tl_backend_cpu(void) { return &cpu_ops; }

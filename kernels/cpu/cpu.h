@@ -16,6 +16,9 @@ void tl_cpu_ref_matmul(float *out, const float *x, const tl_weight *W, int T);
 void tl_cpu_ref_rope(float *x, int T, int n_heads, int head_dim, int pos0, const float *inv_freq);
 void tl_cpu_ref_attention(float *out, const float *q, const float *k, const float *v, int T, int pos0,
                           int n_heads, int n_kv, int head_dim);
+/* The same over bf16 K and V rows (a bf16 KV cache). */
+void tl_cpu_ref_attention_bf16(float *out, const float *q, const uint16_t *k, const uint16_t *v, int T, int pos0,
+                               int n_heads, int n_kv, int head_dim);
 void tl_cpu_ref_swiglu(float *gate, const float *up, int n);
 void tl_cpu_ref_add(float *x, const float *y, int n);
 

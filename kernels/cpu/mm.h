@@ -37,10 +37,12 @@ typedef void (*tl_cpu_mm_fn)(const tl_cpu_mm *a, int64_t r0, int64_t r1);
  * token) in the order an ISA's Q8_0/Q4_0 kernels read them. */
 typedef void (*tl_cpu_qpack_fn)(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias);
 
-/* Causal GQA attention of T queries at pos0.. over cache rows 0..pos0+T-1 (backend.h). */
+/* Causal GQA attention of T queries at pos0.. over cache rows 0..pos0+T-1 (backend.h); k and
+ * v are fp32 rows, or bf16 ones for the attn_bf16 kernels. */
 typedef struct tl_cpu_attn {
     float *out;
-    const float *q, *k, *v;
+    const float *q;
+    const void *k, *v;
     int T, pos0, n_heads, n_kv, head_dim;
 } tl_cpu_attn;
 
@@ -53,6 +55,7 @@ typedef struct tl_cpu_isa {
     int (*supported)(void);
     tl_cpu_mm_fn mm[TL_DTYPE_COUNT];   /* indexed by tl_dtype; NULL: not this ISA (the generic one serves) */
     tl_cpu_attn_fn attn;
+    tl_cpu_attn_fn attn_bf16;          /* the same over a bf16 KV cache */
     int want_pack[TL_DTYPE_COUNT];
     int qbias[TL_DTYPE_COUNT];   /* for Q8_0/Q4_0: the bias its kernels add to weights (xc) */
     tl_cpu_qpack_fn qpack;       /* NULL: tl_cpu_pack_q8's layout (blocks in order, a scale each) */
@@ -62,6 +65,7 @@ typedef struct tl_cpu_isa {
 
 extern const tl_cpu_isa tl_cpu_isa_generic, tl_cpu_isa_avx2, tl_cpu_isa_avx512,
     tl_cpu_isa_avx512bf16;
+void tl_cpu_attn_bf16_avx512(const tl_cpu_attn *a, int t, int kvh, float *scores);
 
 /* Quantizes T rows of x (cols a multiple of 32) into xq/xd/xc for kernels with bias qbias. */
 void tl_cpu_pack_q8(int8_t *xq, float *xd, int32_t *xc, const float *x, int T, int64_t cols, int qbias);

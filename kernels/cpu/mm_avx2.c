@@ -42,6 +42,9 @@ static inline __m256 a2_load_bf16(const void *w, int64_t k)
 #define MM_STOREX(p, v) _mm256_storeu_ps(p, v)
 #include "mm_tmpl.h"
 #include "attn_tmpl.h"
+#define ATT_BF16
+#include "attn_tmpl.h"
+#undef ATT_BF16
 
 /* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c" */
 static int has_f16c(void)
@@ -63,4 +66,5 @@ const tl_cpu_isa tl_cpu_isa_avx2 = {
     .qbias = {[TL_Q4_0] = 8},
     .qpack = tl_cpu_qpack_avx2,
     .attn = tl_cpu_attn_avx2,
+    .attn_bf16 = tl_cpu_attn_bf16_avx2,
 };

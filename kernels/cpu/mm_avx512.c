@@ -28,6 +28,9 @@ static inline __m512 a5_load_bf16(const void *w, int64_t k)
 #define MM_STOREX(p, v) _mm512_storeu_ps(p, v)
 #include "mm_tmpl.h"
 #include "attn_tmpl.h"
+#define ATT_BF16
+#include "attn_tmpl.h"
+#undef ATT_BF16
 
 static int supported(void)
 {
@@ -44,4 +47,5 @@ const tl_cpu_isa tl_cpu_isa_avx512 = {
     .qbias = {[TL_Q4_0] = 8},
     .qpack = tl_cpu_qpack_avx2,
     .attn = tl_cpu_attn_avx512,
+    .attn_bf16 = tl_cpu_attn_bf16_avx512,
 };

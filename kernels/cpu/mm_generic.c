@@ -54,6 +54,9 @@ static inline tl_v4f g_load_f16(const void *w, int64_t k)
 #define MM_STOREX(p, v) g_storef(p, v)
 #include "mm_tmpl.h"
 #include "attn_tmpl.h"
+#define ATT_BF16
+#include "attn_tmpl.h"
+#undef ATT_BF16
 
 static int always(void) { return 1; }
 
@@ -63,4 +66,5 @@ const tl_cpu_isa tl_cpu_isa_generic = {
     .mm = {tl_cpu_mm_f32_generic, tl_cpu_mm_f16_generic, tl_cpu_mm_bf16_generic, tl_cpu_mm_q8_0_generic,
            tl_cpu_mm_q4_0_generic},
     .attn = tl_cpu_attn_generic,
+    .attn_bf16 = tl_cpu_attn_bf16_generic,
 };

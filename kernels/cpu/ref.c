@@ -105,7 +105,12 @@ void tl_cpu_ref_rope(float *x, int T, int n_heads, int head_dim, int pos0, const
         }
 }
 
-void tl_cpu_ref_attention(float *out, const float *q, const float *k, const float *v, int T, int pos0,
+static float kv_at(const void *p, size_t i, int bf16)
+{
+    return bf16 ? tl_cpu_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static void ref_attention(float *out, const float *q, const void *k, const void *v, int bf16, int T, int pos0,
                           int n_heads, int n_kv, int head_dim)
 {
     int group = n_heads / n_kv, kv_dim = n_kv * head_dim;
@@ -117,10 +122,10 @@ void tl_cpu_ref_attention(float *out, const float *q, const float *k, const floa
             int kvh = h / group, n_ctx = pos0 + t + 1;
             float max = -INFINITY;
             for (int p = 0; p < n_ctx; p++) {
-                const float *kp = k + (size_t)p * kv_dim + kvh * head_dim;
+                size_t kp = (size_t)p * kv_dim + (size_t)kvh * head_dim;
                 float s = 0.0f;
                 for (int i = 0; i < head_dim; i++)
-                    s += qh[i] * kp[i];
+                    s += qh[i] * kv_at(k, kp + i, bf16);
                 scores[p] = s * scale;
                 if (scores[p] > max) max = scores[p];
             }
@@ -132,13 +137,25 @@ void tl_cpu_ref_attention(float *out, const float *q, const float *k, const floa
             float *o = out + ((size_t)t * n_heads + h) * head_dim;
             memset(o, 0, sizeof(float) * head_dim);
             for (int p = 0; p < n_ctx; p++) {
-                const float *vp = v + (size_t)p * kv_dim + kvh * head_dim;
+                size_t vp = (size_t)p * kv_dim + (size_t)kvh * head_dim;
                 float wgt = scores[p] / sum;
                 for (int i = 0; i < head_dim; i++)
-                    o[i] += wgt * vp[i];
+                    o[i] += wgt * kv_at(v, vp + i, bf16);
             }
         }
     free(scores);
+}
+
+void tl_cpu_ref_attention(float *out, const float *q, const float *k, const float *v, int T, int pos0,
+                          int n_heads, int n_kv, int head_dim)
+{
+    ref_attention(out, q, k, v, 0, T, pos0, n_heads, n_kv, head_dim);
+}
+
+void tl_cpu_ref_attention_bf16(float *out, const float *q, const uint16_t *k, const uint16_t *v, int T, int pos0,
+                               int n_heads, int n_kv, int head_dim)
+{
+    ref_attention(out, q, k, v, 1, T, pos0, n_heads, n_kv, head_dim);
 }
 
 void tl_cpu_ref_swiglu(float *gate, const float *up, int n)

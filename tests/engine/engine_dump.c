@@ -66,17 +66,21 @@ static int run_op(tl_engine *e, const char *op, FILE *txt, FILE *bin, tl_error *
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: engine_dump MODEL_DIR OUT [--capacity N] [--bf16-activations] OP...\n");
+        fprintf(stderr, "usage: engine_dump MODEL_DIR OUT [--capacity N] [--bf16-activations] [--dtype D] "
+                        "[--kv-cache bf16] OP...\n");
         return 2;
     }
     int first = 3, capacity = 0, exact = 1;
-    const char *dtype = NULL;
+    const char *dtype = NULL, *kv = NULL;
     for (;;) {
         if (first + 1 < argc && !strcmp(argv[first], "--capacity")) {
             capacity = atoi(argv[first + 1]);
             first += 2;
         } else if (first + 1 < argc && !strcmp(argv[first], "--dtype")) {
             dtype = argv[first + 1];
+            first += 2;
+        } else if (first + 1 < argc && !strcmp(argv[first], "--kv-cache")) {
+            kv = argv[first + 1];
             first += 2;
         } else if (first < argc && !strcmp(argv[first], "--bf16-activations")) {
             exact = 0;
@@ -103,6 +107,9 @@ int main(int argc, char **argv)
         m = conv;
     }
     rc = rc || tl_engine_create(&e, m, tl_backend_cpu(), 0, capacity, &err) || tl_engine_set_exact(e, exact, &err);
+    if (!rc && kv)
+        rc = strcmp(kv, "bf16") ? tl_error_set(&err, "--kv-cache: %s: only bf16", kv)
+                                : tl_engine_set_kv_dtype(e, TL_BF16, &err);
     for (int i = first; !rc && i < argc; i++)
         rc = run_op(e, argv[i], txt, bin, &err);
     if (rc)

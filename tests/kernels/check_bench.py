@@ -32,6 +32,7 @@ if r.returncode == 0:
     check(len(t) == 7 and j["new_tokens"] == 7 and j["prompt_tokens"] == 9, "counts")
     check(j["synthetic"] is True and j["model"] == "tiny" and j["dtype"] == "bf16", "model fields")
     check(j["device"] == "cpu" and j["threads"] == 2, "device and threads")
+    check(j["kv_cache"] == "fp32", "the default KV cache")
     check(np.isclose(j["tpot_ms_median"], np.median(t), rtol=1e-9), "median")
     check(np.isclose(j["tpot_ms_p90"], np.percentile(t, 90), rtol=1e-9), "p90")
     check(j["ttft_ms"] > 0 and (t > 0).all(), "positive times")
@@ -57,6 +58,16 @@ if r.returncode == 0:
     check(np.isclose(j["tpot_over_probe_floor"], j["tpot_ms_median"] / j["probe_floor_ms"], rtol=1e-9),
           "probe ratio")
 
+# a bf16 KV cache: the same weights, the cache's rows in 2 bytes instead of 4
+r = run("--synthetic", "tiny", "--prompt-tokens", "9", "--new-tokens", "7", "--threads", "2", "--kv-cache", "bf16",
+        "--json")
+check(r.returncode == 0, "kv bf16 run exits 0: " + r.stderr)
+if r.returncode == 0:
+    j = json.loads(r.stdout)
+    kv_bytes = np.mean([2 * L * (9 + i + 1) * kv * 2 for i in range(7)])
+    check(j["kv_cache"] == "bf16", "kv_cache field")
+    check(np.isclose(j["step_bytes"], weights + kv_bytes, rtol=1e-12), "bf16 step bytes %s" % j["step_bytes"])
+
 r = run("--synthetic", "tiny", "--new-tokens", "2", "--prompt-tokens", "3")
 check(r.returncode == 0 and "TPOT / floor" in r.stdout and "TTFT" in r.stdout, "text output")
 
@@ -77,6 +88,8 @@ bad = [
     (("--model", "/nonexistent/model"), 1, "/nonexistent/model"),
     (("--synthetic", "tiny", "--dtype", "q5_k"), 2, "--dtype"),
     (("--synthetic", "tiny", "--dtype"), 2, "--dtype"),
+    (("--synthetic", "tiny", "--kv-cache", "f16"), 2, "--kv-cache"),
+    (("--synthetic", "tiny", "--kv-cache"), 2, "--kv-cache"),
     # tiny's feed-forward is 688 wide: not whole 32-value blocks
     (("--synthetic", "tiny", "--dtype", "q4_0", "--new-tokens", "2", "--prompt-tokens", "2"), 1, "multiple of 32"),
 ]

@@ -385,6 +385,37 @@ static void check_attention(void *ctx, const char *tag, int T, int pos0, int nh,
     }
     TL_CHECK_MSG(worst <= 1e-5, "%s attention T=%d pos0=%d heads %d/%d dim %d: max error %g", tag,
                  T, pos0, nh, nkv, hd, worst);
+
+    /* A bf16 KV cache: store_bf16 rounds as tl_f32_to_bf16; attention over the bf16 rows equals
+     * the fp32 reference fed the same rows widened (and the bf16 reference, exactly). */
+    uint16_t *k16 = malloc(sizeof(uint16_t) * (size_t)(n_ctx * kvd)), *v16 = malloc(sizeof(uint16_t) * (size_t)(n_ctx * kvd));
+    ops->store_bf16(ctx, k16, k, n_ctx * kvd);
+    ops->store_bf16(ctx, v16, v, n_ctx * kvd);
+    ops->sync(ctx, NULL);
+    int bad = 0;
+    for (int i = 0; i < n_ctx * kvd; i++) {
+        bad += k16[i] != tl_f32_to_bf16(k[i]) || v16[i] != tl_f32_to_bf16(v[i]);
+        k[i] = tl_bf16_to_f32(k16[i]);
+        v[i] = tl_bf16_to_f32(v16[i]);
+    }
+    TL_CHECK_MSG(bad == 0, "%s store_bf16: %d values differ from tl_f32_to_bf16", tag, bad);
+    ops->attention_bf16(ctx, out, q, k16, v16, T, pos0, nh, nkv, hd);
+    tl_cpu_ref_attention(ref, q, k, v, T, pos0, nh, nkv, hd);
+    float *ref16 = malloc(sizeof(float) * (size_t)(T * qd));
+    tl_cpu_ref_attention_bf16(ref16, q, k16, v16, T, pos0, nh, nkv, hd);
+    worst = 0;
+    for (int i = 0; i < T * qd; i++) {
+        double d = fabs((double)out[i] - ref[i]);
+        if (d > worst)
+            worst = d;
+        bad += ref16[i] != ref[i];
+    }
+    TL_CHECK_MSG(worst <= 1e-5, "%s attention over bf16 K/V T=%d pos0=%d heads %d/%d dim %d: max error %g", tag,
+                 T, pos0, nh, nkv, hd, worst);
+    TL_CHECK_MSG(bad == 0, "%s the bf16 reference attention differs from the fp32 one on widened rows", tag);
+    free(k16);
+    free(v16);
+    free(ref16);
     free(q);
     free(k);
     free(v);

@@ -1,11 +1,13 @@
 """Runs tests/engine/engine_dump on a checkpoint and checks every forward pass against llama_ref.py.
 
-    check_engine.py DUMP_EXE MODEL_DIR OUT_PREFIX TOL [--bf16-activations] [--dtype q8_0|q4_0] OP...
+    check_engine.py DUMP_EXE MODEL_DIR OUT_PREFIX TOL [--bf16-activations] [--dtype q8_0|q4_0]
+                    [--kv-cache bf16] OP...
 
 With --dtype the reference's matrices are quantized and dequantized by the `gguf` package
 (llama.cpp's quantizers in NumPy), and the input of every product with them is quantized to
 Q8_0 and back the same way, as tokenloop's kernels (and llama.cpp's) quantize x: what remains is
 the arithmetic (fp32 activations in tokenloop, float64 here), so the tolerance stays small.
+With --kv-cache bf16 the reference rounds K (after RoPE) and V to bf16 as the cache holds them.
 
 For each pass the error is max|tokenloop - ref| / max|ref| over the vocabulary at that position
 (ref: float64 NumPy over the whole sequence so far, no cache); it must be <= TOL. Greedy passes
@@ -62,15 +64,21 @@ def quantize_matrices(W, dtype):
 
 def main():
     exe, model, prefix, tol, ops = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
-    dtype = None
+    dtype, kv = None, None
     if "--dtype" in ops:
         i = ops.index("--dtype")
         dtype = ops[i + 1]
+        del ops[i:i + 2]
+    if "--kv-cache" in ops:
+        i = ops.index("--kv-cache")
+        kv = ops[i + 1]
         del ops[i:i + 2]
     flags = [op for op in ops if op.startswith("--")]
     ops = [op for op in ops if not op.startswith("--")]
     if dtype:
         flags += ["--dtype", dtype]
+    if kv:
+        flags += ["--kv-cache", kv]
     name = os.path.basename(model.rstrip("/")) + (" " + " ".join(flags) if flags else "")
     r = subprocess.run([exe, model, prefix] + flags + ops, capture_output=True, text=True)
     if r.returncode != 0:
@@ -121,7 +129,7 @@ def main():
         if kind == "rewind":
             prev_ref = None
             continue
-        ref = llama_ref.forward(cfg, W, tokens, last_only=True)[-1]
+        ref = llama_ref.forward(cfg, W, tokens, last_only=True, kv_bf16=kv == "bf16")[-1]
         err = np.max(np.abs(logits[row] - ref)) / np.max(np.abs(ref))
         worst = max(worst, err)
         if err <= tol:

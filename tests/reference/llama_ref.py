@@ -54,8 +54,16 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
-def forward(cfg, W, ids, last_only=False):
-    """-> logits [len(ids), vocab], float64 ([1, vocab]: the last position's, if last_only)."""
+def round_bf16(a):
+    """float64 -> float32 -> bf16 (nearest even, as tl_f32_to_bf16) -> float64."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return u.astype(np.uint32).view(np.float32).astype(np.float64).reshape(np.shape(a))
+
+
+def forward(cfg, W, ids, last_only=False, kv_bf16=False):
+    """-> logits [len(ids), vocab], float64 ([1, vocab]: the last position's, if last_only).
+    kv_bf16: K (after RoPE) and V rounded to bf16, as a bf16 KV cache holds them."""
     nh, nkv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
     hd = cfg.get("head_dim") or cfg["hidden_size"] // nh
     eps = cfg.get("rms_norm_eps", 1e-6)
@@ -74,6 +82,8 @@ def forward(cfg, W, ids, last_only=False):
         v = (h @ W[p + "self_attn.v_proj.weight"].T).reshape(T, nkv, hd)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        if kv_bf16:
+            k, v = round_bf16(k), round_bf16(v)
         k = np.repeat(k, nh // nkv, axis=1)          # GQA: head h reads kv head h // group
         v = np.repeat(v, nh // nkv, axis=1)
         scores = np.einsum("thd,shd->hts", q, k) / math.sqrt(hd) + mask

@@ -6,6 +6,7 @@
 #define TOKENLOOP_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "tokenloop/model.h"
 
 typedef struct tl_backend_ops {
@@ -41,6 +42,12 @@ typedef struct tl_backend_ops {
      * q: [T, n_heads*head_dim]; k, v: [>= pos0+T, n_kv*head_dim]; out like q. */
     void (*attention)(void *ctx, float *out, const float *q, const float *k, const float *v,
                       int T, int pos0, int n_heads, int n_kv, int head_dim);
+    /* Optional, both or neither: a bf16 KV cache (tl_engine_set_kv_dtype). store_bf16 rounds n
+     * floats to bf16, nearest even (tl_f32_to_bf16), into dst; attention_bf16 is attention
+     * with k and v as bf16 rows. NULL: the cache can only be fp32. */
+    void (*store_bf16)(void *ctx, uint16_t *dst, const float *src, int n);
+    void (*attention_bf16)(void *ctx, float *out, const float *q, const uint16_t *k, const uint16_t *v,
+                           int T, int pos0, int n_heads, int n_kv, int head_dim);
     void (*swiglu)(void *ctx, float *gate, const float *up, int n);   /* gate = silu(gate) * up */
     void (*add)(void *ctx, float *x, const float *y, int n);          /* x += y */
     /* Wait for queued work. 0, or -1 with err set when the backend failed since it was created

@@ -53,6 +53,11 @@ int tl_engine_async(const tl_engine *e);   /* 1: the launches return before the 
  * on AVX-512 BF16). A backend without the mode (CUDA) refuses to turn it on. Between passes. */
 int tl_engine_set_exact(tl_engine *e, int on, tl_error *err);
 int tl_engine_exact(const tl_engine *e);
+/* The KV cache's element type: TL_F32 (the default) or TL_BF16, which halves the bytes a
+ * decode step reads from the cache and rounds K (after RoPE) and V to bf16 (docs/accuracy.md).
+ * Replaces the cache: every position is dropped. 0, or -1 with err (a backend without it). */
+int tl_engine_set_kv_dtype(tl_engine *e, tl_dtype dt, tl_error *err);
+tl_dtype tl_engine_kv_dtype(const tl_engine *e);
 /* Bytes a decode step at the current position reads: weights + the KV cache so far. */
 double tl_engine_step_bytes(const tl_engine *e);
 /* The device memory's copy bandwidth in bytes/s, measured by the backend with its own events
