@@ -104,6 +104,16 @@ static void test_engine(const tl_model *m, const int *ids, int n)
         TL_CHECK(on ? tl_engine_last_unsynced_ms(a) >= 0 : tl_engine_last_unsynced_ms(a) < 0);
         TL_CHECK_INT(argmax(a), tokens_s[N_NEW - 8 + i]);
     }
+
+    /* A bf16 KV cache, queued or not: its rounding and attention ops give the same bits. */
+    TL_CHECK_INT(tl_engine_set_kv_dtype(s, TL_BF16, &err), 0);
+    TL_CHECK_INT(tl_engine_set_kv_dtype(a, TL_BF16, &err), 0);
+    TL_CHECK_INT(tl_engine_pos(s), 0);
+    TL_CHECK_INT(tl_engine_kv_dtype(a), TL_BF16);
+    TL_CHECK_MSG(same_pass(s, a, ids, n), "bf16 cache prefill: logits differ");
+    for (int i = 0; i < 4; i++)
+        TL_CHECK_MSG(same_pass(s, a, &tokens_s[i], 1), "bf16 cache decode %d: logits differ", i);
+    TL_CHECK(tl_engine_set_kv_dtype(a, TL_Q8_0, &err) == -1 && strstr(err.msg, "only fp32 and bf16"));
 out:
     tl_engine_free(a);   /* while async: the worker stops and the buffers go after the queue */
     tl_engine_free(s);
