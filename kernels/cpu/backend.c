@@ -333,7 +333,7 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
     int64_t min_chunk = T == 1 ? 16 : 64;
     if (chunk < min_chunk)
         chunk = min_chunk;
-    int64_t unit = mm[0].panels ? 24 : 4;   /* the kernels' row tiles: 4; with panels 8, 12 */
+    int64_t unit = mm[0].panels ? 8 : 4;   /* the kernels' row tiles */
     chunk = (chunk + unit - 1) / unit * unit;
     mm_job j = {.mm = mm, .fn = fn, .chunk = chunk};
     for (int i = 0; i < nw; i++)

@@ -493,7 +493,7 @@ int main(void)
         {19, 2100, 7},   /* more than one k-block in every kernel set */
         {23, 300, 3}, {13, 777, 4}, {6, 2100, 9}, {11, 64, 10},   /* every tail of a 6-token tile */
         /* x in 16-token panels (avx512bf16 from T = 32): tiles of 2, 3, 2+2, 3+2, 3+2+2 panels,
-         * the last part-filled, rows off the 8/12-row tiles, odd widths, two k-blocks */
+         * the last part-filled, rows off the 8-row tiles, odd widths, two k-blocks */
         {37, 517, 32}, {29, 1031, 33}, {50, 4099, 48}, {13, 96, 64}, {25, 301, 80}, {61, 33, 112},
         {19, 4100, 1}, {16, 8192, 1}, {7, 8200, 1},   /* a decode's wide rows: 8 at a time, the rest alone */
     };
