@@ -477,6 +477,23 @@ static void check_small_ops(void *ctx, const char *tag)
         TL_CHECK_MSG(worst <= 1e-6, "%s rmsnorm %s: %g", tag, tl_dtype_name((tl_dtype)dt), worst);
         free(tab);
     }
+
+    /* a prefill's rmsnorm goes a token per thread: still the reference's bits */
+    int nt = 37, nc = 300;
+    uint16_t gain[300];
+    fill_weight(gain, TL_BF16, nc);
+    tl_weight gw = {gain, TL_BF16, 1, nc, 0};
+    float *xs = malloc(sizeof(float) * (size_t)(nt * nc)), *r1 = malloc(sizeof(float) * (size_t)(nt * nc)),
+          *r2 = malloc(sizeof(float) * (size_t)(nt * nc));
+    for (int i = 0; i < nt * nc; i++)
+        xs[i] = 3 * rndf();
+    ops->rmsnorm(ctx, r1, xs, &gw, nt, nc, 1e-5f);
+    ops->sync(ctx, NULL);
+    tl_cpu_ref_rmsnorm(r2, xs, &gw, nt, nc, 1e-5f);
+    TL_CHECK_MSG(!memcmp(r1, r2, sizeof(float) * (size_t)(nt * nc)), "%s rmsnorm of %d tokens", tag, nt);
+    free(xs);
+    free(r1);
+    free(r2);
 }
 
 int main(void)
