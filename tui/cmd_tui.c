@@ -20,7 +20,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tokenloop tui [--model DIR] [--prompt TEXT] [--system TEXT] [--device cpu|cuda]\n"
             "                     [--threads N] [--async] [--bf16-activations] [--dtype D] [--lang en|vi]\n"
-            "                     [--mono] [--bench-frame [N]]\n"
+            "                     [--kv-cache fp32|bf16] [--mono] [--bench-frame [N]]\n"
             "  Steps through generation one forward pass at a time. Without --model: $TOKENLOOP_MODEL,\n"
             "  else the bundled model (assets/models/tl-mini-instruct).\n"
             "  --async          queue each pass to a worker thread as a GPU stream does, so the Timing\n"
@@ -29,6 +29,8 @@ static void usage(FILE *f)
             "                   (a faster prefill; docs/accuracy.md)\n"
             "  --dtype D        convert the weights on load: bf16, f16, f32, q8_0 or q4_0 (llama.cpp's\n"
             "                   blocks); d in the UI cycles the file's dtype, q8_0 and q4_0\n"
+            "  --kv-cache bf16  keep K and V in bf16: half the cache's bytes a step, K and V rounded\n"
+            "                   (default fp32; docs/accuracy.md)\n"
             "  --bench-frame N  draw N full frames at 160x48 off screen and print ms per frame\n"
             "  Keys: Space step, r run, \xE2\x86\x90 back, Enter force, ? all keys, q quit.\n");
 }
@@ -56,7 +58,7 @@ static void utf8_locale(void)
 int cmd_tui(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL, *dtype = NULL;
-    int threads = 0, bench = 0, mono = 0, async = 0, bf16 = 0;
+    int threads = 0, bench = 0, mono = 0, async = 0, bf16 = 0, kv_bf16 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
@@ -65,7 +67,7 @@ int cmd_tui(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--system") ||
                    !strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--lang") ||
-                   !strcmp(a, "--dtype")) {
+                   !strcmp(a, "--dtype") || !strcmp(a, "--kv-cache")) {
             if (!has)
                 return cli_fail(2, "%s: needs a value", a);
             const char *v = argv[++i];
@@ -79,6 +81,10 @@ int cmd_tui(int argc, char **argv)
                 if (strcmp(v, "cpu") && strcmp(v, "cuda"))
                     return cli_fail(2, "--device: %s: expected cpu or cuda", v);
                 device = v;
+            } else if (!strcmp(a, "--kv-cache")) {
+                if (strcmp(v, "fp32") && strcmp(v, "bf16"))
+                    return cli_fail(2, "--kv-cache: %s: expected fp32 or bf16", v);
+                kv_bf16 = !strcmp(v, "bf16");
             } else if (!strcmp(a, "--dtype")) {
                 tl_dtype dt;
                 if (tl_dtype_parse(v, &dt))
@@ -132,6 +138,7 @@ int cmd_tui(int argc, char **argv)
     so.threads = threads;
     so.async = async;
     so.bf16_activations = bf16;
+    so.kv_bf16 = kv_bf16;
     so.dtype = dtype;
     tl_session *s = NULL;
     if (tl_session_open(&s, &so, &err))

@@ -27,6 +27,8 @@ cases = [
     (["tui", "--bench-frame", "zero", "--model", model], 2, "--bench-frame"),
     (["tui", "--dtype", "q3_k", "--model", model], 2, "--dtype"),
     (["tui", "--dtype"], 2, "--dtype"),
+    (["tui", "--kv-cache", "fp16", "--model", model], 2, "--kv-cache"),
+    (["tui", "--kv-cache"], 2, "--kv-cache"),
     # the test model's widths (64, 176) are no multiple of 32: the conversion says which matrix
     (["tui", "--dtype", "q4_0", "--model", model, "--bench-frame", "1"], 1, "width is not a multiple of 32"),
     (["tui", "--model", "/nonexistent/model", "--bench-frame", "1"], 1, "/nonexistent/model"),
