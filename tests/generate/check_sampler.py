@@ -120,8 +120,11 @@ def compare(dump, work, name, logits, greedy=False, t=1.0, k=0, p=1.0, seed=7, d
     if not greedy:
         check(abs(r["mass_outside"] - outside) <= 1e-6, f"{name}: mass_outside {r['mass_outside']} vs {outside}")
     # Only the figures asked for are computed (each is a pass over the vocabulary); they equal
-    # the reference, the rest are null, and the choice is the same whatever is asked for.
-    for fields in (0, REPORT_MODEL, REPORT_TEMP):
+    # the reference, the rest are null, and the choice is the same whatever is asked for. The
+    # other paths at 128,256 tokens: none asked only (time; their passes differ from AVX-512's
+    # only in vecsel.c, which the full reports above check).
+    variants = (0, REPORT_MODEL, REPORT_TEMP) if ISA == "avx512" or V <= 1000 else (0,)
+    for fields in variants:
         n = min(draws, 50)   # the first of the same seed's draws
         q = run(dump, work, name, logits, greedy, t, k, p, seed, n, top_n, fields)
         tag = f"{name} (fields {fields})"
