@@ -226,6 +226,10 @@ def cases(dump, work):
     level[rng.choice(128256, 20000, replace=False)] = 3.0
     compare(dump, work, "llama_vocab_level_top_k_top_p", level, t=0.6, k=50, p=0.5, draws=300)
     compare(dump, work, "llama_vocab_level_top_p", level, t=0.9, p=0.3, draws=300)
+    # a level of 6,000: few enough that only their e are computed, no pass over the vocabulary
+    level6k = (rng.standard_normal(128256) * 2.0 - 12.0).astype(np.float32)
+    level6k[rng.choice(128256, 6000, replace=False)] = 3.0
+    compare(dump, work, "llama_vocab_level6k_top_k_top_p", level6k, t=0.6, k=50, p=0.5, draws=300)
     # a few tokens far above the rest: their mass alone decides the top-p cut (the bound on
     # the rest is negligible), no pass over the vocabulary
     far = big.copy()
