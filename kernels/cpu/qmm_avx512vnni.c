@@ -1,19 +1,23 @@
-/* Q8_0/Q4_0 products with AVX-512 VNNI (VPDPBUSD) on 256-bit vectors. A decode step is bound
- * by how fast the weights stream in: at 18 bytes per 32 weights (Q4_0) a core must finish a
- * block in about 3 cycles to keep up with memory, so the work per block is cut down:
+/* Q8_0/Q4_0 products with AVX-512 VNNI (VPDPBUSD). A decode step is bound by how fast the
+ * weights stream in: at 18 bytes per 32 weights (Q4_0) a core must finish a block in under 2
+ * cycles to keep up with memory, so the work per block is cut down.
+ * Prefill (T > 1, vn_tile), 256-bit vectors:
  *  - Q4_0: a pair of blocks A, B is 32 bytes of nibbles; its low nibbles are A0-15 B0-15, its
  *    high ones A16-31 B16-31, and x's pair is stored in that order (xq: lo 32 bytes, then hi),
  *    so two VPDPBUSD add both halves into the same 8 int32 lanes (4 for A, 4 for B): one
  *    conversion and one FMA per pair;
  *  - beside x, xd holds x's block scales and xc the lanes' bias correction (weights enter
  *    unsigned: Q8_0 as q ^ 0x80, Q4_0 as 0..15, so x's sum times the bias is taken off by
- *    starting the integer sums at xc); a decode multiplies a chunk's weight and x scales once
- *    and permutes the products to each unit's lanes: one FMA a unit;
+ *    starting the integer sums at xc);
  *  - the weights' f16 scales of a chunk (8 Q4_0 or 4 Q8_0 blocks: those inside 128 bytes)
  *    come out of one two-register word permute and one conversion.
- * Zen 4 runs 512-bit operations as two 256-bit halves, so 512-bit vectors would not do fewer
- * operations here, only bigger ones (measured: slower). Built with -mavx512vnni; only called
- * after __builtin_cpu_supports says so (tl_cpu_isa_avx512bf16). */
+ * Decode (T = 1, vn_vec), 512-bit vectors over chunks of 8 Q4_0 / 4 Q8_0 blocks whose weight
+ * bytes are permuted so that each 32-bit lane holds bytes of one block: all of a chunk's
+ * VPDPBUSD add into one vector, and x is packed in that order (vn_pack_chunks). Zen 4 runs a
+ * 512-bit operation as two 256-bit halves, so this pays only because it does fewer operations
+ * (one conversion and one FMA a chunk instead of one a pair), not because they are wider.
+ * Built with -mavx512vnni; only called after __builtin_cpu_supports says so
+ * (tl_cpu_isa_avx512bf16). */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,12 +29,17 @@
 #define VN_RB 4
 #endif
 #define VN_TB 4
+#define VN_C4 8   /* Q4_0 blocks in a decode chunk (144 bytes) */
+#define VN_C8 4   /* Q8_0 blocks (136 bytes) */
 #define VN_INLINE static inline __attribute__((always_inline))
 #ifndef VN_PF
 #define VN_PF 4096   /* bytes ahead in each row of a prefill's tile */
 #endif
 #ifndef VN_PFV
-#define VN_PFV 4096  /* bytes ahead in a decode's one stream (1 KiB: 33.6 GB/s, 4 KiB: 35.6, two cores) */
+/* Bytes ahead in a decode's one stream, into L2: one thread over 4 x 8192x2048 Q4_0 ran at
+ * 1.5-1.7x a plain read's time with 4 KiB (into L1 or L2), 1.25-1.29x with 8 KiB, 1.19-1.24x
+ * with 16 KiB; 24 and 32 KiB were no better. */
+#define VN_PFV 16384
 #endif
 
 /* One block of x as tl_quantize_row(TL_Q8_0) makes it, 16 lanes at a time: the same maximum,
@@ -60,14 +69,10 @@ static float vn_quant_block(const float *x, int8_t *q)
 /* ---- x: per token, xq cols bytes; xd a scale per block; xc 8 lanes per unit, a unit being a
  * Q4_0 pair (or an odd last block) or one Q8_0 block ---- */
 
-void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias)
+/* Blocks 0..nb-1 of x in the prefill's order: Q4_0 pairs (the odd last block in order) or Q8_0
+ * blocks; d a scale per block, c 8 lanes per unit. */
+static void vn_pack_units(const float *x, int8_t *q, float *d, int32_t *c, int64_t nb, int step, int qbias)
 {
-    const int64_t nb = m->cols / TL_QK;
-    int8_t *q = (int8_t *)m->xq + (size_t)t * (size_t)m->cols;
-    float *d = (float *)m->xd + (size_t)t * (size_t)m->cols / 4;
-    int32_t *c = (int32_t *)m->xc + (size_t)t * (size_t)m->cols / 4;
-    x += (size_t)t * (size_t)m->cols;
-    const int step = dt == TL_Q4_0 ? 2 : 1;
     for (int64_t b = 0, unit = 0; b < nb; b += step, unit++) {
         int8_t qs[2][TL_QK];
         const int two = step == 2 && b + 1 < nb;
@@ -96,6 +101,56 @@ void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, in
             oc[l] = -qbias * s;
         }
     }
+}
+
+/* A decode's x: whole chunks (VN_C4 Q4_0 or VN_C8 Q8_0 blocks) lane by lane as vn_vec reads
+ * them, then the row's last blocks as vn_pack_units lays them out, their xc lanes right after
+ * the chunks'. Lane l of a chunk belongs to block k = l % (blocks a chunk), so x's scales are
+ * one a block, in order (a broadcast gives every lane its block's); its four bytes in each of
+ * the chunk's 64-byte vectors are the partners of the weight bytes vn_vec's word permutes put
+ * in that lane. */
+static void vn_pack_chunks(const float *x, int8_t *q, float *d, int32_t *c, int64_t nb, tl_dtype dt, int qbias)
+{
+    const int cb = dt == TL_Q8_0 ? VN_C8 : VN_C4;
+    const int64_t nfull = nb / cb;
+    for (int64_t ch = 0; ch < nfull; ch++) {
+        int8_t qs[VN_C4][TL_QK];
+        float ds[VN_C4];
+        for (int k = 0; k < cb; k++)
+            ds[k] = vn_quant_block(x + (ch * cb + k) * TL_QK, qs[k]);
+        int8_t *o = q + ch * cb * TL_QK;
+        for (int l = 0; l < 16; l++) {
+            const int k = l % cb, j = l / cb;
+            /* Q4_0 (j = 0, 1): the four vectors' lane holds the partners of nibble bytes 4j..
+             * (low, high) and 8+4j.. (low, high) of block k; Q8_0 (j = 0..3): of bytes 4j.. and
+             * 16+4j.. */
+            static const int q4_at[4] = {0, 16, 8, 24}, q8_at[2] = {0, 16};
+            int s = 0;
+            for (int v = 0; v < (dt == TL_Q8_0 ? 2 : 4); v++) {
+                const int8_t *src = qs[k] + (dt == TL_Q8_0 ? q8_at[v] : q4_at[v]) + 4 * j;
+                memcpy(o + 64 * v + 4 * l, src, 4);
+                s += src[0] + src[1] + src[2] + src[3];
+            }
+            c[ch * 16 + l] = -qbias * s;
+        }
+        memcpy(d + ch * cb, ds, sizeof(float) * (size_t)cb);
+    }
+    const int64_t b0 = nfull * cb;
+    vn_pack_units(x + b0 * TL_QK, q + b0 * TL_QK, d + b0, c + nfull * 16, nb - b0,
+                  dt == TL_Q4_0 ? 2 : 1, qbias);
+}
+
+void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias)
+{
+    const int64_t nb = m->cols / TL_QK;
+    int8_t *q = (int8_t *)m->xq + (size_t)t * (size_t)m->cols;
+    float *d = (float *)m->xd + (size_t)t * (size_t)m->cols / 4;
+    int32_t *c = (int32_t *)m->xc + (size_t)t * (size_t)m->cols / 4;
+    x += (size_t)t * (size_t)m->cols;
+    if (m->T == 1)
+        vn_pack_chunks(x, q, d, c, nb, dt, qbias);
+    else
+        vn_pack_units(x, q, d, c, nb, dt == TL_Q4_0 ? 2 : 1, qbias);
 }
 
 /* ---- weights ---- */
@@ -224,83 +279,130 @@ VN_INLINE void vn_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
         }
 }
 
-/* One Q4_0 pair (blocks k, k+1 of a chunk) or Q8_0 block k of a decode's row into *acc; p holds
- * the chunk's products dw * dx, one per block. */
-VN_INLINE void vn_vec_unit(const tl_cpu_mm *a, int dt, const uint8_t *blk0, int64_t b0, int k, __m256 p, __m256 *acc)
+VN_INLINE float vn_hsum(__m256 v)
 {
-    const __m256i m4 = _mm256_set1_epi8(15);
-    const int64_t b = b0 + k;
-    if (dt == TL_Q4_0) {
-        const int bb = (int)sizeof(tl_block_q4_0);
-        const int64_t unit = b / 2;
-        const uint8_t *A = blk0 + (size_t)k * (size_t)bb;
-        const __m256i v = _mm256_loadu2_m128i((const __m128i *)(A + bb + 2), (const __m128i *)(A + 2));
-        __m256i d = _mm256_loadu_si256((const __m256i *)(a->xc + unit * 8));
-        d = _mm256_dpbusd_epi32(d, _mm256_and_si256(v, m4), _mm256_loadu_si256((const __m256i *)(a->xq + b * TL_QK)));
-        d = _mm256_dpbusd_epi32(d, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
-                                _mm256_loadu_si256((const __m256i *)(a->xq + b * TL_QK + 32)));
-        const __m256 s = _mm256_permutexvar_ps(_mm256_setr_epi32(k, k, k, k, k + 1, k + 1, k + 1, k + 1), p);
-        *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, *acc);
-    } else {
-        const int bb = (int)sizeof(tl_block_q8_0);
-        const __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk0 + (size_t)k * (size_t)bb + 2)),
-                                           _mm256_set1_epi8((char)0x80));
-        __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(a->xc + b * 8)), q,
-                                        _mm256_loadu_si256((const __m256i *)(a->xq + b * TL_QK)));
-        const __m256 s = _mm256_permutexvar_ps(_mm256_set1_epi32(k), p);
-        *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, *acc);
-    }
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 }
 
+/* The row's last blocks after the chunks (fewer than a chunk), laid out as vn_pack_units does:
+ * w, xq, xd and xc point at the first of them. */
+VN_INLINE __m256 vn_vec_tail(int dt, const uint8_t *w, int n, const int8_t *xq, const float *xd, const int32_t *xc)
+{
+    const int bb = dt == TL_Q8_0 ? (int)sizeof(tl_block_q8_0) : (int)sizeof(tl_block_q4_0);
+    const __m256 p = _mm256_mul_ps(vn_scales(w, (size_t)n * (size_t)bb, dt), _mm256_loadu_ps(xd));
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256 acc = _mm256_setzero_ps();
+    int k = 0;
+    if (dt == TL_Q4_0)
+        for (; k + 2 <= n; k += 2) {   /* pairs */
+            const uint8_t *A = w + (size_t)k * (size_t)bb;
+            const __m256i v = _mm256_loadu2_m128i((const __m128i *)(A + bb + 2), (const __m128i *)(A + 2));
+            __m256i d = _mm256_loadu_si256((const __m256i *)(xc + k / 2 * 8));
+            d = _mm256_dpbusd_epi32(d, _mm256_and_si256(v, m4), _mm256_loadu_si256((const __m256i *)(xq + k * TL_QK)));
+            d = _mm256_dpbusd_epi32(d, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                                    _mm256_loadu_si256((const __m256i *)(xq + k * TL_QK + 32)));
+            const __m256 s = _mm256_permutexvar_ps(_mm256_setr_epi32(k, k, k, k, k + 1, k + 1, k + 1, k + 1), p);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc);
+        }
+    for (; k < n; k++) {   /* Q8_0 blocks, Q4_0's odd last one: in order */
+        const uint8_t *B = w + (size_t)k * (size_t)bb;
+        __m256i q;
+        if (dt == TL_Q4_0) {
+            const __m128i v = _mm_loadu_si128((const __m128i *)(B + 2));
+            q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), _mm256_castsi256_si128(m4)),
+                                 _mm_and_si128(v, _mm256_castsi256_si128(m4)));
+        } else {
+            q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(B + 2)), _mm256_set1_epi8((char)0x80));
+        }
+        const int unit = dt == TL_Q4_0 ? k / 2 : k;
+        __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(xc + unit * 8)), q,
+                                        _mm256_loadu_si256((const __m256i *)(xq + k * TL_QK)));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_permutexvar_ps(_mm256_set1_epi32(k), p), acc);
+    }
+    return acc;
+}
+
+/* Word permutes that build a decode chunk's vectors from four 64-byte loads of it (at 0, 72, 10,
+ * 80 for Q4_0's 144 bytes; 0, 64, 16, 72 for Q8_0's 136): A and B hold 4-byte groups of weight
+ * bytes, each lane from one block (Q4_0: two lanes a block, Q8_0: four), S the blocks' f16
+ * scales repeated over their lanes. */
+static const uint16_t vn_chunk_idx[2][3][32] = {
+    {/* Q4_0 */
+     {1, 2, 10, 11, 19, 20, 28, 29, 33, 34, 42, 43, 51, 52, 60, 61,
+      3, 4, 12, 13, 21, 22, 30, 31, 35, 36, 44, 45, 53, 54, 62, 63},
+     {0, 1, 9, 10, 18, 19, 27, 28, 33, 34, 42, 43, 51, 52, 60, 61,
+      2, 3, 11, 12, 20, 21, 29, 30, 35, 36, 44, 45, 53, 54, 62, 63},
+     {0, 9, 18, 27, 32, 41, 50, 59, 0, 9, 18, 27, 32, 41, 50, 59},
+    },
+    {/* Q8_0 */
+     {1, 2, 18, 19, 35, 36, 52, 53, 3, 4, 20, 21, 37, 38, 54, 55,
+      5, 6, 22, 23, 39, 40, 56, 57, 7, 8, 24, 25, 41, 42, 58, 59},
+     {1, 2, 18, 19, 39, 40, 56, 57, 3, 4, 20, 21, 41, 42, 58, 59,
+      5, 6, 22, 23, 43, 44, 60, 61, 7, 8, 24, 25, 45, 46, 62, 63},
+     {0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51},
+    },
+};
+
 /* A decode's product (T = 1): one row at a time, so each thread reads one sequential stream
- * from memory (four interleaved rows streamed 10 GB/s a core from DRAM, one row 17: in L2 the
- * two are alike). A whole chunk is unrolled with four accumulators, so consecutive pairs' FMAs
- * do not wait on each other (indexed at run time, the accumulators went through memory). */
+ * from memory (four interleaved rows streamed 10 GB/s a core from DRAM, one row 17; two rows
+ * sharing x's loads were no faster from DRAM). A chunk's weight bytes are permuted so that every
+ * 32-bit lane of a 512-bit vector belongs to one block and x (vn_pack_chunks) is stored in the
+ * same order: the chunk's two (Q8_0) or four (Q4_0) VPDPBUSD add into one vector, which needs
+ * one conversion and one FMA, against scales that one more permute, one conversion and one
+ * multiply bring. The 256-bit pair loop before this did an FMA, a conversion and a scale permute
+ * per two blocks and was bound by those, at 1.6-2x a plain read's time. */
 VN_INLINE void vn_vec(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
 {
     const int64_t nb = a->cols / TL_QK;
-    const int bb = dt == TL_Q8_0 ? (int)sizeof(tl_block_q8_0) : (int)sizeof(tl_block_q4_0);
-    const int cb = dt == TL_Q8_0 ? 4 : 8, step = dt == TL_Q8_0 ? 1 : 2;
+    const int q8 = dt == TL_Q8_0;
+    const int bb = q8 ? (int)sizeof(tl_block_q8_0) : (int)sizeof(tl_block_q4_0);
+    const int cb = q8 ? VN_C8 : VN_C4, cbytes = cb * bb;
+    const int o1 = q8 ? 64 : 72, o2 = q8 ? 16 : 10, o3 = q8 ? 72 : 80;
+    const int64_t nfull = nb / cb;
     const size_t row_bytes = (size_t)nb * (size_t)bb;
+    const __m512i ia = _mm512_loadu_si512(vn_chunk_idx[q8][0]), ib = _mm512_loadu_si512(vn_chunk_idx[q8][1]),
+                  is = _mm512_loadu_si512(vn_chunk_idx[q8][2]);
+    const __m512i m4 = _mm512_set1_epi8(15), flip = _mm512_set1_epi8((char)0x80);
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *w = (const uint8_t *)a->w + (size_t)r * row_bytes;
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-        int64_t b0 = 0;
-        for (; b0 + cb <= nb; b0 += cb) {
-            const uint8_t *blk0 = w + (size_t)b0 * (size_t)bb;
-            for (int l = 0; l < cb * bb; l += 64)
-                _mm_prefetch((const char *)blk0 + VN_PFV + l, _MM_HINT_T0);
-            const __m256 p = _mm256_mul_ps(vn_scales(blk0, row_bytes - (size_t)b0 * (size_t)bb, dt),
-                                           _mm256_loadu_ps(a->xd + b0));
-            vn_vec_unit(a, dt, blk0, b0, 0, p, &acc0);
-            vn_vec_unit(a, dt, blk0, b0, step, p, &acc1);
-            vn_vec_unit(a, dt, blk0, b0, 2 * step, p, &acc2);
-            vn_vec_unit(a, dt, blk0, b0, 3 * step, p, &acc3);
-        }
-        if (b0 < nb) {   /* the row's last, partial chunk */
-            const uint8_t *blk0 = w + (size_t)b0 * (size_t)bb;
-            const int n = (int)(nb - b0);
-            const __m256 p = _mm256_mul_ps(vn_scales(blk0, row_bytes - (size_t)b0 * (size_t)bb, dt),
-                                           _mm256_loadu_ps(a->xd + b0));
-            int k = 0;
-            for (; k + step <= n; k += step)
-                vn_vec_unit(a, dt, blk0, b0, k, p, &acc0);
-            if (k < n) {   /* Q4_0's odd last block, in order */
-                const int64_t b = b0 + k, unit = b / 2;
-                const __m128i v = _mm_loadu_si128((const __m128i *)(blk0 + (size_t)k * (size_t)bb + 2)),
-                              m4 = _mm_set1_epi8(15);
-                const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
-                __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(a->xc + unit * 8)), q,
-                                                _mm256_loadu_si256((const __m256i *)(a->xq + b * TL_QK)));
-                const __m256 s = _mm256_permutexvar_ps(_mm256_set1_epi32(k), p);
-                acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc1);
+        const int8_t *xq = a->xq;
+        const float *xd = a->xd;
+        const int32_t *xc = a->xc;
+        __m512 acc = _mm512_setzero_ps();
+        for (int64_t ch = 0; ch < nfull; ch++) {
+            for (int l = 0; l < cbytes; l += 64)
+                _mm_prefetch((const char *)w + VN_PFV + l, _MM_HINT_T1);
+            __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + o1);
+            __asm__("" : "+v"(w0), "+v"(w1));   /* kept for the scales' permute, not loaded twice */
+            const __m512i w2 = _mm512_loadu_si512(w + o2), w3 = _mm512_loadu_si512(w + o3);
+            const __m512i A = _mm512_permutex2var_epi16(w0, ia, w1), B = _mm512_permutex2var_epi16(w2, ib, w3);
+            __m512i d = _mm512_loadu_si512(xc);
+            if (q8) {
+                d = _mm512_dpbusd_epi32(d, _mm512_xor_si512(A, flip), _mm512_loadu_si512(xq));
+                d = _mm512_dpbusd_epi32(d, _mm512_xor_si512(B, flip), _mm512_loadu_si512(xq + 64));
+            } else {
+                d = _mm512_dpbusd_epi32(d, _mm512_and_si512(A, m4), _mm512_loadu_si512(xq));
+                d = _mm512_dpbusd_epi32(d, _mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_loadu_si512(xq + 64));
+                d = _mm512_dpbusd_epi32(d, _mm512_and_si512(B, m4), _mm512_loadu_si512(xq + 128));
+                d = _mm512_dpbusd_epi32(d, _mm512_and_si512(_mm512_srli_epi16(B, 4), m4), _mm512_loadu_si512(xq + 192));
             }
+            /* x's scales, a block's in every lane of it (block = lane % blocks a chunk) */
+            const __m512 xs = q8 ? _mm512_broadcast_f32x4(_mm_loadu_ps(xd))
+                                 : _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)xd)));
+            const __m512 s =
+                _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(w0, is, w1))), xs);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc);
+            w += cbytes;
+            xq += cb * TL_QK;
+            xd += cb;
+            xc += 16;
         }
-        __m256 t = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
-        __m128 h = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_add_ss(h, _mm_movehdup_ps(h));
-        a->out[r] = _mm_cvtss_f32(h);
+        float out = _mm512_reduce_add_ps(acc);
+        if (nfull * cb < nb)
+            out += vn_hsum(vn_vec_tail(dt, w, (int)(nb - nfull * cb), xq, xd, xc));
+        a->out[r] = out;
     }
 }
 

@@ -280,6 +280,84 @@ static void check_qmatmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows,
     free(wrow);
 }
 
+/* Where the VNNI decode layout (T = 1) keeps element j of block b of x, and the lane of xc that
+ * sums it: whole chunks (8 Q4_0 or 4 Q8_0 blocks) are four or two 64-byte vectors whose 32-bit
+ * lane l holds bytes of block l % (blocks a chunk); the blocks after the last whole chunk are in
+ * the prefill's order (Q4_0 pairs, an odd last block in order), their xc lanes after the
+ * chunks'. */
+static void vnni_decode_at(tl_dtype dt, int64_t nb, int64_t b, int j, int64_t *at, int64_t *lane)
+{
+    const int64_t cb = dt == TL_Q4_0 ? 8 : 4, nfull = nb / cb, ch = b / cb, k = b % cb;
+    if (ch < nfull) {
+        int64_t v, g;
+        if (dt == TL_Q4_0) {   /* vectors: nibble bytes 0-7 low, high, 8-15 low, high */
+            int64_t byte = j % 16;
+            v = (j >= 16) + 2 * (byte >= 8);
+            g = byte % 8 / 4;
+        } else {
+            v = j / 16;
+            g = j % 16 / 4;
+        }
+        int64_t l = g * cb + k;
+        *at = ch * cb * TL_QK + 64 * v + 4 * l + j % 4;
+        *lane = ch * 16 + l;
+        return;
+    }
+    const int64_t b0 = nfull * cb, rel = b - b0, unit = dt == TL_Q4_0 ? rel / 2 : rel;
+    const int64_t base = dt == TL_Q4_0 ? b0 * TL_QK + unit * 64 : b * TL_QK;
+    *at = b * TL_QK + j;
+    if (dt == TL_Q4_0 && b0 + unit * 2 + 1 < nb)   /* a pair */
+        *at = base + (j < 16 ? 0 : 32) + rel % 2 * 16 + j % 16;
+    *lane = nfull * 16 + unit * 8 + (*at - base) % 32 / 4;   /* a pair's lane sums both halves */
+}
+
+/* A decode's x (T = 1) in the VNNI kernels' chunk layout: every byte and scale equals the
+ * portable quantizer's, each xc lane is -qbias times the sum of the bytes it covers. Widths:
+ * no whole chunk, exactly one, one plus an odd block, one plus three pairs, chunks plus every
+ * kind of tail. */
+static void check_qpack_decode(tl_cpu_qpack_fn pack)
+{
+    const int64_t widths[] = {32, 96, 160, 256, 288, 448, 544, 2048, 4320};
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+        for (int dt = TL_Q8_0; dt <= TL_Q4_0; dt++) {
+            const int64_t cols = widths[wi], nb = cols / TL_QK;
+            const int qbias = dt == TL_Q8_0 ? 128 : 8;
+            float *x = malloc(sizeof(float) * (size_t)cols);
+            for (int64_t i = 0; i < cols; i++)
+                x[i] = rndf() * (i % 7 == 0 ? 50.0f : 1.0f);
+            int8_t *rq = malloc((size_t)cols), *vq = malloc((size_t)cols);
+            float *rd = malloc(sizeof(float) * (size_t)nb), *vd = malloc(sizeof(float) * (size_t)(cols / 4));
+            int32_t *vc = malloc(sizeof(int32_t) * (size_t)(cols / 4));
+            int32_t *sum = calloc((size_t)(cols / 4), sizeof(int32_t));
+            tl_cpu_pack_q8(rq, rd, NULL, x, 1, cols, 0);
+            tl_cpu_mm m = {.cols = cols, .T = 1, .xq = vq, .xd = vd, .xc = vc};
+            pack(&m, (tl_dtype)dt, x, 0, qbias);
+            int bad = 0;
+            int64_t lanes = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                for (int j = 0; j < TL_QK; j++) {
+                    int64_t at, lane;
+                    vnni_decode_at((tl_dtype)dt, nb, b, j, &at, &lane);
+                    bad += vq[at] != rq[b * TL_QK + j];
+                    sum[lane] += rq[b * TL_QK + j];
+                    lanes = lane + 1 > lanes ? lane + 1 : lanes;
+                }
+                bad += vd[b] != rd[b];   /* a scale a block, in order */
+            }
+            for (int64_t l = 0; l < lanes; l++)
+                bad += vc[l] != -qbias * sum[l];
+            TL_CHECK_MSG(bad == 0, "avx512bf16 decode pack %s cols %lld: %d quants, scales or sums differ",
+                         tl_dtype_name((tl_dtype)dt), (long long)cols, bad);
+            free(x);
+            free(rq);
+            free(vq);
+            free(rd);
+            free(vd);
+            free(vc);
+            free(sum);
+        }
+}
+
 /* The AVX2 and AVX-512 VNNI kernel sets quantize x themselves (vectorized; VNNI reorders
  * pairs): every byte and scale equals the portable quantizer's (tl_quantize_row's roundf, ties
  * away from zero). */
@@ -331,6 +409,8 @@ static void check_qpack(const char *isa, tl_cpu_qpack_fn pack, int pairs)
             free(vd);
             free(vc);
         }
+    if (pairs)
+        check_qpack_decode(pack);
 }
 
 /* matmul_n over quantized weights equals one matmul each, bit for bit. */
@@ -553,6 +633,9 @@ int main(void)
                 {1, 32, 1}, {7, 64, 1}, {33, 96, 1}, {130, 1024, 1}, {64, 2048, 1}, {5, 32, 2},
                 {37, 544, 7}, {61, 1056, 13}, {9, 608, 12}, {13, 800, 4}, {6, 2112, 9}, {3, 32, 5},
                 {10, 256, 3}, {11, 64, 6},
+                /* decode chunks (VNNI: 8 Q4_0 / 4 Q8_0 blocks): one, one plus an odd block, one
+                 * plus three pairs, two plus one, many, many plus pairs and an odd block */
+                {5, 256, 1}, {3, 288, 1}, {4, 448, 1}, {6, 544, 1}, {9, 8192, 1}, {19, 4320, 1},
             };
             for (int dt = TL_Q8_0; dt <= TL_Q4_0; dt++) {
                 for (size_t i = 0; i < sizeof qshapes / sizeof qshapes[0]; i++)
