@@ -292,10 +292,6 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
         n = 1;   /* not worth waking anyone */
     const tl_dtype dt = W[0].dtype;
     tl_cpu_mm_fn fn = c->isa->mm[dt];
-#ifdef TL_CPU_X86
-    if (T == 1 && dt == TL_BF16 && c->isa == &tl_cpu_isa_avx512bf16)   /* a decode step: mv_avx512bf16.c */
-        fn = tl_cpu_mv_bf16_avx512bf16;
-#endif
     if (dt == TL_Q8_0 || dt == TL_Q4_0) {
         int ok = pack_x_q8(c, &mm[0], x, cols, T, dt, c->isa->qpack, c->isa->qbias[dt], n) == 0;
         if (!ok && (ok = pack_x_q8(c, &mm[0], x, cols, T, dt, NULL, 0, 1) == 0))   /* (no room for xc) */
@@ -356,19 +352,6 @@ static void attn_item(void *arg, int it, int tid)
     j->fn(&j->a, it / j->a.n_kv, it % j->a.n_kv, scores);
 }
 
-/* The kernel set's attention over fp32 or bf16 K/V rows. */
-static tl_cpu_attn_fn attn_fn(const cpu_ctx *c, int kv_bf16)
-{
-    if (!kv_bf16)
-        return c->isa->attn;
-    if (c->isa->attn_bf16)
-        return c->isa->attn_bf16;
-#ifdef TL_CPU_X86
-    return tl_cpu_attn_bf16_avx512;   /* avx512bf16 runs avx512's attention */
-#else
-    return tl_cpu_isa_generic.attn_bf16;
-#endif
-}
 
 static void run_attention(cpu_ctx *c, float *out, const float *q, const void *k, const void *v, int kv_bf16,
                           int T, int pos0, int n_heads, int n_kv, int head_dim)
@@ -389,7 +372,7 @@ static void run_attention(cpu_ctx *c, float *out, const float *q, const void *k,
         c->scratch = s;
         c->scratch_cap = cap;
     }
-    attn_job j = {c, attn_fn(c, kv_bf16), {out, q, k, v, T, pos0, n_heads, n_kv, head_dim}};
+    attn_job j = {c, kv_bf16 ? c->isa->attn_bf16 : c->isa->attn, {out, q, k, v, T, pos0, n_heads, n_kv, head_dim}};
     if ((double)T * n_heads * ((double)pos0 + T) * head_dim < 65536.0)
         for (int i = 0; i < T * n_kv; i++)
             attn_item(&j, i, 0);

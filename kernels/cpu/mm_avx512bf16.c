@@ -3,7 +3,7 @@
  * lo to about 2^-17 relative) and each weight meets both halves, so the result keeps fp32-level
  * accuracy. With it off, a prefill's x is rounded to bf16 once (as llama.cpp and a bf16
  * transformers run do): one instruction per 32 weights, half the arithmetic (docs/accuracy.md).
- * Three loops: one token (bh_vec, a stream through the weights); up to 31 tokens (bh_rows, 4
+ * Three loops: one token (mv_avx512bf16.c, a stream through the weights); up to 31 tokens (bh_rows, 4
  * rows x 6 tokens of accumulators, each a row's dot product along k); 32 or more (bp_rows, x in
  * 16-token panels, each accumulator lane one output, near the VDPBF16PS peak).
  * f32/f16 weights use the AVX-512F kernels. Built with -mavx512bf16; only called after
@@ -308,42 +308,10 @@ BH_INLINE void bp_rows(const tl_cpu_mm *a, int64_t r0, int64_t r1, const int H)
     }
 }
 
-/* One token (a decode step): one row at a time, four accumulators along k. A thread's rows are
- * contiguous, so it reads its share of the matrix as a single sequential stream, which the
- * hardware prefetcher follows without help; interleaving 4 rows (4 streams a page apart, as
- * bh_tile does) read 8 GB of bf16 weights at 80% of the read probe's rate on this 2-core Zen 4,
- * this loop at the probe's rate. The product is bound by memory, so the exact split costs
- * nothing here. */
-BH_INLINE void bh_vec(const tl_cpu_mm *a, int64_t r0, int64_t r1, const int halves)
-{
-    const uint16_t *xh = a->xpack, *xl = a->xpack + a->cols_pad;
-    const int64_t cols = a->cols;
-    for (int64_t r = r0; r < r1; r++) {
-        const uint16_t *w = (const uint16_t *)a->w + (size_t)r * (size_t)cols;
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        int64_t k = 0;
-        for (; k + 128 <= cols; k += 128)
-            for (int u = 0; u < 4; u++) {
-                __m512bh wv = (__m512bh)_mm512_loadu_si512(w + k + 32 * u);
-                acc[u] = _mm512_dpbf16_ps(acc[u], wv, (__m512bh)_mm512_loadu_si512(xh + k + 32 * u));
-                if (halves == 2)
-                    acc[u] = _mm512_dpbf16_ps(acc[u], wv, (__m512bh)_mm512_loadu_si512(xl + k + 32 * u));
-            }
-        for (int u = 0; k < cols; k += 32, u++) {   /* x is zero-padded to cols_pad */
-            __mmask32 m = k + 32 <= cols ? (__mmask32)~0u : (__mmask32)((1ull << (cols - k)) - 1);
-            __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(m, w + k);
-            acc[u] = _mm512_dpbf16_ps(acc[u], wv, (__m512bh)_mm512_loadu_si512(xh + k));
-            if (halves == 2)
-                acc[u] = _mm512_dpbf16_ps(acc[u], wv, (__m512bh)_mm512_loadu_si512(xl + k));
-        }
-        a->out[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-    }
-}
-
 static void mm_bf16_avx512bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
-    if (a->T == 1)
-        a->halves == 2 ? bh_vec(a, r0, r1, 2) : bh_vec(a, r0, r1, 1);
+    if (a->T == 1)   /* a decode step: its own loop, mv_avx512bf16.c */
+        tl_cpu_mv_bf16_avx512bf16(a, r0, r1);
     else if (a->panels)
         a->halves == 2 ? bp_rows(a, r0, r1, 2) : bp_rows(a, r0, r1, 1);
     else
@@ -366,6 +334,7 @@ const tl_cpu_isa tl_cpu_isa_avx512bf16 = {
     .qbias = {[TL_Q8_0] = 128, [TL_Q4_0] = 8},
     .qpack = tl_cpu_qpack_avx512vnni,
     .attn = tl_cpu_attn_avx512,
+    .attn_bf16 = tl_cpu_attn_bf16_avx512,
     .want_pack = {0, 0, 1},
     .pack_align = 32,
     .panel_T = 32,   /* below, panels are too empty: bh_rows is faster up to ~30 tokens */
