@@ -16,9 +16,9 @@ echo "== asan+ubsan build"
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
    ctest -LE 'slow|gpu' --output-on-failure -j"$jobs")
 
-echo "== fuzz smoke: each libFuzzer harness for 10 s (clang, ASan+UBSan; label fuzz)"
+echo "== fuzz smoke: each libFuzzer harness for 6 s (clang, ASan+UBSan; label fuzz)"
 CC=clang cmake -S "$root" -B "$root/build-fuzz" -DTL_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTL_FUZZ_SECONDS=10 >/dev/null
+  -DTL_FUZZ_SECONDS=6 >/dev/null
 cmake --build "$root/build-fuzz" -j"$jobs" 2>&1 | grep -v '^\[' || true
 (cd "$root/build-fuzz" && ctest -L fuzz --output-on-failure -j"$jobs")
 
