@@ -407,7 +407,9 @@ static void norm_item(void *arg, int t, int tid)
 static void run_rmsnorm(cpu_ctx *c, float *o, const float *x, const tl_weight *w, int T, int n, float eps)
 {
     norm_job j = {o, x, w, n, eps};
-    if (T < 16 || tl_pool_size(c->pool) == 1)
+    /* a hand-off costs more than a small norm (the bundled model's 20-token prompt: 2,560
+     * values), and on a busy machine it can wait for a worker that is not running */
+    if ((double)T * n < 65536.0 || tl_pool_size(c->pool) == 1)
         tl_cpu_ref_rmsnorm(o, x, w, T, n, eps);
     else
         tl_pool_for(c->pool, T, norm_item, &j);
