@@ -27,6 +27,7 @@ extern "C" {
 #include "tokenloop/topk.h"
 }
 #include "kernels.cuh"
+#include "qkernels.cuh"
 #include "topk.cuh"
 
 namespace {
@@ -34,6 +35,8 @@ namespace {
 enum { OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_ROPE, OP_ATTN, OP_SWIGLU, OP_ADD };
 constexpr int MAXP = 4, MAX_IDS = 8;
 
+/* OP_EMBED and OP_MATMUL: a = the weight is fp32 (a [1, n] vector), b = its tl_dtype when it
+ * is Q8_0/Q4_0 (the quantized kernels, qkernels.cuh), else 0. */
 struct cmd {
     int kind, np;
     float *p[MAXP];          /* as the engine passed them */
@@ -116,6 +119,11 @@ struct cuctx {
     int ev0_pending = 0;       /* a deferred decode records its start event when its work launches */
     long fault_at = -1;        /* TL_CUDA_FAULT_AT_PASS: the pass that launches a faulting kernel */
 
+    /* x quantized to Q8_0 for products with Q8_0/Q4_0 weights: T * cols int8, then T * cols / 32
+     * fp32 scales. Grown only between launches (grow_qscratch), never inside a capture. */
+    char *d_xq = nullptr;
+    size_t xqcap = 0;   /* bytes */
+
     char *d_topk = nullptr;  /* scratch of the two top-k launches, then their result */
     char *h_topk = nullptr;  /* pinned: the result's way to the host */
 };
@@ -185,8 +193,58 @@ dim3 ew_grid(cuctx *c, long long n)
     return dim3((unsigned)(b < 1 ? 1 : b > cap ? cap : b));
 }
 
+/* c->d_xq holds x's quants [T, cols] (int8), then from this offset its scales [T, cols / 32] */
+size_t qscratch_scales_at(long long T, long long cols) { return (size_t)((T * cols + 255) / 256 * 256); }
+
+size_t qscratch_bytes(long long T, long long cols)
+{
+    return qscratch_scales_at(T, cols) + sizeof(float) * (size_t)(T * (cols / 32));
+}
+
+/* Q8_0/Q4_0 weights: x quantized per 32 values into c->d_xq, then k_matvec_q over up to 8
+ * tokens a launch (a prefill reads the weights once per 8 tokens: not a tuned GEMM). */
+void launch_matmul_q(cuctx *c, dptr out, dptr x, const cmd &k, const int *posp)
+{
+    int rows = (int)k.wr, cols = (int)k.wc, T = k.T, nb = cols / 32;
+    if (T <= 0 || rows <= 0)
+        return;   /* nothing to launch (a zero grid is a launch error) */
+    if (qscratch_bytes(T, cols) > c->xqcap) {   /* cu_matmul grew it; only a bug gets here */
+        note_error(c, "quantized matmul: x scratch of %zu bytes for %d x %d, have %zu", qscratch_bytes(T, cols), T,
+                   cols, c->xqcap);
+        return;
+    }
+    int8_t *xq = (int8_t *)c->d_xq;
+    float *xd = (float *)(c->d_xq + qscratch_scales_at(T, cols));
+    long long nblk = (long long)T * nb;
+    k_quantize_q8<<<(unsigned)((nblk + 7) / 8), 256, 0, c->s>>>(x, posp, xq, xd, T, cols);
+    const uint8_t *Wq = (const uint8_t *)k.w;
+    bool q8 = k.b == TL_Q8_0;
+    const uint16_t *Wd = (const uint16_t *)(Wq + (size_t)rows * nb * (q8 ? 32 : 16));
+    unsigned g = (unsigned)((rows + 7) / 8);
+    for (int t0 = 0; t0 < T; t0 += 8) {
+        int tn = T - t0 < 8 ? T - t0 : 8;
+        const int8_t *xqs = xq + (size_t)t0 * cols;
+        const float *xds = xd + (size_t)t0 * nb;
+        dptr os = {out.base + (size_t)t0 * rows, out.stride};
+        if (q8 && tn == 1)
+            k_matvec_q<TL_QCUDA_Q8, 1><<<g, 256, 0, c->s>>>(Wq, Wd, xqs, xds, os, posp, rows, cols, tn);
+        else if (q8)
+            k_matvec_q<TL_QCUDA_Q8, 8><<<g, 256, 0, c->s>>>(Wq, Wd, xqs, xds, os, posp, rows, cols, tn);
+        else if (tn == 1)
+            k_matvec_q<TL_QCUDA_Q4, 1><<<g, 256, 0, c->s>>>(Wq, Wd, xqs, xds, os, posp, rows, cols, tn);
+        else
+            k_matvec_q<TL_QCUDA_Q4, 8><<<g, 256, 0, c->s>>>(Wq, Wd, xqs, xds, os, posp, rows, cols, tn);
+        c->st.quant_launches++;
+    }
+    CKL(c);
+}
+
 void launch_matmul(cuctx *c, dptr out, dptr x, const cmd &k, const int *posp)
 {
+    if (k.b) {
+        launch_matmul_q(c, out, x, k, posp);
+        return;
+    }
     const uint16_t *W = (const uint16_t *)k.w;
     int rows = (int)k.wr, cols = (int)k.wc, T = k.T;
     bool vec = !k.a && cols % 8 == 0 && ((uintptr_t)x.base & 15) == 0 && (x.stride * 4) % 16 == 0;
@@ -259,6 +317,17 @@ void launch_matmul(cuctx *c, dptr out, dptr x, const cmd &k, const int *posp)
     CKL(c);
 }
 
+/* k.T rows of a Q8_0/Q4_0 table (k.b); ids == NULL: the one id k.id. */
+void launch_embed_q(cuctx *c, const cmd &k, dptr x, const int *posp, const int *ids)
+{
+    const uint8_t *Wq = (const uint8_t *)k.w;
+    const uint16_t *Wd = (const uint16_t *)(Wq + (size_t)k.wr * (size_t)(k.wc / 32) * (k.b == TL_Q8_0 ? 32 : 16));
+    if (k.b == TL_Q8_0)
+        k_embed_q<TL_QCUDA_Q8><<<k.T, 256, 0, c->s>>>(x, posp, Wq, Wd, ids, k.id, (int)k.wr, (int)k.wc);
+    else
+        k_embed_q<TL_QCUDA_Q4><<<k.T, 256, 0, c->s>>>(x, posp, Wq, Wd, ids, k.id, (int)k.wr, (int)k.wc);
+}
+
 /* graph: pointers from the allocation table plus per-position strides, pos from the device.
  * Otherwise: the pointers as passed, pos from the host. */
 void exec_cmd(cuctx *c, const cmd &k, bool graph)
@@ -272,8 +341,10 @@ void exec_cmd(cuctx *c, const cmd &k, bool graph)
     }
     const int *posp = graph ? c->d_pos : nullptr;
     switch (k.kind) {
-    case OP_EMBED: /* a = table rows, b = cols */
-        if (k.a)
+    case OP_EMBED: /* a: fp32 table, b: its quantized dtype (else 0) */
+        if (k.b)
+            launch_embed_q(c, k, P[0], posp, graph ? c->d_ids + k.slot : nullptr);
+        else if (k.a)
             k_embed<float><<<k.T, 256, 0, c->s>>>(P[0], posp, (const float *)k.w,
                                                   graph ? c->d_ids + k.slot : nullptr, k.id, (int)k.wr, (int)k.wc);
         else
@@ -326,9 +397,14 @@ dptr arg(const cmd &k, int j, bool graph)
 
 bool same_dptr(dptr a, dptr b) { return a.base == b.base && a.stride == b.stride; }
 
+/* A bf16 matrix-vector product that may share a launch. Q8_0/Q4_0 products (k.b) never do:
+ * each runs on its own (x quantized, then k_matvec_q), so gate/up/SwiGLU stay three launches
+ * and q/k/v three pairs of them. Simpler than quantized segments, and obviously the same
+ * arithmetic as an unfused step. */
 bool mv_ok(const cmd &k, bool graph)
 {
-    return k.kind == OP_MATMUL && k.T == 1 && !k.a && k.wc % 8 == 0 && ((uintptr_t)arg(k, 1, graph).base & 15) == 0;
+    return k.kind == OP_MATMUL && k.T == 1 && !k.a && !k.b && k.wc % 8 == 0 &&
+           ((uintptr_t)arg(k, 1, graph).base & 15) == 0;
 }
 
 int pick_rpb(cuctx *c, long long rows)
@@ -697,6 +773,7 @@ void cu_destroy(void *ctx)
         cudaFreeHost(c->h_topk);
     cudaFree(c->d_idsbuf);
     cudaFree(c->d_xb);
+    cudaFree(c->d_xq);
     cudaFree(c->d_inv);
     for (int i = 0; i < 2; i++) {
         if (c->pinned[i])
@@ -785,11 +862,62 @@ uint16_t f32_to_bf16(float f)
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+bool is_quant(tl_dtype t) { return t == TL_Q8_0 || t == TL_Q4_0; }
+
+/* Device bytes of an uploaded weight: fp32 vectors, Q8_0/Q4_0 blocks as in the file, bf16. */
+long long device_bytes(int dtype, long long rows, long long cols)
+{
+    tl_weight w;
+    memset(&w, 0, sizeof w);
+    w.dtype = (tl_dtype)dtype;
+    w.rows = rows;
+    w.cols = cols;
+    if (rows == 1)
+        return cols * (long long)sizeof(float);
+    return is_quant(w.dtype) ? (long long)tl_weight_bytes(&w) : rows * cols * (long long)sizeof(uint16_t);
+}
+
+/* The dtype a weight has on the device: vectors fp32, Q8_0/Q4_0 matrices as they are (repacked,
+ * qkernels.cuh), every other matrix bf16. */
+tl_dtype device_dtype(const tl_weight *host)
+{
+    return host->rows == 1 ? TL_F32 : is_quant(host->dtype) ? host->dtype : TL_BF16;
+}
+
+/* A Q8_0/Q4_0 matrix into d (rows * tl_dtype_row_bytes bytes) in the layout of qkernels.cuh:
+ * every block's quant bytes, then every block's f16 scale, through the two pinned buffers. */
+cudaError_t upload_quant(cuctx *c, const tl_weight *host, char *d)
+{
+    const size_t bb = tl_dtype_block_bytes(host->dtype), qb = host->dtype == TL_Q8_0 ? 32 : 16;
+    const size_t nblk = (size_t)host->rows * (size_t)(host->cols / 32);
+    const char *src = (const char *)host->data;
+    int bi = 0;
+    for (int part = 0; part < 2; part++) {   /* 0: the quants, 1: the scales */
+        size_t esz = part == 0 ? qb : sizeof(uint16_t), chunk = PIN_BYTES / esz;
+        char *dst = part == 0 ? d : d + nblk * qb;
+        for (size_t i0 = 0; i0 < nblk; i0 += chunk, bi ^= 1) {
+            size_t m = nblk - i0 < chunk ? nblk - i0 : chunk;
+            cudaEventSynchronize(c->pin_ev[bi]);
+            char *st = (char *)c->pinned[bi];
+            for (size_t k = 0; k < m; k++)   /* a block: the f16 scale, then the quant bytes */
+                memcpy(st + k * esz, src + (i0 + k) * bb + (part == 0 ? 2 : 0), esz);
+            cudaMemcpyAsync(dst + i0 * esz, st, m * esz, cudaMemcpyHostToDevice, c->s);
+            cudaEventRecord(c->pin_ev[bi], c->s);
+        }
+    }
+    cudaError_t e = cudaStreamSynchronize(c->s);
+    return e == cudaSuccess ? cudaGetLastError() : e;
+}
+
 int cu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
 {
     cuctx *c = (cuctx *)ctx;
-    if (host->dtype != TL_F32 && host->dtype != TL_F16 && host->dtype != TL_BF16)
-        return tl_error_set(err, "cuda: %s weights [%lld, %lld]: no CUDA kernels for this dtype yet; use --device cpu",
+    if (host->dtype != TL_F32 && host->dtype != TL_F16 && host->dtype != TL_BF16 && !is_quant(host->dtype))
+        return tl_error_set(err, "cuda: %s weights [%lld, %lld]: no CUDA kernels for this dtype; use --device cpu",
+                            tl_dtype_name(host->dtype), (long long)host->rows, (long long)host->cols);
+    bool quant = host->rows != 1 && is_quant(host->dtype);
+    if (quant && (host->cols % 32 || host->cols <= 0))
+        return tl_error_set(err, "cuda: %s weights [%lld, %lld]: width is not a multiple of 32",
                             tl_dtype_name(host->dtype), (long long)host->rows, (long long)host->cols);
     for (int i = 0; i < c->nwg; i++) {
         wreg &r = c->wg[i];
@@ -797,7 +925,7 @@ int cu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
             r.refs++; /* a tied lm_head shares the embedding's copy */
             *dev = *host;
             dev->data = r.dev;
-            dev->dtype = host->rows == 1 ? TL_F32 : TL_BF16;
+            dev->dtype = device_dtype(host);
             return 0;
         }
     }
@@ -810,21 +938,37 @@ int cu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
         c->cwg = nc;
     }
     /* Matrices become bf16; vectors (norm weights, RoPE frequencies) stay fp32: they are tiny
-     * and the rotation angle pos * inv_freq needs every bit at long positions. */
+     * and the rotation angle pos * inv_freq needs every bit at long positions. Q8_0/Q4_0
+     * matrices keep their blocks (upload_quant), exactly their bytes. */
     bool vec = host->rows == 1;
     size_t n = (size_t)host->rows * (size_t)host->cols, esz = vec ? sizeof(float) : sizeof(uint16_t);
+    size_t bytes = quant ? (size_t)tl_weight_bytes(host) : n * esz;
     char *d = nullptr;
-    cudaError_t e = cudaMalloc(&d, (n ? n : 1) * esz);
+    cudaError_t e = cudaMalloc(&d, bytes ? bytes : 1);
     if (e != cudaSuccess) {
         cudaGetLastError();
         return tl_error_set(err, "cuda: cannot allocate %zu MiB of device memory for a weight [%lld, %lld]: %s",
-                            n * esz >> 20, (long long)host->rows, (long long)host->cols, cudaGetErrorString(e));
+                            bytes >> 20, (long long)host->rows, (long long)host->cols, cudaGetErrorString(e));
     }
     for (int i = 0; i < 2; i++)
         if (!c->pinned[i] && cudaMallocHost(&c->pinned[i], PIN_BYTES) != cudaSuccess) {
             cudaFree(d);
             return tl_error_set(err, "cuda: cannot allocate pinned staging memory");
         }
+    if (quant) {
+        e = upload_quant(c, host, d);
+        if (e != cudaSuccess) {
+            cudaFree(d);
+            return tl_error_set(err, "cuda: uploading a %s weight [%lld, %lld]: %s", tl_dtype_name(host->dtype),
+                                (long long)host->rows, (long long)host->cols, cudaGetErrorString(e));
+        }
+        c->wg[c->nwg++] = wreg{host->data, (int)host->dtype, host->rows, host->cols, d, 1};
+        c->st.weight_bytes += device_bytes(host->dtype, host->rows, host->cols);
+        *dev = *host;
+        dev->data = d;
+        dev->dtype = host->dtype;
+        return 0;
+    }
     /* Two pinned buffers: the host converts into one while the other is in flight. */
     size_t chunk = PIN_BYTES / esz;
     int bi = 0;
@@ -861,6 +1005,7 @@ int cu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
                             (long long)host->cols, cudaGetErrorString(e));
     }
     c->wg[c->nwg++] = wreg{host->data, (int)host->dtype, host->rows, host->cols, d, 1};
+    c->st.weight_bytes += device_bytes(host->dtype, host->rows, host->cols);
     *dev = *host;
     dev->data = d;
     dev->dtype = vec ? TL_F32 : TL_BF16;
@@ -879,6 +1024,7 @@ void cu_unload(void *ctx, tl_weight *dev)
             drop_graph(c);
             if (c->wg[i].dev == (const void *)c->last_inv)
                 c->last_inv = nullptr;
+            c->st.weight_bytes -= device_bytes(c->wg[i].dtype, c->wg[i].rows, c->wg[i].cols);
             cudaFree(c->wg[i].dev);
             c->wg[i] = c->wg[--c->nwg];
         }
@@ -911,6 +1057,7 @@ void cu_embed(void *ctx, float *x, const tl_weight *table, const int *ids, int T
     cmd k = new_cmd(OP_EMBED, T);
     addp(k, x, table->cols);
     k.a = table->dtype == TL_F32;
+    k.b = is_quant(table->dtype) ? (int)table->dtype : 0;
     k.w = table->data;
     k.wr = table->rows;
     k.wc = table->cols;
@@ -938,7 +1085,9 @@ void cu_embed(void *ctx, float *x, const tl_weight *table, const int *ids, int T
     }
     /* From pageable memory the call returns once ids is staged, so the caller may reuse it. */
     CK(c, cudaMemcpyAsync(c->d_idsbuf, ids, sizeof(int) * T, cudaMemcpyHostToDevice, c->s));
-    if (table->dtype == TL_F32)
+    if (k.b)
+        launch_embed_q(c, k, dptr{x, 0}, nullptr, c->d_idsbuf);
+    else if (table->dtype == TL_F32)
         k_embed<float><<<T, 256, 0, c->s>>>(dptr{x, 0}, nullptr, (const float *)table->data, c->d_idsbuf, 0,
                                             (int)table->rows, (int)table->cols);
     else
@@ -958,8 +1107,29 @@ void cu_rmsnorm(void *ctx, float *out, const float *x, const tl_weight *w, int T
     submit((cuctx *)ctx, k);
 }
 
+/* The quantized products' x scratch holds T tokens of cols. Grown here, when an operation is
+ * recorded, never while a graph is captured (cudaMalloc is not allowed in a capture): anything
+ * recorded so far runs first, the stream drains, and the captured graph, which holds the old
+ * pointer, is dropped (captured again two steps later). */
+void grow_qscratch(cuctx *c, int T, long long cols)
+{
+    size_t need = qscratch_bytes(T, cols);
+    if (need <= c->xqcap)
+        return;
+    flush(c);
+    cudaStreamSynchronize(c->s);
+    drop_graph(c);
+    cudaFree(c->d_xq);
+    c->d_xq = nullptr;
+    c->xqcap = 0;
+    if (CK(c, cudaMalloc(&c->d_xq, need)))
+        return;
+    c->xqcap = need;
+}
+
 void cu_matmul(void *ctx, float *out, const float *x, const tl_weight *W, int T)
 {
+    cuctx *c = (cuctx *)ctx;
     cmd k = new_cmd(OP_MATMUL, T);
     addp(k, out, W->rows);
     addp(k, (float *)x, W->cols);
@@ -967,7 +1137,11 @@ void cu_matmul(void *ctx, float *out, const float *x, const tl_weight *W, int T)
     k.w = W->data;
     k.wr = W->rows;
     k.wc = W->cols;
-    submit((cuctx *)ctx, k);
+    if (is_quant(W->dtype)) {
+        k.b = (int)W->dtype;
+        grow_qscratch(c, T, W->cols);
+    }
+    submit(c, k);
 }
 
 /* inv_freq is normally the engine's uploaded copy (device memory, fp32); a host array is
@@ -1252,6 +1426,26 @@ extern "C" int tl_backend_cuda_available(void)
 extern "C" void tl_cuda_get_stats(void *ctx, tl_cuda_stats *out)
 {
     *out = ((cuctx *)ctx)->st;
+}
+
+extern "C" int tl_cuda_quantize_x(void *ctx, const float *x, int T, int cols, int8_t *q, float *d)
+{
+    cuctx *c = (cuctx *)ctx;
+    flush(c);
+    if (T <= 0 || cols <= 0 || cols % 32)
+        return -1;
+    grow_qscratch(c, T, cols);
+    if (qscratch_bytes(T, cols) > c->xqcap)
+        return -1;
+    int8_t *xq = (int8_t *)c->d_xq;
+    float *xd = (float *)(c->d_xq + qscratch_scales_at(T, cols));
+    long long nblk = (long long)T * (cols / 32);
+    k_quantize_q8<<<(unsigned)((nblk + 7) / 8), 256, 0, c->s>>>(dptr{(float *)x, 0}, nullptr, xq, xd, T, cols);
+    if (CKL(c) || CK(c, cudaMemcpyAsync(q, xq, (size_t)T * cols, cudaMemcpyDeviceToHost, c->s)) ||
+        CK(c, cudaMemcpyAsync(d, xd, sizeof(float) * (size_t)nblk, cudaMemcpyDeviceToHost, c->s)) ||
+        CK(c, cudaStreamSynchronize(c->s)))
+        return -1;
+    return 0;
 }
 
 extern "C" double tl_cuda_pass_device_ms(void *ctx)

@@ -3,6 +3,8 @@
 #ifndef TL_KERNELS_CUDA_H
 #define TL_KERNELS_CUDA_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -21,6 +23,8 @@ typedef struct tl_cuda_stats {
     long replays;       /* decode passes served by replaying the graph */
     long errors;        /* CUDA errors seen by operations (the first on stderr; sync fails after) */
     long variants[TL_CUDA_V_COUNT];  /* k_matvec<R,1>, k_matvec_multi<R>, k_gate_up_swiglu<R> */
+    long long weight_bytes;          /* device memory held by uploaded weights (Q8_0/Q4_0: their blocks' bytes) */
+    long quant_launches;             /* k_matvec_q launches issued by the host (Q8_0/Q4_0 weights) */
 } tl_cuda_stats;
 
 void tl_cuda_get_stats(void *ctx, tl_cuda_stats *out);
@@ -31,6 +35,10 @@ double tl_cuda_pass_device_ms(void *ctx);
  * best of several runs within about budget_s seconds; <= 0 if it failed. The floor of a
  * decode step is its bytes / this (the backend's `bandwidth` op is a copy: read + write). */
 double tl_cuda_read_bandwidth(void *ctx, double budget_s);
+/* For tests: x [T, cols] (device memory, cols a multiple of 32) quantized to Q8_0 per 32 values
+ * by the kernel products with Q8_0/Q4_0 weights use (k_quantize_q8), copied to the host: q
+ * [T, cols] and d [T, cols / 32] (each scale widened from f16). 0, or -1 on a CUDA error. */
+int tl_cuda_quantize_x(void *ctx, const float *x, int T, int cols, int8_t *q, float *d);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,217 @@
+/* The engine on the CUDA backend against the engine on the CPU backend with the weights
+ * converted to Q8_0 and Q4_0 (tl_model_convert, as `--dtype q8_0|q4_0` does) on a synthetic
+ * model: logits after prefills of 1 to 130 tokens and the decodes after them, greedy ids token
+ * for token, a rewind replaying bit for bit, and the bytes a step counts.
+ * Both backends quantize every product's x the same way and sum the same integer block
+ * products, so they differ only by fp32 summation order and where that moves one of x's
+ * values across a rounding boundary (docs/accuracy.md); 2e-2 is test_cuda_engine's bound for
+ * bf16, kept here. Greedy: the ids must be equal; as in test_cuda_engine, the one allowed way
+ * to part is a genuine near tie, the CPU's top two logits within that bound of each other.
+ * Exits 77 (skip) when no CUDA device is present. NOTE: written without a GPU. */
+#include <stdlib.h>
+
+#include "../common/tl_test.h"
+#include "tokenloop/engine.h"
+
+static double rel_err(const float *a, const float *b, int n)   /* max|a - b| / max|b| */
+{
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - b[i]));
+        den = fmax(den, fabs((double)b[i]));
+    }
+    return den > 0 ? num / den : num;
+}
+
+static int argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+/* test_cuda_engine's shape: every width a multiple of 32 (704 = 22 blocks, not of 256) */
+static tl_config tiny_config(void)
+{
+    tl_config c;
+    memset(&c, 0, sizeof c);
+    c.hidden_size = 256;
+    c.intermediate_size = 704;
+    c.n_layers = 3;
+    c.n_heads = 8;
+    c.n_kv_heads = 2;
+    c.head_dim = 32;
+    c.vocab_size = 3000;
+    c.max_position_embeddings = 2048;
+    c.rms_norm_eps = 1e-5f;
+    c.rope_theta = 500000.0f;
+    c.rope_llama3 = 1;
+    c.rope_factor = 8.0f;
+    c.rope_low_freq_factor = 1.0f;
+    c.rope_high_freq_factor = 4.0f;
+    c.rope_original_max_position = 64;
+    c.bos_id = 1;
+    c.eos_ids[0] = 2;
+    c.n_eos = 1;
+    c.dtype = TL_BF16;
+    return c;
+}
+
+static tl_engine *engine(const tl_model *m, const tl_backend_ops *be, int capacity)
+{
+    tl_engine *e = NULL;
+    tl_error err = {{0}};
+    if (tl_engine_create(&e, m, be, 0, capacity, &err))
+        fprintf(stderr, "engine (%s, %s): %s\n", be->name, tl_dtype_name(m->layers[0].wq.dtype), err.msg);
+    return e;
+}
+
+static int *make_prompt(int n, int vocab, unsigned seed)
+{
+    int *p = malloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (int)((seed >> 8) % (unsigned)vocab);
+    }
+    return p;
+}
+
+static void test_prefill(const tl_model *m, int n, double tol)
+{
+    int vocab = m->cfg.vocab_size;
+    const char *dt = tl_dtype_name(m->layers[0].wq.dtype);
+    tl_engine *c = engine(m, tl_backend_cpu(), 600), *g = engine(m, tl_backend_cuda(), 600);
+    if (!c || !g) {
+        TL_CHECK(c && g);
+        tl_engine_free(c);
+        tl_engine_free(g);
+        return;
+    }
+    int *p = make_prompt(n, vocab, (unsigned)n * 7919u);
+    tl_error err;
+    TL_CHECK_INT(tl_engine_prefill(c, p, n, &err), 0);
+    TL_CHECK_INT(tl_engine_prefill(g, p, n, &err), 0);
+    double e = rel_err(tl_engine_logits(g), tl_engine_logits(c), vocab), worst = e;
+    TL_CHECK_MSG(e <= tol, "%s: prefill of %d tokens: gpu vs cpu logits %g (tol %g)", dt, n, e, tol);
+    for (int i = 0; i < 3; i++) {
+        int id = argmax(tl_engine_logits(c), vocab);
+        TL_CHECK_INT(tl_engine_decode(c, id, &err), 0);
+        TL_CHECK_INT(tl_engine_decode(g, id, &err), 0);
+        e = rel_err(tl_engine_logits(g), tl_engine_logits(c), vocab);
+        worst = fmax(worst, e);
+        TL_CHECK_MSG(e <= tol, "%s: decode %d after a prefill of %d: %g (tol %g)", dt, i, n, e, tol);
+    }
+    TL_CHECK_INT(tl_engine_pos(g), n + 3);
+    /* the floor's bytes: the converted model's, whichever backend runs it */
+    TL_CHECK(tl_engine_step_bytes(g) == tl_engine_step_bytes(c));
+    printf("%s: prefill %3d + 3 decodes: worst gpu vs cpu %.3g\n", dt, n, worst);
+    free(p);
+    tl_engine_free(c);
+    tl_engine_free(g);
+}
+
+static void test_greedy(const tl_model *m, int n_prompt, int n_new, double tol)
+{
+    int vocab = m->cfg.vocab_size;
+    const char *dt = tl_dtype_name(m->layers[0].wq.dtype);
+    tl_engine *c = engine(m, tl_backend_cpu(), 0), *g = engine(m, tl_backend_cuda(), 0);
+    if (!c || !g) {
+        TL_CHECK(c && g);
+        tl_engine_free(c);
+        tl_engine_free(g);
+        return;
+    }
+    int *p = make_prompt(n_prompt, vocab, 4242u);
+    tl_error err;
+    TL_CHECK_INT(tl_engine_prefill(c, p, n_prompt, &err), 0);
+    TL_CHECK_INT(tl_engine_prefill(g, p, n_prompt, &err), 0);
+    int same = 0;
+    for (int i = 0; i < n_new; i++) {
+        const float *lc = tl_engine_logits(c), *lg = tl_engine_logits(g);
+        int tc = argmax(lc, vocab), tg = argmax(lg, vocab);
+        if (tc != tg) {
+            double scale = fabs((double)lc[tc]) > 1 ? fabs((double)lc[tc]) : 1.0;
+            double gap = ((double)lc[tc] - lc[tg]) / scale;
+            TL_CHECK_MSG(gap <= tol, "%s greedy step %d: cpu chose %d, gpu %d, cpu margin %g", dt, i, tc, tg, gap);
+            printf("%s greedy: near tie at step %d (cpu %d, gpu %d, margin %g); compared %d tokens\n", dt, i, tc, tg,
+                   gap, same);
+            break;
+        }
+        same++;
+        TL_CHECK_INT(tl_engine_decode(c, tc, &err), 0);
+        TL_CHECK_INT(tl_engine_decode(g, tg, &err), 0);
+    }
+    TL_CHECK_MSG(same >= n_new / 2, "%s: only %d of %d greedy tokens compared", dt, same, n_new);
+    printf("%s greedy: %d of %d tokens identical after a prompt of %d\n", dt, same, n_new, n_prompt);
+    free(p);
+    tl_engine_free(c);
+    tl_engine_free(g);
+}
+
+/* Decode, rewind, decode the same ids again: bit-identical (the graph replays the same
+ * deterministic kernels on the same rows; the quantized products have no atomics). */
+static void test_rewind(const tl_model *m)
+{
+    int vocab = m->cfg.vocab_size;
+    tl_engine *g = engine(m, tl_backend_cuda(), 0);
+    if (!g) {
+        TL_CHECK(g != NULL);
+        return;
+    }
+    int *p = make_prompt(20, vocab, 99u), next[6] = {5, 17, 2999, 0, 1234, 77};
+    float *first = malloc(sizeof(float) * (size_t)vocab * 6);
+    tl_error err;
+    TL_CHECK_INT(tl_engine_prefill(g, p, 20, &err), 0);
+    for (int i = 0; i < 6; i++) {
+        TL_CHECK_INT(tl_engine_decode(g, next[i], &err), 0);
+        memcpy(first + (size_t)i * vocab, tl_engine_logits(g), sizeof(float) * (size_t)vocab);
+    }
+    TL_CHECK_INT(tl_engine_rewind(g, 6), 0);
+    for (int i = 0; i < 6; i++) {
+        TL_CHECK_INT(tl_engine_decode(g, next[i], &err), 0);
+        double e = rel_err(tl_engine_logits(g), first + (size_t)i * vocab, vocab);
+        TL_CHECK_MSG(e == 0.0, "%s: decode %d after rewind differs from the first time: %g",
+                     tl_dtype_name(m->layers[0].wq.dtype), i, e);
+    }
+    free(first);
+    free(p);
+    tl_engine_free(g);
+}
+
+int main(void)
+{
+    if (!tl_backend_cuda() || !tl_backend_cuda_available()) {
+        printf("test_cuda_engine_quant: SKIP: no usable CUDA device\n");
+        return 77;
+    }
+    tl_error err;
+    tl_config cfg = tiny_config();
+    tl_model *bf = NULL;
+    if (tl_model_synthetic(&bf, &cfg, TL_BF16, 7, &err)) {
+        fprintf(stderr, "synthetic: %s\n", err.msg);
+        return 1;
+    }
+    tl_dtype dts[] = {TL_Q8_0, TL_Q4_0};
+    for (int i = 0; i < 2; i++) {
+        tl_model *q = NULL;
+        if (tl_model_convert(&q, bf, dts[i], &err)) {
+            fprintf(stderr, "convert to %s: %s\n", tl_dtype_name(dts[i]), err.msg);
+            TL_CHECK(0);
+            continue;
+        }
+        TL_CHECK_INT(q->layers[0].wq.dtype, dts[i]);
+        TL_CHECK_INT(q->embed.dtype, dts[i]);   /* the embedding and lm_head too */
+        TL_CHECK_INT(q->lm_head.dtype, dts[i]);
+        int lens[] = {1, 2, 8, 9, 16, 17, 64, 130};
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+            test_prefill(q, lens[k], 2e-2);
+        test_greedy(q, 12, 32, 2e-2);
+        test_greedy(q, 1, 32, 2e-2);
+        test_rewind(q);
+        tl_model_free(q);
+    }
+    tl_model_free(bf);
+    return TL_TEST_END("test_cuda_engine_quant");
+}
