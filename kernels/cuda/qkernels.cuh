@@ -59,7 +59,8 @@ __device__ __forceinline__ uint16_t q_f32_to_f16(float f)
     return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
 }
 
-/* core/quant.c's clampf and round_away. */
+/* core/quant.c's clampf and round_away (the subtraction as __fsub_rn: never fused with the
+ * multiplication before it). */
 __device__ __forceinline__ float q_clampf(float v, float lo, float hi)
 {
     return v >= lo ? (v <= hi ? v : hi) : lo;
@@ -68,7 +69,7 @@ __device__ __forceinline__ float q_clampf(float v, float lo, float hi)
 __device__ __forceinline__ int q_round_away(float v)
 {
     int i = (int)v;
-    float frac = v - (float)i;
+    float frac = __fsub_rn(v, (float)i);
     return i + (frac >= 0.5f) - (frac <= -0.5f);
 }
 
@@ -92,8 +93,10 @@ __global__ void __launch_bounds__(256) k_quantize_q8(dptr xp, const int *posp, i
     float amax = fmaxf(0.0f, fabsf(v));
     for (int o = 16; o > 0; o >>= 1)
         amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;   /* IEEE division (no fast math) */
-    xq[(size_t)t * cols + (size_t)b * 32 + lane] = (int8_t)q_round_away(q_clampf(v * id, -127.0f, 127.0f));
+    /* explicit round-to-nearest operations: the same single roundings as the C code, whatever
+     * the compiler's contraction or fast-math settings */
+    const float d = __fdiv_rn(amax, 127.0f), id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+    xq[(size_t)t * cols + (size_t)b * 32 + lane] = (int8_t)q_round_away(q_clampf(__fmul_rn(v, id), -127.0f, 127.0f));
     if (lane == 0)
         xd[(size_t)t * nb + b] = q_f16_to_f32(q_f32_to_f16(d));
 }

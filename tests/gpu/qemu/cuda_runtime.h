@@ -3,7 +3,8 @@
  * A warp's 32 lanes are 32 std::threads that meet at a barrier inside every shuffle, so warp
  * reductions run as written. The intrinsics follow the CUDA C Programming Guide's definitions:
  * __dp4a (signed bytes, int32 accumulate), __vsub4 (per-byte, wrapping), __ldcs (a load),
- * __float2int_rn (round to nearest even). Only test_cuda_qemu.cpp includes this. */
+ * __float2int_rn (round to nearest even), __fdiv_rn/__fmul_rn/__fsub_rn (one IEEE operation).
+ * Only test_cuda_qemu.cpp includes this. */
 #ifndef TL_QEMU_CUDA_RUNTIME_H
 #define TL_QEMU_CUDA_RUNTIME_H
 
@@ -46,6 +47,10 @@ inline uint32_t __float_as_uint(float f)
     return u;
 }
 inline int __float2int_rn(float v) { return (int)nearbyintf(v); }   /* the default mode: to nearest even */
+/* single IEEE operations, round to nearest even (x86-64's SSE arithmetic) */
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 inline int __dp4a(int a, int b, int c)
 {
     for (int k = 0; k < 4; k++)
