@@ -6,9 +6,11 @@
 #   2. the headline: the device's read bandwidth (gpu_dump --bandwidth), then
 #      `tokenloop bench --synthetic llama-3.1-8b --device cuda` (30-token prompt, 64 new):
 #      TTFT, TPOT, floor = bytes per step / read bandwidth, TPOT / floor (goal <= 1.10),
-#   3. ctest -L gpu,
+#   3. ctest -L gpu (with the Q8_0/Q4_0 kernels' tests, which have never run on a device),
+#      then the same 8B bench with --dtype q4_0: bytes per step, TPOT, TPOT / floor,
 #   4. compute-sanitizer memcheck on a small shape (bench --synthetic tiny: prefill through
-#      cuBLAS, decode graph capture and replay, fused launches, top-k),
+#      cuBLAS, decode graph capture and replay, fused launches, top-k), then on
+#      test_cuda_engine_quant (every Q8_0/Q4_0 kernel, prefill and the decode graph),
 #   5. transformers' generate() on the same 8B shape with random bf16 weights, eager and
 #      compiled (torch.compile, static cache), timed the same way, when torch is there.
 # Every step has its own timeout, cut to what is left of the budget, and is skipped with a
@@ -97,7 +99,8 @@ elif ! run_timed 120 cmake -S "$root" -B "$build" "${cm_args[@]}" >"$build.confi
 else
     grep -E "CUDA backend|not found|Warning" "$build.configure.log" || true
     have_cuda=$(grep -c "CUDA backend ON" "$build.configure.log")
-    [ "$have_cuda" -gt 0 ] && targets+=(test_cuda_ops test_cuda_engine test_cuda_shapes test_cuda_fault test_cuda_accepts gpu_dump)
+    [ "$have_cuda" -gt 0 ] && targets+=(test_cuda_ops test_cuda_engine test_cuda_shapes test_cuda_fault test_cuda_accepts gpu_dump
+                                        test_cuda_quant test_cuda_engine_quant test_cuda_qemu)
     jobs=$(nproc 2>/dev/null || echo 4)
     t_b=$(date +%s)
     run_timed 300 cmake --build "$build" -j"$jobs" --target "${targets[@]}" 2>&1 | grep -Ev '^\[|^-- |^Consolidate' 
@@ -152,7 +155,7 @@ elif [ "$device" = 0 ]; then
     elif [ "$rc" -ne 0 ]; then
         fail gpu-tests "ctest exit $rc without a device (cuda_accepts needs none; failures above)"
     else
-        record gpu-tests skipped "$no_device (every gpu test skipped with 77; cuda_accepts passed)"
+        record gpu-tests skipped "$no_device (every gpu test skipped with 77; cuda_accepts and cuda_qkernels_host passed)"
     fi
 else
     (cd "$build" && run_timed 240 ctest -L 'gpu|cuda' -j4 --timeout 200 --output-on-failure)
@@ -161,6 +164,25 @@ else
     0) record gpu-tests ok "" ;;
     124|137) fail gpu-tests "timed out" ;;
     *) fail gpu-tests "ctest exit $rc (failures above)" ;;
+    esac
+fi
+
+# ---- 3b. the 8B bench on Q4_0 weights (after the tests: its kernels are new) ---------------
+say "3b. tokenloop bench --synthetic llama-3.1-8b --device cuda --dtype q4_0"
+q4_json=$out/bench-8b-q4_0.json
+rm -f "$q4_json"
+if [ "$device" = 0 ]; then
+    record bench-8b-q4_0 skipped "$no_device"
+else
+    TL_CUDA_STATS=1 run_timed 150 "$build/tui/tokenloop" bench --synthetic llama-3.1-8b --device cuda --dtype q4_0 \
+        --prompt-tokens 30 --new-tokens 64 --json >"$q4_json"
+    rc=$?
+    cat "$q4_json"
+    case $rc in
+    0) record bench-8b-q4_0 ok "" ;;
+    124|137) fail bench-8b-q4_0 "timed out" ;;
+    125) record bench-8b-q4_0 skipped "no time left"; rm -f "$q4_json" ;;
+    *) fail bench-8b-q4_0 "exit $rc: a device fault or an error (above)"; rm -f "$q4_json" ;;
     esac
 fi
 
@@ -185,6 +207,17 @@ else
     0) record memcheck ok "$(grep -m1 'ERROR SUMMARY' "$out/memcheck.log" | sed 's/^=* *//')" ;;
     124|137) fail memcheck "timed out" ;;
     *) fail memcheck "exit $rc: $(grep -m1 'ERROR SUMMARY' "$out/memcheck.log" | sed 's/^=* *//')" ;;
+    esac
+    # the Q8_0/Q4_0 kernels: embed, x's quantization, the products at 1 and 8 tokens, the graph
+    run_timed 120 "$san" --tool memcheck --leak-check full --error-exitcode 3 \
+        "$build/tests/gpu/test_cuda_engine_quant" >"$out/memcheck-quant.log" 2>&1
+    rc=$?
+    tail -8 "$out/memcheck-quant.log"
+    case $rc in
+    0) record memcheck-q ok "test_cuda_engine_quant: $(grep -m1 'ERROR SUMMARY' "$out/memcheck-quant.log" | sed 's/^=* *//')" ;;
+    124|137) fail memcheck-q "timed out" ;;
+    125) record memcheck-q skipped "no time left" ;;
+    *) fail memcheck-q "exit $rc: $(grep -m1 'ERROR SUMMARY' "$out/memcheck-quant.log" | sed 's/^=* *//')" ;;
     esac
 fi
 
@@ -219,7 +252,7 @@ say "summary"
         printf '  %-13s %-8s %s\n' "$n" "$st" "$d"
     done
     if [ -n "$py" ]; then
-        "$py" - "$bw_json" "$bench_json" "$hf_json" <<'PY'
+        "$py" - "$bw_json" "$bench_json" "$hf_json" "$q4_json" <<'PY'
 # standard library only: the numbers of the headline and transformers, and the gates
 import json, sys
 
@@ -230,7 +263,7 @@ def load(p):
     except Exception:
         return None
 
-bw, tl, hf = (load(p) for p in sys.argv[1:4])
+bw, tl, hf, q4 = (load(p) for p in sys.argv[1:5])
 def fmt(v, f):
     return format(v, f) if isinstance(v, (int, float)) else "-"
 print()
@@ -254,6 +287,23 @@ else:
           f"{fmt(tl.get('tpot_over_floor'), '.3f')})")
     if ratio:
         print(f"  GOAL TPOT <= 1.10 x floor: {'met' if ratio <= 1.10 else 'not met'} ({ratio:.3f})")
+print("the same with --dtype q4_0 (Q4_0 blocks: first run of these kernels; simple, not tuned)")
+if not q4:
+    print("  tokenloop bench     - (not run or failed: see the steps above)")
+else:
+    sb4 = q4.get("step_bytes")
+    floor4 = sb4 / (read * 1e9) * 1e3 if sb4 and read else None
+    med4 = q4.get("tpot_ms_median")
+    sb = tl.get("step_bytes") if tl else None
+    print(f"  dtype               {q4.get('dtype', '-')}")
+    print(f"  TTFT (30 tokens)    {fmt(q4.get('ttft_ms'), '.2f')} ms")
+    print(f"  TPOT median / p90   {fmt(med4, '.3f')} / {fmt(q4.get('tpot_ms_p90'), '.3f')} ms"
+          f" (best {fmt(q4.get('tpot_ms_min'), '.3f')})")
+    print(f"  bytes per step      {fmt(sb4 / 1e9 if sb4 else None, '.3f')} GB"
+          f" ({fmt(sb4 / sb if sb4 and sb else None, '.3f')} x bf16's)")
+    print(f"  floor               {fmt(floor4, '.3f')} ms (bytes per step / read bandwidth)")
+    print(f"  TPOT / floor        {fmt(med4 / floor4 if med4 and floor4 else None, '.3f')}   "
+          f"(tpot_over_floor, the bench's own, by its copy probe: {fmt(q4.get('tpot_over_floor'), '.3f')})")
 if hf:
     for mode in ("eager", "compiled"):
         r = hf.get(mode)
