@@ -421,16 +421,18 @@ T_AVX512 static void exp_avx512(const float *v, int n, float mx, float scale, fl
     if (wsum) *wsum = wtotal * LN2;
 }
 
-/* vs_top and vs_exp(v, n, max, 1) in one read of v: a block's scores are compared with the
- * k-th best and their maximum taken, then (from L1) exponentiated against the maximum so far;
- * when a block raises it, the sums so far are scaled down to the new one (in double, a few
- * times a pass). */
-T_AVX512 static void top_sum_avx512(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
+/* vs_top and vs_exp(v, n, max, 1) (and vs_exp(v, n, max, scale)) in one read of v: a block's
+ * scores are compared with the k-th best and their maximum taken, then (from L1)
+ * exponentiated against the maximum so far; when a block raises it, the sums so far are
+ * scaled down to the new one (in double, a few times a pass). A NULL sum is not computed. */
+T_AVX512 static void top_sum_avx512(const float *v, int n, int k, int *ids, float *vals, float scale, double *sum,
+                                    double *wsum, double *tsum, double *twsum)
 {
     topbuf b;
     tb_start(&b, v, k);
     float mx = -INFINITY;
-    double z = 0, w = 0;   /* sum of e and of e * d, d = v - mx */
+    double z = 0, w = 0;     /* sum of e and of e * d, d = v - mx */
+    double tz = 0, tw = 0;   /* the same at the scale: d = (v - mx) * scale */
     for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
         int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK, i = b0;
         __m512 vm = _mm512_set1_ps(-INFINITY);
@@ -451,23 +453,35 @@ T_AVX512 static void top_sum_avx512(const float *v, int n, int k, int *ids, floa
         }
         if (bm > mx) {
             if (bm == INFINITY) {
-                z = w = 0;
+                z = w = tz = tw = 0;
             } else if (mx > -INFINITY) {   /* e' = e r, d' = d - g: sum e'd' = r (sum e d - g sum e) */
-                double g = (double)bm - mx, r = exp(-g);
+                double g = (double)bm - mx, r = exp(-g), gs = g * scale, rs = exp(-gs);
                 w = r * (w - g * z);
                 z *= r;
+                tw = rs * (tw - gs * tz);
+                tz *= rs;
             }
             mx = bm;
         }
         if (mx == -INFINITY || mx == INFINITY) continue;   /* vs_exp gives 0 for these too */
         double bs, ws = 0;
-        exp_block_avx512(v, b0, b1, mx, LOG2E, NULL, &bs, wsum ? &ws : NULL);
-        z += bs;
-        w += ws * LN2;
+        if (sum) {
+            exp_block_avx512(v, b0, b1, mx, LOG2E, NULL, &bs, wsum ? &ws : NULL);
+            z += bs;
+            w += ws * LN2;
+        }
+        if (tsum) {
+            ws = 0;
+            exp_block_avx512(v, b0, b1, mx, scale * LOG2E, NULL, &bs, twsum ? &ws : NULL);
+            tz += bs;
+            tw += ws * LN2;
+        }
     }
     tb_finish(&b, v, ids, vals);
-    *sum = z;
+    if (sum) *sum = z;
     if (wsum) *wsum = w;
+    if (tsum) *tsum = tz;
+    if (twsum) *twsum = tw;
 }
 
 T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out)
@@ -565,18 +579,27 @@ void vs_exp(const float *v, int n, float mx, float scale, float *e_out, double *
     exp_generic(v, n, mx, scale, e_out, bsum, sum, wsum);
 }
 
-void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
+void vs_top_sums(const float *v, int n, int k, int *ids, float *vals, float scale, double *sum, double *wsum,
+                 double *tsum, double *twsum)
 {
 #ifdef VS_X86
     if (cur_isa() == ISA_AVX512) {
-        top_sum_avx512(v, n, k, ids, vals, sum, wsum);
+        top_sum_avx512(v, n, k, ids, vals, scale, sum, wsum, tsum, twsum);
         return;
     }
 #endif
     vs_top(v, n, k, ids, vals);
-    *sum = 0;
-    if (wsum) *wsum = 0;
-    if (vals[0] > -INFINITY && vals[0] < INFINITY) vs_exp(v, n, vals[0], 1.0f, NULL, NULL, sum, wsum);
+    double *out[4] = {sum, wsum, tsum, twsum};
+    for (int q = 0; q < 4; q++)
+        if (out[q]) *out[q] = 0;
+    if (!(vals[0] > -INFINITY && vals[0] < INFINITY)) return;
+    if (sum) vs_exp(v, n, vals[0], 1.0f, NULL, NULL, sum, wsum);
+    if (tsum) vs_exp(v, n, vals[0], scale, NULL, NULL, tsum, twsum);
+}
+
+void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
+{
+    vs_top_sums(v, n, k, ids, vals, 1.0f, sum, wsum, NULL, NULL);
 }
 
 int vs_count_ge(const float *v, int n, float thr)

@@ -26,6 +26,12 @@ void vs_top(const float *v, int n, int k, int *ids, float *vals);
  * vals[0] is -inf or +inf): the softmax's sum and entropy with one read of v on AVX-512. */
 void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum);
 
+/* vs_top_sum with a choice of sums: *sum / *wsum at scale 1 and *tsum / *twsum at `scale`, each
+ * as vs_exp(v, n, vals[0], that scale, ...) gives them; a NULL one is not computed (a NULL
+ * sum leaves its wsum alone too). One read of v on AVX-512. */
+void vs_top_sums(const float *v, int n, int k, int *ids, float *vals, float scale, double *sum, double *wsum,
+                 double *tsum, double *twsum);
+
 /* With d = (v[i] - mx) * scale and e = exp(d) in float (0 where d < TL_VS_EXP_MIN or d is NaN):
  * *sum = sum of e, *wsum (if not NULL) = sum of e * d (float lanes per block, blocks in
  * double: each term off by at most (4 + 2 |d| + TL_VS_BLOCK / 16) * 2^-24), e_out (if not NULL)
@@ -47,5 +53,30 @@ const char *vs_isa(void);
 /* Forces one of those (tests, for every path this machine runs); -1 if the CPU lacks it. Not
  * for use while another thread is in these functions. */
 int vs_set_isa(const char *name);
+
+/* ---- the same passes in parts (vecpar.c) ----
+ * A pass over the 128,256 scores of a step is split into fixed parts, TL_VS_PARTS of them
+ * (fewer for a short vector), each a whole number of TL_VS_BLOCK blocks, and the parts are
+ * merged in order. A runner may do the parts at once (the CPU backend's threads, between two
+ * passes); without one they run one after another. The result depends on the parts, never on
+ * who ran them: the same bits with one thread or sixteen. The ids, scores, e and block sums
+ * are the one-part functions' exactly; a sum is the parts' sums added in order, and
+ * vsp_top_sum's parts each have their own maximum (rescaled to the overall one in double). */
+#define TL_VS_PARTS 4
+#define TL_VS_PART_MIN 16384   /* scores a part at least: below, a hand-off costs more than it saves */
+
+typedef struct vs_runner {
+    /* fn(arg, i) for every i < n, returning when all are done; NULL: in this thread */
+    void (*run)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg);
+    void *ctx;
+} vs_runner;
+
+void vsp_top(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals);
+void vsp_top_sums(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals, float scale, double *sum,
+                  double *wsum, double *tsum, double *twsum);
+void vsp_exp(const vs_runner *r, const float *v, int n, float mx, float scale, float *e_out, double *bsum,
+             double *sum, double *wsum);
+int vsp_ge(const vs_runner *r, const float *v, int n, float thr, int *out);
+int vsp_count_ge(const vs_runner *r, const float *v, int n, float thr);
 
 #endif
