@@ -3,11 +3,15 @@
 #   test_paths.sh probe PATHS_PROBE RECORDED_SRC RECORDED_DATA DATA_REL
 #     the lookup order, on copies of paths_probe placed in fake checkouts and installs; its
 #     recorded source tree and data directory are the two folders named, filled here
-#   test_paths.sh out-of-tree CMAKE SOURCE_DIR
-#     a build directory outside the tree finds the data through the recorded source tree
-#   test_paths.sh installed CMAKE SOURCE_DIR
-#     cmake --install of a build from a copy of the tree, run after the copy and the build
-#     are deleted: it finds what it installed under --prefix
+#   test_paths.sh out-of-tree CMAKE SOURCE_DIR WORKFILE
+#     a copy of the tree as WORK/src, built in WORK/b, WORK a new temporary folder (outside
+#     every checkout: the binary looks for the data in each folder above it): the build finds
+#     the data through the recorded source tree. WORK is left for the installed mode, its path
+#     written to WORKFILE.
+#   test_paths.sh installed CMAKE WORKFILE
+#     cmake --install of the out-of-tree mode's build (one build for both: ~17 s of compiling
+#     each), run after the copy and the build are deleted: it finds what it installed under
+#     --prefix
 set -u
 mode=$1; shift
 t=$(mktemp -d)
@@ -95,9 +99,11 @@ probe_mode() {
   finish
 }
 
-# Copies the source tree without .git and build directories (any folder with a CMakeCache.txt).
+# Copies the source tree without its top-level dot folders (.git; .venv-hf, the 5.6 GB of
+# scripts/deps.sh's Python references, took 35 s to copy) and build directories (any folder with
+# a CMakeCache.txt).
 copy_tree() {
-  mkdir -p "$2" && tar -C "$1" --exclude=./.git --exclude-tag-all=CMakeCache.txt -cf - . | tar -C "$2" -xf -
+  mkdir -p "$2" && tar -C "$1" --exclude='./.*' --exclude-tag-all=CMakeCache.txt -cf - . | tar -C "$2" -xf -
 }
 
 # Configures without CUDA (nothing here needs it, and nvcc would take most of the time) and
@@ -129,25 +135,29 @@ use_data() {
 }
 
 out_of_tree_mode() {
-  cmake=$1 src=$2
+  cmake=$1 src=$2 workfile=$3
   trap 'rm -rf "$t"' EXIT
-  build "$src" "$t/b"
-  use_data "$t/b/tui/tokenloop" "$src/assets/models/tl-mini-instruct" "out-of-tree build"
+  [ -f "$workfile" ] && rm -rf "$(cat "$workfile")"   # a run whose installed mode never came
+  work=$(mktemp -d) && echo "$work" > "$workfile" || { bad "cannot write $workfile"; finish; exit 1; }
+  copy_tree "$src" "$work/src"
+  # the configured prefix is never installed to: the installed copy must find its data from
+  # where it is
+  build "$work/src" "$work/b" -DCMAKE_INSTALL_PREFIX="$work/configured-prefix"
+  use_data "$work/b/tui/tokenloop" "$work/src/assets/models/tl-mini-instruct" "out-of-tree build"
   finish
 }
 
 installed_mode() {
-  cmake=$1 src=$2
-  trap 'chmod -R u+rwx "$t" 2>/dev/null; rm -rf "$t"' EXIT
-  copy_tree "$src" "$t/src"
-  # the configured prefix is never installed to: the copy must find its data from where it is
-  build "$t/src" "$t/b" -DCMAKE_INSTALL_PREFIX="$t/configured-prefix"
-  "$cmake" --install "$t/b" --prefix "$t/p" > "$t/install.log" 2>&1 || { cat "$t/install.log" >&2; bad install; }
+  cmake=$1 workfile=$2
+  work=$(cat "$workfile" 2>/dev/null)
+  trap 'chmod -R u+rwx "$t" 2>/dev/null; rm -rf "$t" ${work:+"$work"} "$workfile"' EXIT
+  [ -x "$work/b/tui/tokenloop" ] || { bad "no build in $work/b (model_paths_out_of_tree makes it)"; finish; exit 1; }
+  "$cmake" --install "$work/b" --prefix "$t/p" > "$t/install.log" 2>&1 || { cat "$t/install.log" >&2; bad install; }
   for f in bin/tokenloop share/tokenloop/models/tl-mini-instruct/model.safetensors \
            share/tokenloop/tokenizer/tokenizer.json share/tokenloop/lessons/1-template.json; do
     [ -f "$t/p/$f" ] && ok || bad "installed $f"
   done
-  rm -rf "$t/src" "$t/b"
+  rm -rf "$work/src" "$work/b"
   use_data "$t/p/bin/tokenloop" "$t/p/share/tokenloop/models/tl-mini-instruct" "installed, tree deleted"
 
   mv "$t/p/share/tokenloop" "$t/moved"
@@ -155,7 +165,7 @@ installed_mode() {
   check "no data: info exit status" "$rc" 2
   check "no data: one line" "$(echo "$out" | wc -l)" 1
   check "no data: names the model and where it looked" \
-    "$(echo "$out" | grep -c "^tokenloop: .*assets/models/tl-mini-instruct: no bundled model found (looked in $t/p/share/tokenloop, .* the source tree $t/src and in $t/configured-prefix/share/tokenloop)")" 1
+    "$(echo "$out" | grep -c "^tokenloop: .*assets/models/tl-mini-instruct: no bundled model found (looked in $t/p/share/tokenloop, .* the source tree $work/src and in $work/configured-prefix/share/tokenloop)")" 1
   finish
 }
 
