@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """Every lesson, played in the TUI, against the session and against `tokenloop generate`.
 
+    lesson_headers.py TOKENLOOP generate
     lesson_headers.py TOKENLOOP LANG COLS ROWS
 
 1. `tokenloop lesson settings` plays every lesson headlessly and prints the session's settings
    after each step (generation prompt, sampling, budget, stop strings, streamer).
-2. For each step, `tokenloop generate --json` is run with those settings given as flags; the
-   settings it reports must be the same (so the flags, the lessons and the TUI mean one thing).
-3. The TUI plays the same lessons in tmux at COLS x ROWS in LANG. After each step the headers
+2. (generate) For each step, `tokenloop generate --json` is run with those settings given as
+   flags; the settings it reports must be the same (so the flags, the lessons and the TUI mean
+   one thing). Steps with the same flags share one run. Neither the TUI's language nor its size
+   enters here, so this runs once, not with each of the four TUI runs.
+3. (LANG COLS ROWS) The TUI plays the same lessons in tmux at COLS x ROWS in LANG. After each step the headers
    on screen must show the session's values: the Prompt pane's add_generation_prompt, the
    title bar's sampling and stream mode, the Stream pane's streamer, the Stop pane's budget and
    stop strings (at 80x24 each pane is brought up with its digit key). The step's expectations
@@ -28,7 +31,8 @@ import time
 
 import i18n_pairs
 
-TOKENLOOP, LANG, COLS, ROWS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+TOKENLOOP, LANG = sys.argv[1], sys.argv[2]
+COLS, ROWS = (int(sys.argv[3]), int(sys.argv[4])) if LANG != "generate" else (0, 0)
 SOCK = "tlhead-%d" % os.getpid()
 failures = []
 PANES = {"prompt": 1, "tokens": 2, "logits": 3, "stream": 4, "stop": 5, "timing": 6}
@@ -66,16 +70,25 @@ def capture():
 
 
 def wait_for(pred, what, timeout=60.0):
+    """The screen once pred holds and the frame is whole: the same for 0.1 s (a screen that
+    keeps changing while pred holds, as with a live clock, is read 1 s after pred first held)."""
     t0 = time.time()
-    last = ""
+    last, frame, since, held = "", None, 0.0, None
     while time.time() - t0 < timeout:
         last = capture()
+        now = time.time()
         if pred(last):
-            time.sleep(0.15)            # let the frame settle, then read it again
-            last = capture()
-            if pred(last):
+            if last != frame:
+                frame, since = last, now
+            elif now - since >= 0.1:
                 return last
-        time.sleep(0.1)
+            if held is None:
+                held = now
+            elif now - held >= 1.0:
+                return last
+        else:
+            frame, held = None, None
+        time.sleep(0.04)
     check(False, "timed out waiting for %s; screen:\n%s" % (what, last))
     return None
 
@@ -193,17 +206,33 @@ def check_headers(screen_of, st, where):
         check(tr("(none; s adds one)") in flat, "%s: Stop pane lists stop strings the session does not have" % where)
 
 
+def generate_main():
+    steps = lesson_settings()
+    check(len(steps) >= 30, "lesson settings: %d steps" % len(steps))
+    tmp = tempfile.mkdtemp(prefix="tlhead")
+    runs = {}
+    try:
+        for st in steps:
+            key = json.dumps(st["settings"], sort_keys=True)
+            if key not in runs:
+                runs[key] = generate_settings(st, tmp)
+            g = runs[key]
+            if g:
+                same_settings(st["settings"], g, "%s step %d (generate)" % (st["lesson"], st["step"]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d steps, %d generate runs: %d failures" % (len(steps), len(runs), len(failures)))
+    return 1 if failures else 0
+
+
 def main():
+    if LANG == "generate":
+        return generate_main()
     if not shutil.which("tmux"):
         print("tmux not installed: skipped")
         return 77
     steps = lesson_settings()
     check(len(steps) >= 30, "lesson settings: %d steps" % len(steps))
-    tmp = tempfile.mkdtemp(prefix="tlhead")
-    for st in steps:
-        g = generate_settings(st, tmp)
-        if g:
-            same_settings(st["settings"], g, "%s step %d (generate)" % (st["lesson"], st["step"]))
 
     cmd = "%s tui --lang %s; sleep 30" % (TOKENLOOP, LANG)
     tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-e", "LANG=C.UTF-8",
@@ -224,7 +253,9 @@ def main():
                 wait_for(lambda s: "\u25b6" in s, "the lesson list")
             else:
                 tmux("send-keys", "-t", "t", "Down")
-                time.sleep(0.3)
+            # the list, with this lesson selected
+            if wait_for(lambda s: "\u25b6 %s " % lid in s, "%s selected in the lesson list" % lid) is None:
+                return 1
             tmux("send-keys", "-t", "t", "Enter")
             for st in [x for x in steps if x["lesson"] == lid]:
                 where = "%s %dx%d %s step %d" % (LANG, COLS, ROWS, lid, st["step"])
@@ -257,7 +288,8 @@ def main():
 
                 check_headers(screen_of, st, where)
             tmux("send-keys", "-t", "t", "Space")   # past the last step: back to the list
-            time.sleep(0.3)
+            if wait_for(lambda s: "\u25b6 %s " % lid in s, "the lesson list after %s" % lid) is None:
+                return 1
         tmux("send-keys", "-t", "t", "Escape")
         tmux("send-keys", "-t", "t", "q")
     finally:
