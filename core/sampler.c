@@ -412,19 +412,16 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
     s->scale = use_temperature(p) ? 1.0f / p->temperature : 1.0f;
     /* the model's own softmax comes with the best K in one read; at T = 1 it is the tempered one */
     int t1 = s->scale == 1.0f;
-    /* top-p with no top-k list to cut within: the total mass at the sampling temperature
-     * tells, with no further pass, whether the best K hold the nucleus. It is computed
-     * whatever the report asks, so the choice never depends on what is shown. */
-    int alone = use_top_p(p) && !(use_top_k(p) && p->top_k < V);
-    int raw = (fields & TL_REPORT_MODEL) || (t1 && ((fields & TL_REPORT_TEMP) || alone));
+    int raw = (fields & TL_REPORT_MODEL) || (t1 && (fields & TL_REPORT_TEMP));
     int raw_w = t1 && (fields & TL_REPORT_TEMP);
-    int no_cut = !p->greedy && !use_top_k(p) && !use_top_p(p);
+    /* a top-k of the whole vocabulary or more cuts nothing (transformers: min(top_k, V)) */
+    int no_cut = !p->greedy && !(use_top_k(p) && p->top_k < V) && !use_top_p(p);
     if (no_cut && t1) raw = raw_w = 0;   /* the full pass below is the model's softmax */
-    /* the tempered sums come along in the same read when a top-p cut past the best few will
-     * want the total mass (it then rarely needs another pass), or the report shows them (a
-     * draw with no cut makes a full pass of its own anyway) */
-    int temp = !t1 && !no_cut && (alone || (fields & TL_REPORT_TEMP));
-    int temp_w = temp && (fields & TL_REPORT_TEMP);
+    /* the report's tempered sums (entropy, the mass outside its rows) come along in the same
+     * read (a draw with no cut makes a full pass of its own anyway); the choice never reads
+     * them, so it stays the same whatever is shown */
+    int temp = !t1 && !no_cut && (fields & TL_REPORT_TEMP);
+    int temp_w = temp;
     double tz = 0, tw = 0;
     s->zr = s->wr = 0;
     if (raw || temp)
@@ -502,10 +499,7 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
                 }
             double rest = K == V ? 0 : (double)(V - n) * e_one(s, last);
             int within = n > 0 && rest <= REST_NEGLIGIBLE * m && rest <= (lim - TOP_P_MARGIN) * m;
-            /* with the total known, the best K hold the nucleus when what lies below them is
-             * less than 1 - top_p of it (by the margin): no pass needed to find out */
-            int known = !within && n > 0 && alone && s->zt - m <= (lim - TOP_P_MARGIN) * s->zt;
-            if (!within && !known && n > 0 && s->scale > 0) {
+            if (!within && n > 0 && s->scale > 0) {
                 /* below the score whose e, V times over, is negligible against the best K's mass
                  * nothing counts: the tokens above it, if few, are the candidates (one compare
                  * pass and their e instead of an exp pass over the vocabulary) */
@@ -532,10 +526,6 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
             }
             if (within) {
                 z = m;
-            } else if (known) {
-                z = s->zt;
-                tail = s->zt - m;
-                if (tail < 0) tail = 0;
             } else {
                 full_pass(s, logits, fields);
                 z = s->zt;

@@ -201,6 +201,9 @@ def cases(dump, work):
     compare(dump, work, "all_three", small, t=1.3, k=12, p=0.75, draws=20000)
     compare(dump, work, "tight_top_p", small, t=0.7, p=0.3, draws=2000)
     compare(dump, work, "greedy", small, greedy=True, draws=50)
+    # a top-k at or past the vocabulary's size cuts nothing: the tempered draw over every token
+    compare(dump, work, "top_k_past_vocab", small, t=0.7, k=100, draws=20000)
+    compare(dump, work, "top_k_vocab", small, t=0.7, k=40, draws=20000)
     ties = np.array([3.0, 1.0, 2.0, 2.0, 2.0, 0.5, -1.0, 2.0, 0.0, -3.0])
     compare(dump, work, "top_k_ties", ties, k=3, draws=5000)         # four tokens tie at the 3rd value
     peaked = np.array([10.0, 0.0, -1.0, -2.0, -5.0])
