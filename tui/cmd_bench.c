@@ -347,7 +347,7 @@ int cmd_bench(int argc, char **argv)
     double step_bytes = bytes_sum / o.new_tokens;
     tl_bandwidth bw = bw_after.bytes_per_s > bw_before.bytes_per_s ? bw_after : bw_before;
     double probe_floor_ms = have_bw ? step_bytes / bw.bytes_per_s * 1e3 : 0;
-    double floor_ms = probe_floor_ms, over = have_bw ? med / probe_floor_ms : 0, over_best = best / floor_ms;
+    double floor_ms = probe_floor_ms, over = have_bw ? med / probe_floor_ms : 0, over_best = have_bw ? best / floor_ms : 0;
     if (is_cpu) {   /* each step against the read beside it */
         for (int i = 0; i < o.new_tokens; i++)
             sorted[i] = tpot[i] / floors[i];
