@@ -1,8 +1,8 @@
 /* vecsel.c's passes in fixed parts (vecsel.h): each part is the one-part function on its own
  * blocks, so whoever runs a part gets the same bits; the merges below run in the caller's
  * thread, in part order. On the CPU the parts of a step's pass go to the cores that have just
- * written those scores in lm_head: a 128,256-score pass that took one core ~30 us takes two
- * about half of that. */
+ * written those scores in lm_head. Each part keeps its own best k, so parts cost a little when
+ * one thread runs them all (a busy machine, where the pool runs jobs alone). */
 #define _GNU_SOURCE
 #include "vecsel.h"
 

@@ -61,7 +61,7 @@ int vs_set_isa(const char *name);
  * passes); without one they run one after another. The result depends on the parts, never on
  * who ran them: the same bits with one thread or sixteen. The ids, scores, e and block sums
  * are the one-part functions' exactly; a sum is the parts' sums added in order, and
- * vsp_top_sum's parts each have their own maximum (rescaled to the overall one in double). */
+ * vsp_top_sums' parts each have their own maximum (rescaled to the overall one in double). */
 #define TL_VS_PARTS 2
 #define TL_VS_PART_MIN 16384   /* scores a part at least: below, a hand-off costs more than it saves */
 

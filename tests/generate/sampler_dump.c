@@ -39,7 +39,7 @@ static void thread_runner(void *ctx, int n, void (*fn)(void *arg, int i), void *
     (void)ctx;
     item it[16];
     pthread_t th[16];
-    if (n > 16) n = 16;   /* vecsel.h: TL_VS_PARTS is 4 */
+    if (n > 16) n = 16;   /* vecsel.h: TL_VS_PARTS is 2 */
     for (int i = n - 1; i >= 1; i--) {
         it[i] = (item){fn, arg, i};
         if (pthread_create(&th[i], NULL, run_one, &it[i])) {
