@@ -56,12 +56,14 @@ failures, n_chunks, n_empty, n_newline = 0, 0, 0, 0
 for q, budget in requests:
     ids = tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True, return_dict=False)
     for skip in (True, False):
+        # iter_dump (~0.3 s, most of it loading) runs while generate() makes the same stream
+        p = subprocess.Popen([dump, bundled, ",".join(map(str, ids)), str(budget), str(int(skip)), str(int(skip))],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         new, hf_chunks = hf_stream(ids, budget, skip)
-        p = subprocess.run([dump, bundled, ",".join(map(str, ids)), str(budget), str(int(skip)), str(int(skip))],
-                           capture_output=True, text=True, timeout=300)
+        out, err = p.communicate(timeout=300)
         if p.returncode != 0:
-            sys.exit("check_iter_streamer: iter_dump failed: " + p.stderr.strip())
-        tl = json.loads(p.stdout)
+            sys.exit("check_iter_streamer: iter_dump failed: " + err.strip())
+        tl = json.loads(out)
         text_chunks = [c for c in hf_chunks if c != ""]
         n_empty += len(hf_chunks) - len(text_chunks)
         n_chunks += len(text_chunks)
