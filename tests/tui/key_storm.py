@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""A minute of random input to `tokenloop tui` inside a private tmux server.
+"""Random input to `tokenloop tui` inside a private tmux server, for --seconds (default 60).
 
     key_storm.py TOKENLOOP MODEL_DIR [--seconds S] [--seed N]
 
 Sends random keys (printable ASCII and a little Vietnamese, arrows, Home/End/PageUp/PageDown,
-Insert/Delete, Esc, Enter, Tab, Backspace, F1-F12, Alt- and Ctrl- keys) in small bursts and
-resizes the window at random (down to 1x1) every second or so, from a seeded RNG (the seed is
+Insert/Delete, Esc, Enter, Tab, Backspace, F1-F12, Alt- and Ctrl- keys) in small bursts (up to
+8 ms apart: ~100 a second, as fast as tmux takes them) and resizes the window at random (down
+to 1x1) every half second or so, from a seeded RNG (the seed is
 printed; --seed replays the same keys, though not the same timing). Never sent: q and Q (they
 quit), Ctrl-C, Ctrl-Z and Ctrl-\\ (signals the test would have to tell apart from a crash),
 Ctrl-S and Ctrl-Q (XON/XOFF would freeze the pane's output). Then it closes whatever is open
@@ -107,7 +108,7 @@ def main():
             time.sleep(0.1)
         if not os.path.exists(status):
             t0 = time.time()
-            next_resize = t0 + rng.uniform(0.3, 1.5)
+            next_resize = t0 + rng.uniform(0.15, 0.75)
             while time.time() - t0 < o.seconds:
                 if os.path.exists(status):
                     failures.append("the UI ended during the storm (after %d keys)" % keys)
@@ -116,12 +117,12 @@ def main():
                     c, r = random_size(rng)
                     tmux("resize-window", "-t", "t", "-x", str(c), "-y", str(r), check=False)
                     resizes += 1
-                    next_resize = time.time() + rng.uniform(0.3, 1.5)
+                    next_resize = time.time() + rng.uniform(0.15, 0.75)
                 literal, ks = random_burst(rng)
                 tmux("send-keys", "-t", "t", *(["-l"] if literal else []), *ks, check=False)
                 keys += len(ks[0]) if literal else len(ks)
                 bursts += 1
-                time.sleep(rng.uniform(0.0, 0.03))
+                time.sleep(rng.uniform(0.0, 0.008))
         else:
             failures.append("the UI never showed its first screen")
         print("key_storm: %d keys in %d bursts, %d resizes" % (keys, bursts, resizes), flush=True)
