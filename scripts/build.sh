@@ -1,8 +1,28 @@
 #!/usr/bin/env bash
-# Configures and builds one build directory: scripts/build.sh DIR [cmake options...]
+# Configures and builds one build directory: scripts/build.sh [--tests 'CTEST ARGS'] DIR [cmake options...]
+#   --tests 'CTEST ARGS'  build only tokenloop and the programs that the tests `ctest CTEST ARGS`
+#                         selects name on their command lines (a target's file is named after it),
+#                         e.g. --tests '-L tsan'; a program a test finds some other way is not built
+#                         (that test then fails: ctest cannot find it)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+select=""
+if [ "${1:-}" = --tests ]; then
+  select=$2; shift 2
+fi
 dir=$1; shift
 cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build "$dir" -j"$(nproc)" 2>&1 | grep -v '^\[' || true
+targets=()   # cmake --build's --target and its names; none: everything
+if [ -n "$select" ]; then
+  dir=$(cd "$dir" && pwd)
+  known=$(cmake --build "$dir" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
+  # shellcheck disable=SC2086  # CTEST ARGS are words
+  # every path under DIR in ctest's listing: the test commands, and the programs not built yet
+  # ("Could not find executable ...")
+  mapfile -t targets < <( (cd "$dir" && ctest -N -V $select 2>&1) | grep -o "$dir/[^\" ]*" | xargs -r -n1 basename |
+    sort -u | grep -Fx -f <(echo "$known") | grep -vx tokenloop || true)
+  targets=(--target tokenloop "${targets[@]}")
+  echo "build.sh: for ctest $select, only ${targets[*]:1}"
+fi
+cmake --build "$dir" -j"$(nproc)" "${targets[@]}" 2>&1 | grep -v '^\[' || true
 test -x "$dir/tui/tokenloop"

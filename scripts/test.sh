@@ -7,8 +7,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh"
 jobs=$(nproc)
 
-echo "== tsan build: threaded code (label tsan)"
-"$root/scripts/build.sh" "$root/build-tsan" -DTL_SANITIZE=thread -DTL_WERROR=ON
+echo "== tsan build: threaded code (label tsan; only the programs those tests run are built)"
+"$root/scripts/build.sh" --tests "-L tsan" "$root/build-tsan" -DTL_SANITIZE=thread -DTL_WERROR=ON
 (cd "$root/build-tsan" && ctest -L tsan --output-on-failure -j"$jobs")
 
 echo "== asan+ubsan build"
