@@ -417,18 +417,9 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
     /* a top-k of the whole vocabulary or more cuts nothing (transformers: min(top_k, V)) */
     int no_cut = !p->greedy && !(use_top_k(p) && p->top_k < V) && !use_top_p(p);
     if (no_cut && t1) raw = raw_w = 0;   /* the full pass below is the model's softmax */
-    /* the report's tempered sums (entropy, the mass outside its rows) come along in the same
-     * read (a draw with no cut makes a full pass of its own anyway); the choice never reads
-     * them, so it stays the same whatever is shown */
-    int temp = !t1 && !no_cut && (fields & TL_REPORT_TEMP);
-    int temp_w = temp;
-    double tz = 0, tw = 0;
     s->zr = s->wr = 0;
-    if (raw || temp)
-        vsp_top_sums(&s->runner, logits, V, K, s->top_ids, s->top_vals, s->scale, raw ? &s->zr : NULL,
-                     raw_w ? &s->wr : NULL, temp ? &tz : NULL, temp_w ? &tw : NULL);
-    else
-        vsp_top(&s->runner, logits, V, K, s->top_ids, s->top_vals);
+    if (raw) vsp_top_sum(&s->runner, logits, V, K, s->top_ids, s->top_vals, &s->zr, raw_w ? &s->wr : NULL);
+    else vsp_top(&s->runner, logits, V, K, s->top_ids, s->top_vals);
     s->have_zr = raw;
     s->mx = s->top_vals[0];
     s->nlist = -1;
@@ -441,12 +432,6 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
     if (s->have_zt) {
         s->zt = s->zr;
         s->wt = s->wr;
-    }
-    if (temp) {
-        s->zt = tz;
-        s->wt = tw;
-        s->have_zt = 1;
-        s->have_wt = temp_w;
     }
     s->zk = 0;
     if (s->mx == -INFINITY) {   /* nothing to exponentiate: every score -inf or NaN */

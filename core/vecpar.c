@@ -45,13 +45,11 @@ static void run_parts(const vs_runner *r, int np, void (*fn)(void *, int), void 
 typedef struct {
     const float *v;
     part p[TL_VS_PARTS];
-    int k;
-    float scale;
-    int want[4];   /* sum, wsum, tsum, twsum */
+    int k, sums, want_w;
     int kk[TL_VS_PARTS];
     int ids[TL_VS_PARTS][TL_VS_MAX_K];
     float vals[TL_VS_PARTS][TL_VS_MAX_K];
-    double s[4][TL_VS_PARTS];
+    double sum[TL_VS_PARTS], wsum[TL_VS_PARTS];
 } top_job;
 
 static void top_part(void *arg, int i)
@@ -60,10 +58,8 @@ static void top_part(void *arg, int i)
     const part p = j->p[i];
     int k = j->k < p.len ? j->k : p.len;
     j->kk[i] = k;
-    double *o[4];
-    for (int q = 0; q < 4; q++) o[q] = j->want[q] ? &j->s[q][i] : NULL;
-    if (o[0] || o[2])
-        vs_top_sums(j->v + p.off, p.len, k, j->ids[i], j->vals[i], j->scale, o[0], o[1], o[2], o[3]);
+    if (j->sums)
+        vs_top_sum(j->v + p.off, p.len, k, j->ids[i], j->vals[i], &j->sum[i], j->want_w ? &j->wsum[i] : NULL);
     else
         vs_top(j->v + p.off, p.len, k, j->ids[i], j->vals[i]);
     for (int q = 0; q < k; q++) j->ids[i][q] += p.off;
@@ -85,49 +81,41 @@ static void merge_top(const top_job *j, int np, int k, int *ids, float *vals)
     }
 }
 
-static void top_run(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals, float scale,
-                    double *const out[4])
+static void top_run(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals, double *sum,
+                    double *wsum)
 {
     top_job j;
     j.v = v;
     j.k = k;
-    j.scale = scale;
-    for (int q = 0; q < 4; q++) j.want[q] = out[q] != NULL;
+    j.sums = sum != NULL;
+    j.want_w = wsum != NULL;
     int np = split(n, j.p);
     run_parts(r, np, top_part, &j);
     merge_top(&j, np, k, ids, vals);
+    if (!sum) return;
     /* each part's sums are against its own maximum: with g the gap to the overall one, e' = e r
-     * and d' = d - g (at a scale, g scale), r = exp(-g), so sum e' = r sum e and
-     * sum e'd' = r (sum e d - g sum e) */
-    double acc[4] = {0, 0, 0, 0}, mx = vals[0];
+     * and d' = d - g, r = exp(-g), so sum e' = r sum e and sum e'd' = r (sum e d - g sum e) */
+    double mx = vals[0], z = 0, w = 0;
     if (mx > -INFINITY && mx < INFINITY)
         for (int i = 0; i < np; i++) {
             double m = j.vals[i][0];
             if (!(m > -INFINITY)) continue;   /* every score of the part -inf or NaN: no mass */
-            for (int q = 0; q < 4; q += 2) {
-                if (!j.want[q]) continue;
-                double g = (mx - m) * (q ? scale : 1.0), rr = exp(-g);
-                acc[q] += rr * j.s[q][i];
-                if (j.want[q + 1]) acc[q + 1] += rr * (j.s[q + 1][i] - g * j.s[q][i]);
-            }
+            double g = mx - m, rr = exp(-g);
+            z += rr * j.sum[i];
+            w += rr * (j.want_w ? j.wsum[i] - g * j.sum[i] : 0);
         }
-    for (int q = 0; q < 4; q++)
-        if (out[q]) *out[q] = acc[q];
+    *sum = z;
+    if (wsum) *wsum = w;
 }
 
 void vsp_top(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals)
 {
-    double *const none[4] = {NULL, NULL, NULL, NULL};
-    top_run(r, v, n, k, ids, vals, 1.0f, none);
+    top_run(r, v, n, k, ids, vals, NULL, NULL);
 }
 
-void vsp_top_sums(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals, float scale, double *sum,
-                  double *wsum, double *tsum, double *twsum)
+void vsp_top_sum(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
 {
-    double *const out[4] = {sum, sum ? wsum : NULL, tsum, tsum ? twsum : NULL};
-    top_run(r, v, n, k, ids, vals, scale, out);
-    if (!sum && wsum) *wsum = 0;
-    if (!tsum && twsum) *twsum = 0;
+    top_run(r, v, n, k, ids, vals, sum, wsum);
 }
 
 /* ---- exp sums ---- */
@@ -184,16 +172,18 @@ static void ge_part(void *arg, int i)
         j->cnt[i] = vs_count_ge(j->v + p.off, p.len, j->thr);
         return;
     }
-    int *o = j->out + p.off;
-    int c = vs_ge(j->v + p.off, p.len, j->thr, o);
-    for (int q = 0; q < c; q++) o[q] += p.off;
-    j->cnt[i] = c;
+    j->cnt[i] = vs_ge_from(j->v + p.off, p.len, j->thr, j->out + p.off, p.off);
 }
 
 int vsp_ge(const vs_runner *r, const float *v, int n, float thr, int *out)
 {
     ge_job j = {.v = v, .thr = thr, .out = out};
     int np = split(n, j.p);
+    if (np > 1 && !(r && r->run)) {   /* one after another: each part's ids straight after the last's */
+        int c = 0;
+        for (int i = 0; i < np; i++) c += vs_ge_from(v + j.p[i].off, j.p[i].len, thr, out + c, j.p[i].off);
+        return c;
+    }
     run_parts(r, np, ge_part, &j);
     int c = 0;
     for (int i = 0; i < np; i++) {   /* close the gaps: c <= the part's offset */

@@ -200,11 +200,11 @@ static void exp_generic(const float *v, int n, float mx, float scale, float *e_o
     if (wsum) *wsum = wtotal * LN2;
 }
 
-static int ge_generic(const float *v, int n, float thr, int *out)
+static int ge_generic(const float *v, int n, float thr, int *out, int base)
 {
     int c = 0;
     for (int i = 0; i < n; i++)
-        if (v[i] >= thr) out[c++] = i;
+        if (v[i] >= thr) out[c++] = base + i;
     return c;
 }
 
@@ -306,18 +306,18 @@ T_AVX2 static void exp_avx2(const float *v, int n, float mx, float scale, float 
     if (wsum) *wsum = wtotal * LN2;
 }
 
-T_AVX2 static int ge_avx2(const float *v, int n, float thr, int *out)
+T_AVX2 static int ge_avx2(const float *v, int n, float thr, int *out, int base)
 {
     int c = 0, i = 0;
     for (; i + 8 <= n; i += 8) {
         int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + i), _mm256_set1_ps(thr), _CMP_GE_OQ));
         while (mask) {
-            out[c++] = i + __builtin_ctz((unsigned)mask);
+            out[c++] = base + i + __builtin_ctz((unsigned)mask);
             mask &= mask - 1;
         }
     }
     for (; i < n; i++)
-        if (v[i] >= thr) out[c++] = i;
+        if (v[i] >= thr) out[c++] = base + i;
     return c;
 }
 
@@ -421,18 +421,16 @@ T_AVX512 static void exp_avx512(const float *v, int n, float mx, float scale, fl
     if (wsum) *wsum = wtotal * LN2;
 }
 
-/* vs_top and vs_exp(v, n, max, 1) (and vs_exp(v, n, max, scale)) in one read of v: a block's
- * scores are compared with the k-th best and their maximum taken, then (from L1)
- * exponentiated against the maximum so far; when a block raises it, the sums so far are
- * scaled down to the new one (in double, a few times a pass). A NULL sum is not computed. */
-T_AVX512 static void top_sum_avx512(const float *v, int n, int k, int *ids, float *vals, float scale, double *sum,
-                                    double *wsum, double *tsum, double *twsum)
+/* vs_top and vs_exp(v, n, max, 1) in one read of v: a block's scores are compared with the
+ * k-th best and their maximum taken, then (from L1) exponentiated against the maximum so far;
+ * when a block raises it, the sums so far are scaled down to the new one (in double, a few
+ * times a pass). */
+T_AVX512 static void top_sum_avx512(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
 {
     topbuf b;
     tb_start(&b, v, k);
     float mx = -INFINITY;
-    double z = 0, w = 0;     /* sum of e and of e * d, d = v - mx */
-    double tz = 0, tw = 0;   /* the same at the scale: d = (v - mx) * scale */
+    double z = 0, w = 0;   /* sum of e and of e * d, d = v - mx */
     for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
         int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK, i = b0;
         __m512 vm = _mm512_set1_ps(-INFINITY);
@@ -453,42 +451,31 @@ T_AVX512 static void top_sum_avx512(const float *v, int n, int k, int *ids, floa
         }
         if (bm > mx) {
             if (bm == INFINITY) {
-                z = w = tz = tw = 0;
+                z = w = 0;
             } else if (mx > -INFINITY) {   /* e' = e r, d' = d - g: sum e'd' = r (sum e d - g sum e) */
-                double g = (double)bm - mx, r = exp(-g), gs = g * scale, rs = exp(-gs);
+                double g = (double)bm - mx, r = exp(-g);
                 w = r * (w - g * z);
                 z *= r;
-                tw = rs * (tw - gs * tz);
-                tz *= rs;
             }
             mx = bm;
         }
         if (mx == -INFINITY || mx == INFINITY) continue;   /* vs_exp gives 0 for these too */
         double bs, ws = 0;
-        if (sum) {
-            exp_block_avx512(v, b0, b1, mx, LOG2E, NULL, &bs, wsum ? &ws : NULL);
-            z += bs;
-            w += ws * LN2;
-        }
-        if (tsum) {
-            ws = 0;
-            exp_block_avx512(v, b0, b1, mx, scale * LOG2E, NULL, &bs, twsum ? &ws : NULL);
-            tz += bs;
-            tw += ws * LN2;
-        }
+        exp_block_avx512(v, b0, b1, mx, LOG2E, NULL, &bs, wsum ? &ws : NULL);
+        z += bs;
+        w += ws * LN2;
     }
     tb_finish(&b, v, ids, vals);
-    if (sum) *sum = z;
+    *sum = z;
     if (wsum) *wsum = w;
-    if (tsum) *tsum = tz;
-    if (twsum) *twsum = tw;
 }
 
-T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out)
+T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out, int base)
 {
     int c = 0, i = 0;
     const __m512 t = _mm512_set1_ps(thr);
-    __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i idx = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                   _mm512_set1_epi32(base));
     const __m512i step = _mm512_set1_epi32(16);
     for (; i + 16 <= n; i += 16, idx = _mm512_add_epi32(idx, step)) {
         __mmask16 mask = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + i), t, _CMP_GE_OQ);
@@ -501,7 +488,7 @@ T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out)
         }
     }
     for (; i < n; i++)
-        if (v[i] >= thr) out[c++] = i;
+        if (v[i] >= thr) out[c++] = base + i;
     return c;
 }
 T_AVX512 static int count_avx512(const float *v, int n, float thr)
@@ -579,27 +566,18 @@ void vs_exp(const float *v, int n, float mx, float scale, float *e_out, double *
     exp_generic(v, n, mx, scale, e_out, bsum, sum, wsum);
 }
 
-void vs_top_sums(const float *v, int n, int k, int *ids, float *vals, float scale, double *sum, double *wsum,
-                 double *tsum, double *twsum)
+void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
 {
 #ifdef VS_X86
     if (cur_isa() == ISA_AVX512) {
-        top_sum_avx512(v, n, k, ids, vals, scale, sum, wsum, tsum, twsum);
+        top_sum_avx512(v, n, k, ids, vals, sum, wsum);
         return;
     }
 #endif
     vs_top(v, n, k, ids, vals);
-    double *out[4] = {sum, wsum, tsum, twsum};
-    for (int q = 0; q < 4; q++)
-        if (out[q]) *out[q] = 0;
-    if (!(vals[0] > -INFINITY && vals[0] < INFINITY)) return;
-    if (sum) vs_exp(v, n, vals[0], 1.0f, NULL, NULL, sum, wsum);
-    if (tsum) vs_exp(v, n, vals[0], scale, NULL, NULL, tsum, twsum);
-}
-
-void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
-{
-    vs_top_sums(v, n, k, ids, vals, 1.0f, sum, wsum, NULL, NULL);
+    *sum = 0;
+    if (wsum) *wsum = 0;
+    if (vals[0] > -INFINITY && vals[0] < INFINITY) vs_exp(v, n, vals[0], 1.0f, NULL, NULL, sum, wsum);
 }
 
 int vs_count_ge(const float *v, int n, float thr)
@@ -610,12 +588,14 @@ int vs_count_ge(const float *v, int n, float thr)
     return count_generic(v, n, thr);
 }
 
-int vs_ge(const float *v, int n, float thr, int *out)
+int vs_ge_from(const float *v, int n, float thr, int *out, int base)
 {
 #ifdef VS_X86
     int i = cur_isa();
-    if (i == ISA_AVX512) return ge_avx512(v, n, thr, out);
-    if (i == ISA_AVX2) return ge_avx2(v, n, thr, out);
+    if (i == ISA_AVX512) return ge_avx512(v, n, thr, out, base);
+    if (i == ISA_AVX2) return ge_avx2(v, n, thr, out, base);
 #endif
-    return ge_generic(v, n, thr, out);
+    return ge_generic(v, n, thr, out, base);
 }
+
+int vs_ge(const float *v, int n, float thr, int *out) { return vs_ge_from(v, n, thr, out, 0); }

@@ -26,12 +26,6 @@ void vs_top(const float *v, int n, int k, int *ids, float *vals);
  * vals[0] is -inf or +inf): the softmax's sum and entropy with one read of v on AVX-512. */
 void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum);
 
-/* vs_top_sum with a choice of sums: *sum / *wsum at scale 1 and *tsum / *twsum at `scale`, each
- * as vs_exp(v, n, vals[0], that scale, ...) gives them; a NULL one is not computed (a NULL
- * sum leaves its wsum alone too). One read of v on AVX-512. */
-void vs_top_sums(const float *v, int n, int k, int *ids, float *vals, float scale, double *sum, double *wsum,
-                 double *tsum, double *twsum);
-
 /* With d = (v[i] - mx) * scale and e = exp(d) in float (0 where d < TL_VS_EXP_MIN or d is NaN):
  * *sum = sum of e, *wsum (if not NULL) = sum of e * d (float lanes per block, blocks in
  * double: each term off by at most (4 + 2 |d| + TL_VS_BLOCK / 16) * 2^-24), e_out (if not NULL)
@@ -44,6 +38,9 @@ float vs_exp_one(float x, float mx, float scale);
 
 /* Ids of the v[i] >= thr (NaN never), ascending, into out (room for n); returns how many. */
 int vs_ge(const float *v, int n, float thr, int *out);
+
+/* vs_ge with base added to every id (v is a slice starting at index base). */
+int vs_ge_from(const float *v, int n, float thr, int *out, int base);
 
 /* How many v[i] >= thr (NaN never): vs_ge's count without the ids (AVX-512 or portable). */
 int vs_count_ge(const float *v, int n, float thr);
@@ -61,7 +58,7 @@ int vs_set_isa(const char *name);
  * passes); without one they run one after another. The result depends on the parts, never on
  * who ran them: the same bits with one thread or sixteen. The ids, scores, e and block sums
  * are the one-part functions' exactly; a sum is the parts' sums added in order, and
- * vsp_top_sums' parts each have their own maximum (rescaled to the overall one in double). */
+ * vsp_top_sum's parts each have their own maximum (rescaled to the overall one in double). */
 #define TL_VS_PARTS 2
 #define TL_VS_PART_MIN 16384   /* scores a part at least: below, a hand-off costs more than it saves */
 
@@ -72,8 +69,7 @@ typedef struct vs_runner {
 } vs_runner;
 
 void vsp_top(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals);
-void vsp_top_sums(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals, float scale, double *sum,
-                  double *wsum, double *tsum, double *twsum);
+void vsp_top_sum(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum);
 void vsp_exp(const vs_runner *r, const float *v, int n, float mx, float scale, float *e_out, double *bsum,
              double *sum, double *wsum);
 int vsp_ge(const vs_runner *r, const float *v, int n, float thr, int *out);
