@@ -443,15 +443,6 @@ int tl_engine_set_kv_dtype(tl_engine *e, tl_dtype dt, tl_error *err)
 
 tl_dtype tl_engine_kv_dtype(const tl_engine *e) { return e->kv_bf16 ? TL_BF16 : TL_F32; }
 
-void tl_engine_run(tl_engine *e, int n, void (*fn)(void *arg, int i), void *arg)
-{
-    if (e->be->run) {
-        e->be->run(e->ctx, n, fn, arg);
-        return;
-    }
-    for (int i = 0; i < n; i++) fn(arg, i);
-}
-
 int tl_engine_keep_top(tl_engine *e, int k)
 {
     if (k < 0 || k > TL_TOPK_MAX)

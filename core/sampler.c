@@ -8,9 +8,6 @@
  * whose sums (in double) give the softmax, its entropy and the draw, and only where the cut
  * needs more than the best few a pass collecting the tokens above a threshold. Nothing is
  * sorted: top-k's k-th score and top-p's boundary come from quickselects on those few.
- * The passes run in fixed parts (vecpar.c) on whatever runner the caller lends
- * (tl_sampler_set_runner: a session lends the engine's CPU threads); the parts, not the
- * runner, decide the bits.
  * The float exp is within a few ulp of the true one: against the float64 reference a
  * probability moves by about 1e-7 relative, and a top-p cut or a draw can differ only where a
  * cumulative sum falls within that of its limit (tests/generate/check_sampler.py). */
@@ -57,7 +54,6 @@ struct tl_sampler {
     int cut_k, cut_p;   /* the rule that says which are kept */
     float kth, xb;      /* kept: logit >= kth (top-k); after (xb, ib) in top-p order (top-p) */
     int ib;
-    vs_runner runner;   /* who runs the parts of a pass over the vocabulary (vecsel.h) */
 };
 
 static uint64_t splitmix(uint64_t *s)
@@ -145,13 +141,6 @@ void tl_sampler_tune(tl_sampler *s, tl_sampling p)
 }
 
 tl_sampling tl_sampler_get(const tl_sampler *s) { return s->p; }
-
-void tl_sampler_set_runner(tl_sampler *s, void (*run)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg),
-                           void *ctx)
-{
-    s->runner.run = run;
-    s->runner.ctx = ctx;
-}
 
 static int use_temperature(const tl_sampling *p) { return !p->greedy && p->temperature > 0 && p->temperature != 1.0f; }
 static int use_top_k(const tl_sampling *p) { return !p->greedy && p->top_k > 0; }
@@ -260,7 +249,7 @@ static int collect(tl_sampler *s, const float *logits, int need, double top_p_li
     float d = step * (need > K ? 1.5f * log2f((float)need / (float)K) + 1.0f : 1.0f);
     for (;; d *= 4) {
         float thr = d > 1e30f || start - d == -INFINITY ? -INFINITY : start - d;
-        int c = vsp_ge(&s->runner, logits, V, thr, s->cand);
+        int c = vs_ge(logits, V, thr, s->cand);
         double m = 0;
         if (top_p_lim >= 0)   /* top-k's cut looks at counts only */
             m = c == V ? s->zt : sum_e(s, 0, c);
@@ -298,8 +287,7 @@ static double sum_e(const tl_sampler *s, int from, int to)
  * best K needs them. The entropy's sum comes along when the report asks for it. */
 static void full_pass(tl_sampler *s, const float *logits, unsigned fields)
 {
-    vsp_exp(&s->runner, logits, s->vocab, s->mx, s->scale, s->e, s->bsum, &s->zt,
-            (fields & TL_REPORT_TEMP) ? &s->wt : NULL);
+    vs_exp(logits, s->vocab, s->mx, s->scale, s->e, s->bsum, &s->zt, (fields & TL_REPORT_TEMP) ? &s->wt : NULL);
     s->full = 1;
     s->have_zt = 1;
     s->have_wt = (fields & TL_REPORT_TEMP) != 0;
@@ -353,7 +341,7 @@ static int cut_top_k(tl_sampler *s, const float *logits, int k)
     }
     if (k <= K) {   /* a tie with the k-th goes on past the K-th: the k-th is known, the ties not */
         s->kth = s->top_vals[k - 1];
-        return vsp_ge(&s->runner, logits, V, s->kth, s->cand);
+        return vs_ge(logits, V, s->kth, s->cand);
     }
     /* k past the best K: if at least k score >= the K-th, the k-th is the K-th (only the K-1
      * above it can be larger); all equal scores, for one, come here */
@@ -361,7 +349,7 @@ static int cut_top_k(tl_sampler *s, const float *logits, int k)
     float last = s->top_vals[K - 1];
     int c = collect(s, logits, k, -1, &m), ge = 0;
     if (c > 16384) {   /* one more vector pass rather than a long scalar one */
-        ge = vsp_ge(&s->runner, logits, V, last, s->cand);
+        ge = vs_ge(logits, V, last, s->cand);
         if (ge >= k) {
             s->kth = last;
             return ge;
@@ -418,8 +406,8 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
     int no_cut = !p->greedy && !(use_top_k(p) && p->top_k < V) && !use_top_p(p);
     if (no_cut && t1) raw = raw_w = 0;   /* the full pass below is the model's softmax */
     s->zr = s->wr = 0;
-    if (raw) vsp_top_sum(&s->runner, logits, V, K, s->top_ids, s->top_vals, &s->zr, raw_w ? &s->wr : NULL);
-    else vsp_top(&s->runner, logits, V, K, s->top_ids, s->top_vals);
+    if (raw) vs_top_sum(logits, V, K, s->top_ids, s->top_vals, &s->zr, raw_w ? &s->wr : NULL);
+    else vs_top(logits, V, K, s->top_ids, s->top_vals);
     s->have_zr = raw;
     s->mx = s->top_vals[0];
     s->nlist = -1;
@@ -489,7 +477,7 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
                  * nothing counts: the tokens above it, if few, are the candidates (one compare
                  * pass and their e instead of an exp pass over the vocabulary) */
                 float tau = s->mx + (float)(log(0.5 * REST_NEGLIGIBLE * m / V) / s->scale);
-                int c = tau < last ? vsp_ge(&s->runner, logits, V, tau, s->cand) : 0;
+                int c = tau < last ? vs_ge(logits, V, tau, s->cand) : 0;
                 if (c > 0 && c <= 2048) {   /* more: one vector pass is cheaper */
                     for (int j = 0; j < c; j++) s->ec[j] = e_one(s, logits[s->cand[j]]);
                     double m2 = sum_e(s, 0, c);
@@ -524,7 +512,7 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
         /* transformers: ascending cumulative softmax from the least likely side (the tail
          * first, all of it cut), remove where cum <= 1 - top_p, the most likely token stays */
         int n = s->nlist;
-        int one_level = n > 4096 && (s->cut_k ? s->kth == s->mx : vsp_count_ge(&s->runner, logits, V, s->mx) == n);
+        int one_level = n > 4096 && (s->cut_k ? s->kth == s->mx : vs_count_ge(logits, V, s->mx) == n);
         if (one_level) {
             /* every candidate scores the maximum (cand[] from vs_ge: ascending ids) */
             double removed;
@@ -629,7 +617,7 @@ static void fill_report(tl_sampler *s, const float *logits, int top_n, int chose
     double mx = s->mx, t = s->scale == 1.0f ? 1.0 : s->p.temperature;
     /* the tempered figures: from the pass the choice made, or one more */
     if ((fields & TL_REPORT_TEMP) && !(s->have_zt && s->have_wt) && mx > -INFINITY) {
-        vsp_exp(&s->runner, logits, V, s->mx, s->scale, NULL, NULL, &s->zt, &s->wt);
+        vs_exp(logits, V, s->mx, s->scale, NULL, NULL, &s->zt, &s->wt);
         s->have_zt = s->have_wt = 1;
     }
     memset(rep, 0, sizeof *rep);

@@ -211,13 +211,6 @@ static int make_engine(tl_session *s, const tl_model *m, tl_engine **out, tl_err
     return 0;
 }
 
-/* The sampler's runner: whichever engine the session has now (a dtype change replaces it). */
-static void run_on_engine(void *ctx, int n, void (*fn)(void *arg, int i), void *arg)
-{
-    tl_session *s = ctx;
-    tl_engine_run(s->e, n, fn, arg);
-}
-
 /* m_file's weights converted, or m_file itself for its own dtype. */
 static int model_for(tl_session *s, tl_dtype dt, tl_model **out, tl_error *err)
 {
@@ -272,7 +265,6 @@ static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
     s->metrics = tl_metrics_create(s->opts.clock, s->opts.clock_ctx);
     s->steps = NULL;
     if (!s->sampler || !s->metrics) return tl_error_set(err, "session: out of memory");
-    tl_sampler_set_runner(s->sampler, run_on_engine, s);
     if (s->opts.bandwidth_gbs > 0) s->bandwidth = s->opts.bandwidth_gbs * 1e9;
     s->add_gen_prompt = 1;
     s->top_n = 10;

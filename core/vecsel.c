@@ -200,11 +200,11 @@ static void exp_generic(const float *v, int n, float mx, float scale, float *e_o
     if (wsum) *wsum = wtotal * LN2;
 }
 
-static int ge_generic(const float *v, int n, float thr, int *out, int base)
+static int ge_generic(const float *v, int n, float thr, int *out)
 {
     int c = 0;
     for (int i = 0; i < n; i++)
-        if (v[i] >= thr) out[c++] = base + i;
+        if (v[i] >= thr) out[c++] = i;
     return c;
 }
 
@@ -306,18 +306,18 @@ T_AVX2 static void exp_avx2(const float *v, int n, float mx, float scale, float 
     if (wsum) *wsum = wtotal * LN2;
 }
 
-T_AVX2 static int ge_avx2(const float *v, int n, float thr, int *out, int base)
+T_AVX2 static int ge_avx2(const float *v, int n, float thr, int *out)
 {
     int c = 0, i = 0;
     for (; i + 8 <= n; i += 8) {
         int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + i), _mm256_set1_ps(thr), _CMP_GE_OQ));
         while (mask) {
-            out[c++] = base + i + __builtin_ctz((unsigned)mask);
+            out[c++] = i + __builtin_ctz((unsigned)mask);
             mask &= mask - 1;
         }
     }
     for (; i < n; i++)
-        if (v[i] >= thr) out[c++] = base + i;
+        if (v[i] >= thr) out[c++] = i;
     return c;
 }
 
@@ -470,12 +470,11 @@ T_AVX512 static void top_sum_avx512(const float *v, int n, int k, int *ids, floa
     if (wsum) *wsum = w;
 }
 
-T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out, int base)
+T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out)
 {
     int c = 0, i = 0;
     const __m512 t = _mm512_set1_ps(thr);
-    __m512i idx = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                   _mm512_set1_epi32(base));
+    __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i step = _mm512_set1_epi32(16);
     for (; i + 16 <= n; i += 16, idx = _mm512_add_epi32(idx, step)) {
         __mmask16 mask = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + i), t, _CMP_GE_OQ);
@@ -488,7 +487,7 @@ T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out, int ba
         }
     }
     for (; i < n; i++)
-        if (v[i] >= thr) out[c++] = base + i;
+        if (v[i] >= thr) out[c++] = i;
     return c;
 }
 T_AVX512 static int count_avx512(const float *v, int n, float thr)
@@ -588,14 +587,12 @@ int vs_count_ge(const float *v, int n, float thr)
     return count_generic(v, n, thr);
 }
 
-int vs_ge_from(const float *v, int n, float thr, int *out, int base)
+int vs_ge(const float *v, int n, float thr, int *out)
 {
 #ifdef VS_X86
     int i = cur_isa();
-    if (i == ISA_AVX512) return ge_avx512(v, n, thr, out, base);
-    if (i == ISA_AVX2) return ge_avx2(v, n, thr, out, base);
+    if (i == ISA_AVX512) return ge_avx512(v, n, thr, out);
+    if (i == ISA_AVX2) return ge_avx2(v, n, thr, out);
 #endif
-    return ge_generic(v, n, thr, out, base);
+    return ge_generic(v, n, thr, out);
 }
-
-int vs_ge(const float *v, int n, float thr, int *out) { return vs_ge_from(v, n, thr, out, 0); }

@@ -39,9 +39,6 @@ float vs_exp_one(float x, float mx, float scale);
 /* Ids of the v[i] >= thr (NaN never), ascending, into out (room for n); returns how many. */
 int vs_ge(const float *v, int n, float thr, int *out);
 
-/* vs_ge with base added to every id (v is a slice starting at index base). */
-int vs_ge_from(const float *v, int n, float thr, int *out, int base);
-
 /* How many v[i] >= thr (NaN never): vs_ge's count without the ids (AVX-512 or portable). */
 int vs_count_ge(const float *v, int n, float thr);
 
@@ -50,29 +47,5 @@ const char *vs_isa(void);
 /* Forces one of those (tests, for every path this machine runs); -1 if the CPU lacks it. Not
  * for use while another thread is in these functions. */
 int vs_set_isa(const char *name);
-
-/* ---- the same passes in parts (vecpar.c) ----
- * A pass over the 128,256 scores of a step is split into fixed parts, TL_VS_PARTS of them
- * (fewer for a short vector), each a whole number of TL_VS_BLOCK blocks, and the parts are
- * merged in order. A runner may do the parts at once (the CPU backend's threads, between two
- * passes); without one they run one after another. The result depends on the parts, never on
- * who ran them: the same bits with one thread or sixteen. The ids, scores, e and block sums
- * are the one-part functions' exactly; a sum is the parts' sums added in order, and
- * vsp_top_sum's parts each have their own maximum (rescaled to the overall one in double). */
-#define TL_VS_PARTS 2
-#define TL_VS_PART_MIN 16384   /* scores a part at least: below, a hand-off costs more than it saves */
-
-typedef struct vs_runner {
-    /* fn(arg, i) for every i < n, returning when all are done; NULL: in this thread */
-    void (*run)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg);
-    void *ctx;
-} vs_runner;
-
-void vsp_top(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals);
-void vsp_top_sum(const vs_runner *r, const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum);
-void vsp_exp(const vs_runner *r, const float *v, int n, float mx, float scale, float *e_out, double *bsum,
-             double *sum, double *wsum);
-int vsp_ge(const vs_runner *r, const float *v, int n, float thr, int *out);
-int vsp_count_ge(const vs_runner *r, const float *v, int n, float thr);
 
 #endif

@@ -817,28 +817,6 @@ static void cpu_add(void *ctx, float *x, const float *y, int n)
     launch(ctx, &o);
 }
 
-/* ---- the threads lent to core between passes ---- */
-
-typedef struct {
-    void (*fn)(void *arg, int i);
-    void *arg;
-} run_job;
-
-static void run_item(void *arg, int i, int tid)
-{
-    (void)tid;
-    const run_job *j = arg;
-    j->fn(j->arg, i);
-}
-
-static void cpu_run(void *ctx, int n, void (*fn)(void *arg, int i), void *arg)
-{
-    cpu_ctx *c = ctx;
-    cpu_sync(c);   /* the asynchronous mode's worker drives the pool while work is queued */
-    run_job j = {fn, arg};
-    tl_pool_for(c->pool, n, run_item, &j);
-}
-
 static const tl_backend_ops cpu_ops = {
     .name = "cpu",
     .host_buffers = 1,
@@ -849,7 +827,6 @@ static const tl_backend_ops cpu_ops = {
     .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync_op,
     .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
     .set_exact = cpu_set_exact, .attention_bf16 = cpu_attention_bf16, .store_bf16 = cpu_store_bf16,
-    .run = cpu_run,
 };
 
 const tl_backend_ops *tl_backend_cpu(void) { return &cpu_ops; }

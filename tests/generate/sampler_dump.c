@@ -1,12 +1,8 @@
 /* sampler_dump LOGITS_F32 V GREEDY TEMPERATURE TOP_K TOP_P SEED DRAWS TOP_N [FIELDS]
  * Prints the sampler's report for the logits (one JSON object; figures not asked for by
  * FIELDS, TL_REPORT_* and all by default, as null) and the tokens of DRAWS consecutive draws
- * (tl_sampler_choose with FIELDS), for tests/generate/check_sampler.py to compare with NumPy.
- * TL_SAMPLER_THREADS=1: the passes over the vocabulary run their parts on threads of their own
- * (last part first), as the CPU backend's threads run them in a session: the output must be the
- * same bytes as without. */
+ * (tl_sampler_choose with FIELDS), for tests/generate/check_sampler.py to compare with NumPy. */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,38 +13,7 @@ static void num(double v)
 {
     if (isnan(v)) printf("null");
     else if (isinf(v)) printf("%s1e999", v < 0 ? "-" : "");
-    else printf("%.17g", v);   /* every bit: the threaded parts must give the same */
-}
-
-typedef struct {
-    void (*fn)(void *arg, int i);
-    void *arg;
-    int i;
-} item;
-
-static void *run_one(void *p)
-{
-    item *it = p;
-    it->fn(it->arg, it->i);
-    return NULL;
-}
-
-/* Every part but the first on a new thread, started from the last; the first here. */
-static void thread_runner(void *ctx, int n, void (*fn)(void *arg, int i), void *arg)
-{
-    (void)ctx;
-    item it[16];
-    pthread_t th[16];
-    if (n > 16) n = 16;   /* vecsel.h: TL_VS_PARTS is 2 */
-    for (int i = n - 1; i >= 1; i--) {
-        it[i] = (item){fn, arg, i};
-        if (pthread_create(&th[i], NULL, run_one, &it[i])) {
-            fprintf(stderr, "sampler_dump: pthread_create failed\n");
-            exit(1);
-        }
-    }
-    fn(arg, 0);
-    for (int i = 1; i < n; i++) pthread_join(th[i], NULL);
+    else printf("%.10g", v);
 }
 
 int main(int argc, char **argv)
@@ -70,8 +35,6 @@ int main(int argc, char **argv)
     int draws = atoi(argv[8]), top_n = atoi(argv[9]);
     unsigned fields = argc == 11 ? (unsigned)atoi(argv[10]) : TL_REPORT_ALL;
     tl_sampler *s = tl_sampler_create(V, p);
-    const char *th = getenv("TL_SAMPLER_THREADS");
-    if (th && atoi(th)) tl_sampler_set_runner(s, thread_runner, NULL);
     tl_sample_report r;
     tl_sampler_explain(s, x, top_n, -1, fields, &r);
     printf("{\"fields\":%u,\"kept\":%d,\"entropy\":", r.fields, r.kept);

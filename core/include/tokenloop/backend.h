@@ -83,11 +83,6 @@ typedef struct tl_backend_ops {
      * bf16 where that is faster. NULL: no exact mode (CUDA: its prefill GEMM rounds them).
      * Call it between passes. */
     void (*set_exact)(void *ctx, int on);
-    /* Optional (the CPU): fn(arg, i) for every i < n on the backend's threads, returning when
-     * all are done; queued work (the asynchronous mode) is finished first. Between passes:
-     * core's passes over the scores (vecsel.h) borrow the cores this way. NULL: core runs the
-     * items in its own thread. */
-    void (*run)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg);
 } tl_backend_ops;
 
 const tl_backend_ops *tl_backend_cpu(void);

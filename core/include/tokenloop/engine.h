@@ -60,10 +60,6 @@ int tl_engine_set_kv_dtype(tl_engine *e, tl_dtype dt, tl_error *err);
 tl_dtype tl_engine_kv_dtype(const tl_engine *e);
 /* Bytes a decode step at the current position reads: weights + the KV cache so far. */
 double tl_engine_step_bytes(const tl_engine *e);
-/* fn(arg, i) for every i < n on the backend's own threads where it lends them (the CPU), else
- * in this thread; returns when all are done. Between passes: the sampler's passes over the
- * scores split over the cores that just made them. */
-void tl_engine_run(tl_engine *e, int n, void (*fn)(void *arg, int i), void *arg);
 /* The device memory's copy bandwidth in bytes/s, measured by the backend with its own events
  * (CUDA); <= 0 where the backend has no probe (the CPU: use tl_bandwidth_probe). */
 double tl_engine_device_bandwidth(tl_engine *e, double budget_s);

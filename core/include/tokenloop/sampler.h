@@ -56,12 +56,6 @@ void tl_sampler_set(tl_sampler *s, tl_sampling p);
 tl_sampling tl_sampler_get(const tl_sampler *s);
 /* New settings for the next token: the random stream goes on unless the seed changed. */
 void tl_sampler_tune(tl_sampler *s, tl_sampling p);
-/* Who runs the parts of each pass over the vocabulary: run(ctx, n, fn, arg) calls fn(arg, i)
- * for every i < n and returns when all are done (tl_engine_run on the engine that made the
- * scores: its CPU threads). NULL: the caller's thread. The choice and every figure are the
- * same bits either way. Not while the runner is busy with a pass. */
-void tl_sampler_set_runner(tl_sampler *s, void (*run)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg),
-                           void *ctx);
 /* Chooses a token; fills rep (if not NULL) with the top n candidates and every figure. */
 int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_report *rep);
 /* The same with only the TL_REPORT_* figures asked for (the same token as tl_sampler_sample). */
