@@ -11,9 +11,11 @@
  * eager decode steps at different positions that agree, and any mismatch later (new buffers,
  * a different schedule) falls back to running the step and capturing again. */
 #include <cublas_v2.h>
+#include <dlfcn.h>
 #include <new>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +30,64 @@ extern "C" {
 }
 #include "kernels.cuh"
 #include "qkernels.cuh"
+
+/* cuBLAS (the prefill GEMM) is opened when a CUDA context is first made, not linked: mapping
+ * it costs every process ~25,000 page faults and ~90 ms at start (measured with an empty
+ * program linked to it), which each tokenloop command paid on a CUDA build, GPU or not. Its
+ * own RUNPATH finds cublasLt beside it. TL_CUBLAS_LIB (CMake: this build's toolkit copy) is
+ * tried first, then the soname through the loader's usual search; TL_CUDA_CUBLAS=PATH in the
+ * environment replaces both (tests use it for the error path). */
+static struct {
+    decltype(&cublasCreate) create;
+    decltype(&cublasDestroy) destroy;
+    decltype(&cublasSetStream) set_stream;
+    /* the C entry point (C++ also sees an inline overload taking a cudaDataType compute type) */
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                              const void *, cudaDataType, int, const void *, cudaDataType, int, const void *, void *,
+                              cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+    char err[512];
+} blas;
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_open(void)
+{
+    const char *env = getenv("TL_CUDA_CUBLAS");
+    const char *names[2] = {env && *env ? env : TL_CUBLAS_LIB, env && *env ? nullptr : TL_CUBLAS_SONAME};
+    void *h = nullptr;
+    const char *why = "";
+    for (int i = 0; i < 2 && !h; i++) {
+        if (!names[i])
+            continue;
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char *e = dlerror();
+            why = e ? e : names[i];
+        }
+    }
+    if (!h) {
+        snprintf(blas.err, sizeof blas.err, "cannot load cuBLAS: %s", why);
+        return;
+    }
+    blas.create = (decltype(blas.create))dlsym(h, "cublasCreate_v2");
+    blas.destroy = (decltype(blas.destroy))dlsym(h, "cublasDestroy_v2");
+    blas.set_stream = (decltype(blas.set_stream))dlsym(h, "cublasSetStream_v2");
+    blas.gemm_ex = (decltype(blas.gemm_ex))dlsym(h, "cublasGemmEx");
+    if (!blas.create || !blas.destroy || !blas.set_stream || !blas.gemm_ex) {
+        snprintf(blas.err, sizeof blas.err, "cannot load cuBLAS: a symbol is missing from it (cublasCreate_v2, "
+                 "cublasDestroy_v2, cublasSetStream_v2, cublasGemmEx)");
+        blas.create = nullptr;   /* the handle stays open: another thread may be past the once */
+    }
+}
+
+int tl_cuda_load_blas(char *msg, size_t n)
+{
+    pthread_once(&blas_once, blas_open);
+    if (blas.create)
+        return 0;
+    if (msg && n)
+        snprintf(msg, n, "%s", blas.err);
+    return -1;
+}
 #include "topk.cuh"
 
 namespace {
@@ -272,7 +332,7 @@ void launch_matmul(cuctx *c, dptr out, dptr x, const cmd &k, const int *posp)
         k_f32_to_bf16<<<ew_grid(c, (long long)n), 256, 0, c->s>>>(c->d_xb, x.base, n);
         CKL(c);
         float alpha = 1.0f, beta = 0.0f;
-        cublasStatus_t st = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, T, cols, &alpha, W,
+        cublasStatus_t st = blas.gemm_ex(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, T, cols, &alpha, W,
                                          CUDA_R_16BF, cols, c->d_xb, CUDA_R_16BF, cols, &beta, out.base,
                                          CUDA_R_32F, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         if (st != CUBLAS_STATUS_SUCCESS)
@@ -731,13 +791,19 @@ void *cu_create(int threads, tl_error *err)
     }
     c->d_ids = c->d_pos + 1;
     cudaMemsetAsync(c->d_pos, 0, sizeof(int) * (1 + MAX_IDS), c->s);
-    if (cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS) {
+    char why[512];
+    if (tl_cuda_load_blas(why, sizeof why)) {
+        tl_error_set(err, "cuda: %s", why);
+        cu_destroy(c);
+        return nullptr;
+    }
+    if (blas.create(&c->blas) != CUBLAS_STATUS_SUCCESS) {
         tl_error_set(err, "cuda: cannot create a cuBLAS handle");
         c->blas = nullptr;
         cu_destroy(c);
         return nullptr;
     }
-    cublasSetStream(c->blas, c->s);
+    blas.set_stream(c->blas, c->s);
     return c;
 }
 
@@ -786,7 +852,7 @@ void cu_destroy(void *ctx)
     if (c->ev1)
         cudaEventDestroy(c->ev1);
     if (c->blas)
-        cublasDestroy(c->blas);
+        blas.destroy(c->blas);
     if (c->s)
         cudaStreamDestroy(c->s);
     delete c;

@@ -3,6 +3,7 @@
 #ifndef TL_KERNELS_CUDA_H
 #define TL_KERNELS_CUDA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -39,6 +40,10 @@ double tl_cuda_read_bandwidth(void *ctx, double budget_s);
  * by the kernel products with Q8_0/Q4_0 weights use (k_quantize_q8), copied to the host: q
  * [T, cols] and d [T, cols / 32] (each scale widened from f16). 0, or -1 on a CUDA error. */
 int tl_cuda_quantize_x(void *ctx, const float *x, int T, int cols, int8_t *q, float *d);
+
+/* Opens cuBLAS (backend.cu loads it on first use rather than at process start). 0, or -1 with
+ * a one-line reason in msg. Needs no device. */
+int tl_cuda_load_blas(char *msg, size_t n);
 
 #ifdef __cplusplus
 }
