@@ -86,10 +86,14 @@ static void test_engine(const tl_model *m, const int *ids, int n)
         synced_sum += ms;
     }
     qsort(ratio, (size_t)n_ratio, sizeof *ratio, cmp_double);
-    double med = ratio[n_ratio / 2];
-    printf("async decode: unsynced %.4f ms, synchronized %.3f ms on average; median step %.2f%%\n",
-           unsynced_sum / n_ratio, synced_sum / n_ratio, 100 * med);
-    TL_CHECK_MSG(med < 0.10, "median unsynced / synchronized = %.3f (want < 0.10)", med);
+    double med = ratio[n_ratio / 2], q1 = ratio[n_ratio / 4];
+    printf("async decode: unsynced %.4f ms, synchronized %.3f ms on average; steps: quartile %.2f%%, median %.2f%%\n",
+           unsynced_sum / n_ratio, synced_sum / n_ratio, 100 * q1, 100 * med);
+    /* A synchronous mode reads ~100% on every step. Queued launches read a few percent, unless
+     * the launching thread loses its core meanwhile: on a loaded machine (CI, the median step
+     * 21% once at 7 ms a pass) the quartile still shows launches that returned at once. */
+    TL_CHECK_MSG(q1 < 0.10, "quartile unsynced / synchronized = %.3f (want < 0.10)", q1);
+    TL_CHECK_MSG(med < 0.50, "median unsynced / synchronized = %.3f (want < 0.50)", med);
 
     /* Switched at run time, between passes: off (no reading), on again; same logits throughout. */
     tl_error err;
