@@ -10,7 +10,7 @@
 #      then the same 8B bench with --dtype q4_0: bytes per step, TPOT, TPOT / floor,
 #   4. compute-sanitizer memcheck on a small shape (bench --synthetic tiny: prefill through
 #      cuBLAS, decode graph capture and replay, fused launches, top-k), then on
-#      test_cuda_engine_quant (every Q8_0/Q4_0 kernel, prefill and the decode graph),
+#      `test_cuda_engine quant` (every Q8_0/Q4_0 kernel, prefill and the decode graph),
 #   5. transformers' generate() on the same 8B shape with random bf16 weights, eager and
 #      compiled (torch.compile, static cache), timed the same way, when torch is there.
 # Every step has its own timeout, cut to what is left of the budget, and is skipped with a
@@ -100,7 +100,7 @@ else
     grep -E "CUDA backend|not found|Warning" "$build.configure.log" || true
     have_cuda=$(grep -c "CUDA backend ON" "$build.configure.log")
     [ "$have_cuda" -gt 0 ] && targets+=(test_cuda_ops test_cuda_engine test_cuda_shapes test_cuda_fault test_cuda_accepts gpu_dump
-                                        test_cuda_quant test_cuda_engine_quant test_cuda_qemu)
+                                        test_cuda_quant test_cuda_qemu)
     jobs=$(nproc 2>/dev/null || echo 4)
     t_b=$(date +%s)
     run_timed 300 cmake --build "$build" -j"$jobs" --target "${targets[@]}" 2>&1 | grep -Ev '^\[|^-- |^Consolidate' 
@@ -210,11 +210,11 @@ else
     esac
     # the Q8_0/Q4_0 kernels: embed, x's quantization, the products at 1 and 8 tokens, the graph
     run_timed 120 "$san" --tool memcheck --leak-check full --error-exitcode 3 \
-        "$build/tests/gpu/test_cuda_engine_quant" >"$out/memcheck-quant.log" 2>&1
+        "$build/tests/gpu/test_cuda_engine" quant >"$out/memcheck-quant.log" 2>&1
     rc=$?
     tail -8 "$out/memcheck-quant.log"
     case $rc in
-    0) record memcheck-q ok "test_cuda_engine_quant: $(grep -m1 'ERROR SUMMARY' "$out/memcheck-quant.log" | sed 's/^=* *//')" ;;
+    0) record memcheck-q ok "test_cuda_engine quant: $(grep -m1 'ERROR SUMMARY' "$out/memcheck-quant.log" | sed 's/^=* *//')" ;;
     124|137) fail memcheck-q "timed out" ;;
     125) record memcheck-q skipped "no time left" ;;
     *) fail memcheck-q "exit $rc: $(grep -m1 'ERROR SUMMARY' "$out/memcheck-quant.log" | sed 's/^=* *//')" ;;

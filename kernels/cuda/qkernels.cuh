@@ -7,7 +7,7 @@
  * block, a prefill handled as up to 8 tokens per launch (the weights are read once per 8
  * tokens). They are not a tuned GEMM/GEMV, and the decode step's shared launches (q/k/v,
  * gate/up/SwiGLU) are not used with them (backend.cu's mv_ok). NOTE: written and compiled
- * without a GPU; tests/gpu/test_cuda_quant.c and test_cuda_engine_quant.c are what checks them.
+ * without a GPU; tests/gpu/test_cuda_quant.c and `test_cuda_engine quant` are what checks them.
  *
  * Device layout of a quantized matrix [rows, cols], nb = cols / 32 blocks a row, repacked on
  * upload so every load is aligned:
