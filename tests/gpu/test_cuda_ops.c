@@ -9,21 +9,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../common/tl_test.h"
+#include "gpu_test.h"
 #include "cpu/cpu.h"
 #include "cuda/cuda.h"
 #include "tokenloop/backend.h"
 #include "tokenloop/topk.h"
-
-static const tl_backend_ops *be;
-static void *ctx;
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static float frand(void) /* uniform in [-1, 1) */
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((rng >> 40) & 0xffffff) / 8388608.0f - 1.0f;
-}
 
 static uint16_t to_bf16(float f)
 {
@@ -42,14 +32,6 @@ static uint16_t to_f16(float f) /* normal range only; enough for [-1, 1] test va
     return (uint16_t)(sign | ((exp - 127 + 15) << 10) | (man >> 13));
 }
 
-static float *host_rand(size_t n)
-{
-    float *p = malloc(sizeof(float) * n);
-    for (size_t i = 0; i < n; i++)
-        p[i] = frand();
-    return p;
-}
-
 /* A host weight [rows, cols] of random values in the given dtype. */
 static tl_weight host_weight(tl_dtype dt, int64_t rows, int64_t cols, float scale)
 {
@@ -66,33 +48,6 @@ static tl_weight host_weight(tl_dtype dt, int64_t rows, int64_t cols, float scal
     }
     tl_weight w = {.data = d, .dtype = dt, .rows = rows, .cols = cols};
     return w;
-}
-
-static float *dev_from(const float *h, size_t n)
-{
-    float *d = be->alloc(ctx, n);
-    TL_CHECK_INT(be->sync(ctx, NULL), 0); /* alloc zeroes on the backend's stream */
-    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
-    cudaDeviceSynchronize();
-    return d;
-}
-
-static float *host_of(const float *d, size_t n)
-{
-    float *h = malloc(sizeof(float) * n);
-    be->to_host(ctx, h, d, n);
-    return h;
-}
-
-/* max|a - b| / max|b| */
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - b[i]));
-        den = fmax(den, fabs((double)b[i]));
-    }
-    return den > 0 ? num / den : num;
 }
 
 static void test_embed(void)

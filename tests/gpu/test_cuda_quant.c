@@ -18,29 +18,14 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../common/tl_test.h"
+#include "gpu_test.h"
 #include "cpu/cpu.h"
 #include "cuda/cuda.h"
 #include "tokenloop/backend.h"
 #include "tokenloop/quant.h"
 
-static const tl_backend_ops *be, *cb;   /* cuda, cpu */
-static void *ctx, *cctx;
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static float frand(void) /* uniform in [-1, 1) */
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((rng >> 40) & 0xffffff) / 8388608.0f - 1.0f;
-}
-
-static float *host_rand(size_t n)
-{
-    float *p = malloc(sizeof(float) * n);
-    for (size_t i = 0; i < n; i++)
-        p[i] = frand();
-    return p;
-}
+static const tl_backend_ops *cb;   /* the CPU backend, beside gpu_test.h's CUDA one */
+static void *cctx;
 
 /* A random [rows, cols] matrix in dt's blocks, as tl_model_convert writes them. */
 static tl_weight host_qweight(tl_dtype dt, int64_t rows, int64_t cols, float scale)
@@ -56,22 +41,6 @@ static tl_weight host_qweight(tl_dtype dt, int64_t rows, int64_t cols, float sca
     free(row);
     tl_weight w = {.data = d, .dtype = dt, .rows = rows, .cols = cols};
     return w;
-}
-
-static float *dev_from(const float *h, size_t n)
-{
-    float *d = be->alloc(ctx, n);
-    TL_CHECK_INT(be->sync(ctx, NULL), 0); /* alloc zeroes on the backend's stream */
-    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
-    cudaDeviceSynchronize();
-    return d;
-}
-
-static float *host_of(const float *d, size_t n)
-{
-    float *h = malloc(sizeof(float) * n);
-    be->to_host(ctx, h, d, n);
-    return h;
 }
 
 static uint32_t fbits(float f)
@@ -315,16 +284,6 @@ static void side_step(side *s, int id, int pos, float *ox, float *oxb, float *ou
     b->to_host(c, ox, s->x, H);
     b->to_host(c, oxb, s->xb, H);
     b->to_host(c, ou, s->hb2, FF);
-}
-
-static double rel_err(const float *a, const float *b, size_t n)   /* max|a - b| / max|b| */
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - b[i]));
-        den = fmax(den, fabs((double)b[i]));
-    }
-    return den > 0 ? num / den : num;
 }
 
 /* Both sides quantize every product's x; a last-bit difference upstream (RMSNorm, attention
