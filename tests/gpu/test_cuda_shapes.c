@@ -10,20 +10,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../common/tl_test.h"
+#include "gpu_test.h"
 #include "cpu/cpu.h"
 #include "cuda/cuda.h"
 #include "tokenloop/backend.h"
-
-static const tl_backend_ops *be;
-static void *ctx;
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static float frand(void)
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((rng >> 40) & 0xffffff) / 8388608.0f - 1.0f;
-}
 
 static uint16_t to_bf16(float f)
 {
@@ -45,33 +35,6 @@ static tl_weight host_weight(int64_t rows, int64_t cols, float scale)
     for (size_t i = 0; i < n; i++)
         d[i] = to_bf16(frand() * scale);
     return (tl_weight){.data = d, .dtype = TL_BF16, .rows = rows, .cols = cols};
-}
-
-static float *host_rand(size_t n)
-{
-    float *p = malloc(sizeof(float) * n);
-    for (size_t i = 0; i < n; i++)
-        p[i] = frand();
-    return p;
-}
-
-static float *dev_from(const float *h, size_t n)
-{
-    float *d = be->alloc(ctx, n);
-    TL_CHECK_INT(be->sync(ctx, NULL), 0);
-    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
-    cudaDeviceSynchronize();
-    return d;
-}
-
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - b[i]));
-        den = fmax(den, fabs((double)b[i]));
-    }
-    return den > 0 ? num / den : num;
 }
 
 static void test_matmul(int rows, int cols, int T)
@@ -239,6 +202,7 @@ static void test_layer(void)
 
 int main(void)
 {
+    rng = 0x2545f4914f6cdd1dull;   /* this test's own values, as before it shared gpu_test.h */
     int ndev = 0;
     cudaError_t ce = cudaGetDeviceCount(&ndev);
     if (ce != cudaSuccess || ndev == 0 || !tl_backend_cuda_available()) {
