@@ -48,6 +48,10 @@ static inline float exp2_of(float t) { return t >= T_MIN ? exp2p(t > 0 ? 0 : t) 
 
 static inline float key(float x) { return isnan(x) ? -INFINITY : x; }
 
+static int cur_isa(void);
+static inline void acc_offer(vs_acc *a, float x, int64_t i, int ge);
+static void acc_block(vs_acc *a, const float *v, int n, float bm);
+
 float vs_exp_one(float x, float mx, float scale) { return exp2_of((x - mx) * (scale * LOG2E)); }
 
 /* Insertion into the k-long descending list: an equal score with a higher index ranks after,
@@ -118,12 +122,8 @@ static void select_keys(uint64_t *a, int n, int k)
  * back to k and raises that bar. Over random scores that is about 2 k ln(n/k) keys and a cut
  * per k of them, instead of an insertion into a sorted list of k for each of the ~k ln(n/k)
  * scores that pass. */
-#define TOPBUF (2 * TL_VS_MAX_K + 32)
-typedef struct {
-    uint64_t a[TOPBUF];
-    int n, k, cap;
-    float thr;   /* the k-th best score so far: only higher ones enter */
-} topbuf;
+#define TOPBUF VS_TOPBUF
+typedef vs_topbuf topbuf;
 
 static void tb_cut(topbuf *b)
 {
@@ -152,11 +152,11 @@ static inline void tb_add(topbuf *b, float x, int i)
     if (b->n >= b->cap) tb_cut(b);
 }
 
-static void tb_finish(topbuf *b, const float *v, int *ids, float *vals)
+/* b->a[0..n) in descending order (n <= TL_VS_MAX_K: an insertion sort). */
+static void tb_sort(topbuf *b)
 {
-    tb_cut(b);
     uint64_t *a = b->a;
-    for (int j = 1; j < b->k; j++) {   /* k <= TL_VS_MAX_K: an insertion sort */
+    for (int j = 1; j < b->n; j++) {
         uint64_t x = a[j];
         int m = j;
         while (m > 0 && a[m - 1] < x) {
@@ -165,8 +165,14 @@ static void tb_finish(topbuf *b, const float *v, int *ids, float *vals)
         }
         a[m] = x;
     }
+}
+
+static void tb_finish(topbuf *b, const float *v, int *ids, float *vals)
+{
+    tb_cut(b);
+    tb_sort(b);
     for (int j = 0; j < b->k; j++) {
-        ids[j] = (int)~(uint32_t)a[j];
+        ids[j] = (int)~(uint32_t)b->a[j];
         vals[j] = key(v[ids[j]]);
     }
 }
@@ -421,53 +427,32 @@ T_AVX512 static void exp_avx512(const float *v, int n, float mx, float scale, fl
     if (wsum) *wsum = wtotal * LN2;
 }
 
-/* vs_top and vs_exp(v, n, max, 1) in one read of v: a block's scores are compared with the
- * k-th best and their maximum taken, then (from L1) exponentiated against the maximum so far;
- * when a block raises it, the sums so far are scaled down to the new one (in double, a few
- * times a pass). */
-T_AVX512 static void top_sum_avx512(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
+/* A piece's scores, block by block: compared with the k-th best and their maximum taken, then
+ * (from L1) exponentiated against the maximum so far (acc_block). ge: the piece may hold ids
+ * below ones already in, so a score equal to the bar may rank above it (a lower id). */
+T_AVX512 static void acc_add_avx512(vs_acc *a, const float *v, int64_t i0, int n, int ge)
 {
-    topbuf b;
-    tb_start(&b, v, k);
-    float mx = -INFINITY;
-    double z = 0, w = 0;   /* sum of e and of e * d, d = v - mx */
     for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
         int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK, i = b0;
         __m512 vm = _mm512_set1_ps(-INFINITY);
         for (; i + 16 <= b1; i += 16) {
             __m512 x = _mm512_loadu_ps(v + i);
             vm = _mm512_max_ps(x, vm);   /* a NaN x leaves vm */
-            __mmask16 m = _mm512_cmp_ps_mask(x, _mm512_set1_ps(b.thr), _CMP_GT_OQ) & past_first(i, k);
+            __m512 t = _mm512_set1_ps(a->b.thr);
+            __mmask16 m = ge ? _mm512_cmp_ps_mask(x, t, _CMP_GE_OQ) : _mm512_cmp_ps_mask(x, t, _CMP_GT_OQ);
             while (m) {
                 int j = __builtin_ctz((unsigned)m);
                 m &= m - 1;
-                if (v[i + j] > b.thr) tb_add(&b, v[i + j], i + j);
+                acc_offer(a, v[i + j], i0 + i + j, ge);   /* the bar may have risen */
             }
         }
         float bm = _mm512_reduce_max_ps(vm);
         for (; i < b1; i++) {
             if (v[i] > bm) bm = v[i];
-            if (i >= k && v[i] > b.thr) tb_add(&b, v[i], i);
+            acc_offer(a, v[i], i0 + i, ge);
         }
-        if (bm > mx) {
-            if (bm == INFINITY) {
-                z = w = 0;
-            } else if (mx > -INFINITY) {   /* e' = e r, d' = d - g: sum e'd' = r (sum e d - g sum e) */
-                double g = (double)bm - mx, r = exp(-g);
-                w = r * (w - g * z);
-                z *= r;
-            }
-            mx = bm;
-        }
-        if (mx == -INFINITY || mx == INFINITY) continue;   /* vs_exp gives 0 for these too */
-        double bs, ws = 0;
-        exp_block_avx512(v, b0, b1, mx, LOG2E, NULL, &bs, wsum ? &ws : NULL);
-        z += bs;
-        w += ws * LN2;
+        acc_block(a, v + b0, b1 - b0, bm);
     }
-    tb_finish(&b, v, ids, vals);
-    *sum = z;
-    if (wsum) *wsum = w;
 }
 
 T_AVX512 static int ge_avx512(const float *v, int n, float thr, int *out)
@@ -568,8 +553,16 @@ void vs_exp(const float *v, int n, float mx, float scale, float *e_out, double *
 void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
 {
 #ifdef VS_X86
-    if (cur_isa() == ISA_AVX512) {
-        top_sum_avx512(v, n, k, ids, vals, sum, wsum);
+    if (cur_isa() == ISA_AVX512) {   /* one read of v: the accumulator over one piece */
+        vs_acc a;
+        tl_logit_stats st;
+        vs_acc_init(&a, k, wsum ? TL_STATS_W : 0, 1.0f);
+        acc_add_avx512(&a, v, 0, n, 0);
+        vs_acc_finish(&a, 1, v, n, &st);
+        memcpy(ids, st.ids, sizeof(int) * (size_t)st.k);
+        memcpy(vals, st.vals, sizeof(float) * (size_t)st.k);
+        *sum = st.sumexp;
+        if (wsum) *wsum = st.wsum;
         return;
     }
 #endif
@@ -595,4 +588,131 @@ int vs_ge(const float *v, int n, float thr, int *out)
     if (i == ISA_AVX2) return ge_avx2(v, n, thr, out);
 #endif
     return ge_generic(v, n, thr, out);
+}
+
+/* ---- the accumulator (vecsel.h) ---- */
+
+void vs_acc_init(vs_acc *a, int k, unsigned want, float scale)
+{
+    memset(a, 0, sizeof *a);
+    a->b.k = k < 1 ? 1 : k > TL_VS_MAX_K ? TL_VS_MAX_K : k;
+    a->b.cap = TOPBUF;
+    a->b.thr = -INFINITY;
+    a->want = want;
+    a->scale = scale;
+    a->mx = -INFINITY;
+}
+
+/* Score x of id i into the list if it may be among the best k: above the bar, or (ge) equal to
+ * it and above -inf. -inf and NaN never enter; the finish fills the list with them. */
+static inline void acc_offer(vs_acc *a, float x, int64_t i, int ge)
+{
+    if (x > a->b.thr || (ge && x == a->b.thr && x > -INFINITY)) tb_add(&a->b, x, (int)i);
+}
+
+/* e and e * d summed over v[0..n) against mx, as the vector passes do (n <= TL_VS_BLOCK: one
+ * block, float lanes, then double). */
+static void block_sums(const float *v, int n, float mx, float scale, double *z, double *w)
+{
+    double bs = 0, ws = 0;
+#ifdef VS_X86
+    int i = cur_isa();
+    if (i == ISA_AVX512) {
+        exp_block_avx512(v, 0, n, mx, scale * LOG2E, NULL, &bs, w ? &ws : NULL);
+        ws *= LN2;
+    } else if (i == ISA_AVX2) {
+        exp_avx2(v, n, mx, scale, NULL, NULL, &bs, w ? &ws : NULL);
+    } else
+#endif
+        exp_generic(v, n, mx, scale, NULL, NULL, &bs, w ? &ws : NULL);
+    *z += bs;
+    if (w) *w += ws;
+}
+
+/* A block of scores whose maximum is bm: the sums so far move to a new maximum (e' = e r,
+ * d' = d - g, so sum e'd' = r (sum e d - g sum e)), then the block's terms join them. */
+static void acc_block(vs_acc *a, const float *v, int n, float bm)
+{
+    int sc = (a->want & TL_STATS_SCALED) != 0, w = (a->want & TL_STATS_W) != 0;
+    if (bm > a->mx) {
+        if (bm == INFINITY) {   /* tl_topk's sum is 0 then; so are these */
+            a->z = a->w = a->zs = a->ws = 0;
+        } else if (a->mx > -INFINITY) {
+            double g = (double)bm - a->mx, r = exp(-g);
+            a->w = r * (a->w - g * a->z);
+            a->z *= r;
+            if (sc) {
+                double gs = g * a->scale, rs = exp(-gs);
+                a->ws = rs * (a->ws - gs * a->zs);
+                a->zs *= rs;
+            }
+        }
+        a->mx = bm;
+    }
+    if (a->mx == -INFINITY || a->mx == INFINITY) return;
+    block_sums(v, n, a->mx, 1.0f, &a->z, w ? &a->w : NULL);
+    if (sc) block_sums(v, n, a->mx, a->scale, &a->zs, w ? &a->ws : NULL);
+}
+
+static void acc_add_portable(vs_acc *a, const float *v, int64_t i0, int n, int ge)
+{
+    for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
+        int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK;
+        float bm = -INFINITY;
+        for (int i = b0; i < b1; i++) {
+            if (v[i] > bm) bm = v[i];
+            acc_offer(a, v[i], i0 + i, ge);
+        }
+        acc_block(a, v + b0, b1 - b0, bm);
+    }
+}
+
+void vs_acc_add(vs_acc *a, const float *v, int64_t i0, int n)
+{
+    if (n <= 0) return;
+    int ge = i0 < a->next;
+    if (i0 + n > a->next) a->next = i0 + n;
+#ifdef VS_X86
+    if (cur_isa() == ISA_AVX512) {
+        acc_add_avx512(a, v, i0, n, ge);
+        return;
+    }
+#endif
+    acc_add_portable(a, v, i0, n, ge);
+}
+
+void vs_acc_finish(const vs_acc *parts, int np, const float *v, int n, tl_logit_stats *out)
+{
+    int k = np > 0 ? parts[0].b.k : 1;
+    if (k > n) k = n;
+    topbuf m = {.n = 0, .k = k, .cap = TOPBUF, .thr = -INFINITY};
+    float mx = -INFINITY;
+    for (int p = 0; p < np; p++) {
+        for (int j = 0; j < parts[p].b.n; j++) {   /* ids differ between parts: keys are distinct */
+            m.a[m.n++] = parts[p].b.a[j];
+            if (m.n >= m.cap) tb_cut(&m);
+        }
+        if (parts[p].mx > mx) mx = parts[p].mx;
+    }
+    if (m.n > k) tb_cut(&m);
+    tb_sort(&m);
+    memset(out, 0, sizeof *out);
+    out->k = k;
+    for (int j = 0; j < m.n; j++) out->ids[j] = (int)~(uint32_t)m.a[j];
+    /* fewer than k above -inf: the rest are -inf and NaN scores, lower ids first */
+    for (int i = 0, j = m.n; j < k && i < n; i++)
+        if (key(v[i]) == -INFINITY) out->ids[j++] = i;
+    for (int j = 0; j < k; j++) out->vals[j] = key(v[out->ids[j]]);
+    out->has = np > 0 ? parts[0].want : 0;
+    out->scale = np > 0 ? parts[0].scale : 1.0f;
+    if (mx == -INFINITY || mx == INFINITY) return;
+    for (int p = 0; p < np; p++) {
+        const vs_acc *a = &parts[p];
+        if (a->mx == -INFINITY) continue;
+        double g = (double)mx - a->mx, r = exp(-g), gs = g * a->scale, rs = exp(-gs);
+        out->sumexp += r * a->z;
+        out->wsum += r * (a->w - g * a->z);
+        out->sumexp_s += rs * a->zs;
+        out->wsum_s += rs * (a->ws - gs * a->zs);
+    }
 }

@@ -6,6 +6,9 @@
 #define TOKENLOOP_VECSEL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "tokenloop/topk.h"
 
 /* Scores per block of vs_exp's block sums: the draw walks blocks, then one block. A vector
  * lane adds at most TL_VS_BLOCK / 16 terms in float before the block's sum goes to double. */
@@ -35,6 +38,35 @@ void vs_exp(const float *v, int n, float mx, float scale, float *e_out, double *
 
 /* e for one score x as vs_exp(.., mx, scale, ..)'s lanes compute it. */
 float vs_exp_one(float x, float mx, float scale);
+
+/* The best k so far as 64-bit rank keys (score, then the lower id), buffered: a score enters
+ * only above the k-th best at the last cut, and a full buffer is cut back to k (vecsel.c). */
+#define VS_TOPBUF (2 * TL_VS_MAX_K + 32)
+typedef struct {
+    uint64_t a[VS_TOPBUF];
+    int n, k, cap;
+    float thr;
+} vs_topbuf;
+
+/* tl_logit_stats gathered piece by piece, by one thread each: vs_acc_add for each piece of
+ * scores as it is written (any order; ascending ids is the cheap case), vs_acc_finish over all
+ * the threads' accumulators once every piece is in. */
+typedef struct vs_acc {
+    vs_topbuf b;
+    int64_t next;        /* one past the highest id added */
+    unsigned want;       /* TL_STATS_* */
+    float scale;
+    float mx;            /* the largest score so far (NaN never counts) */
+    double z, w;         /* sums relative to mx (tokenloop/topk.h) */
+    double zs, ws;       /* the same at scale */
+} vs_acc;
+
+void vs_acc_init(vs_acc *a, int k, unsigned want, float scale);
+/* Scores v[0..n) of ids i0..i0+n-1. */
+void vs_acc_add(vs_acc *a, const float *v, int64_t i0, int n);
+/* The np accumulators' union as tl_logit_stats of the n scores v (which give vals, and the
+ * -inf and NaN ids that fill the list when fewer than k scores are above -inf). */
+void vs_acc_finish(const vs_acc *parts, int np, const float *v, int n, tl_logit_stats *out);
 
 /* Ids of the v[i] >= thr (NaN never), ascending, into out (room for n); returns how many. */
 int vs_ge(const float *v, int n, float thr, int *out);

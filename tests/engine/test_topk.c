@@ -32,6 +32,59 @@ static int by_rank(const void *a, const void *b)
     return (i > j) - (i < j);
 }
 
+/* The accumulator the engine feeds while the last product writes the scores: pieces of v
+ * handed to three threads' accumulators, in ascending order and shuffled, give tl_topk's ids
+ * and vals exactly and its sum within the rounding of adding the same float exps in another
+ * order; the entropy sum and the tempered sums against double sums, within the float exp's
+ * error (1e-6 of the largest term's scale). */
+static void check_pieces(const float *v, int n, int k, int kind, const int *ids, const float *vals, double z)
+{
+    static const int piece_sizes[] = {1, 16, 300, 4008};
+    static const float scales[] = {1.0f, 1.0f / 0.6f, 1.0f / 1.7f};
+    for (size_t sc = 0; sc < sizeof scales / sizeof *scales; sc++) {
+        double mx = vals[0], zs = 0, w = 0, ws = 0, big = 0;
+        for (int i = 0; i < n && mx > -INFINITY; i++)
+            if (!isnan(v[i]) && v[i] > -INFINITY) {
+                double d = (double)v[i] - mx, ds = d * scales[sc];
+                zs += exp(ds);
+                w += exp(d) * d;
+                ws += exp(ds) * ds;
+                if (fabs(d) > big) big = fabs(d);
+            }
+        double tol = 1e-6 * (1 + big) * (z + zs) + 1e-300;
+        for (int order = 0; order < 2; order++)
+            for (size_t ps = 0; ps < sizeof piece_sizes / sizeof *piece_sizes; ps++) {
+                if (piece_sizes[ps] == 1 && n > 4096) continue;   /* a call a score: slow, and 17..2049 cover it */
+                int len = piece_sizes[ps], np = (n + len - 1) / len;
+                int *perm = malloc(sizeof(int) * (size_t)np);
+                for (int i = 0; i < np; i++) perm[i] = i;
+                for (int i = np - 1; order && i > 0; i--) {   /* shuffled: a slot sees ids go down */
+                    int j = (int)(next() % (uint32_t)(i + 1)), t = perm[i];
+                    perm[i] = perm[j];
+                    perm[j] = t;
+                }
+                vs_acc acc[3];
+                for (int t = 0; t < 3; t++) vs_acc_init(&acc[t], k, TL_STATS_W | TL_STATS_SCALED, scales[sc]);
+                for (int i = 0; i < np; i++) {
+                    int p0 = perm[i] * len, m = n - p0 < len ? n - p0 : len;
+                    vs_acc_add(&acc[(int)(next() % 3)], v + p0, p0, m);
+                }
+                tl_logit_stats st;
+                vs_acc_finish(acc, 3, v, n, &st);
+                int want = k < n ? k : n, same = st.k == want;
+                for (int j = 0; j < want && same; j++)
+                    same = st.ids[j] == ids[j] && !memcmp(&st.vals[j], &vals[j], sizeof(float));
+                TL_CHECK_MSG(same, "n %d k %d kind %d pieces %d order %d: the accumulator's best k differ from tl_topk's", n,
+                             k, kind, len, order);
+                TL_CHECK_MSG(fabs(st.sumexp - z) <= 1e-6 * z + 1e-300 && fabs(st.sumexp_s - zs) <= tol &&
+                                 fabs(st.wsum - w) <= tol && fabs(st.wsum_s - ws) <= tol,
+                             "n %d k %d kind %d pieces %d order %d scale %g: sums %.9g %.9g %.9g %.9g vs %.9g %.9g %.9g %.9g",
+                             n, k, kind, len, order, scales[sc], st.sumexp, st.sumexp_s, st.wsum, st.wsum_s, z, zs, w, ws);
+                free(perm);
+            }
+    }
+}
+
 /* kind 0: distinct-ish values; 1: few distinct values (many ties); 2: with -inf and NaN */
 static void check_case(int n, int k, int kind)
 {
@@ -69,6 +122,7 @@ static void check_case(int n, int k, int kind)
         }
     TL_CHECK_MSG(fabs(z - s) <= tol + 1e-300, "n %d k %d kind %d: sum %.12g vs %.12g (bound %.3g)", n, k, kind, z, s,
                  tol);
+    check_pieces(v, n, k, kind, ids, vals, z);
     free(v);
     free(order);
 }

@@ -15,4 +15,24 @@
  * Returns the number filled, or -1 for bad k or n. */
 int tl_topk(const float *v, int n, int k, int *ids, float *vals, double *sumexp);
 
+/* tl_topk's results and the sums a sampler needs, gathered while the last product writes the
+ * scores (tl_engine_set_stats): the threads that compute a piece of the vocabulary look at it
+ * while it is still in their cache, so no pass over 128,256 scores waits after the product.
+ * ids, vals and sumexp are what tl_topk(v, n, k, ...) gives (vals equal; the sum the same
+ * float exps, added in another order). The other sums, when asked, with d = v - vals[0]:
+ * wsum = sum of exp(d) d (the softmax's entropy: log sumexp - wsum / sumexp); and at a
+ * temperature, ds = d * scale: sumexp_s = sum of exp(ds), wsum_s = sum of exp(ds) ds. Sums are
+ * 0 when vals[0] is -inf or +inf, as tl_topk's is. */
+#define TL_STATS_W 1u        /* wsum */
+#define TL_STATS_SCALED 2u   /* sumexp_s (and wsum_s with TL_STATS_W) at `scale` */
+typedef struct tl_logit_stats {
+    unsigned has;            /* TL_STATS_* computed */
+    int k;
+    int ids[TL_TOPK_MAX];
+    float vals[TL_TOPK_MAX];
+    double sumexp, wsum;
+    float scale;
+    double sumexp_s, wsum_s;
+} tl_logit_stats;
+
 #endif
