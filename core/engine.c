@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "tokenloop/engine.h"
+#include "vecsel.h"
 
 #define DEFAULT_CAPACITY 4096
 #define MAX_CHUNK 256          /* prefill rows per pass: bounds the activation buffers */
@@ -46,6 +47,14 @@ struct tl_engine {
     int top_ids[TL_TOPK_MAX];
     float top_vals[TL_TOPK_MAX];
     double top_sumexp;
+    /* the scores' statistics, gathered by the threads that write them (matmul_watch) */
+    int stats_on, stats_pending, have_stats;
+    unsigned stats_want;
+    float stats_scale;
+    vs_acc *acc;               /* one per backend thread */
+    void **slots;              /* their kernels' part, for matmul_scores */
+    int n_acc;
+    tl_logit_stats stats;
     double last_ms, last_unsynced_ms;
     int async;                 /* the backend's operations return before their work is done */
     int exact;                 /* tl_engine_set_exact; backends with an exact mode start in it */
@@ -201,6 +210,15 @@ int tl_engine_create(tl_engine **out, const tl_model *m, const tl_backend_ops *b
         tl_engine_free(e);
         return -1;
     }
+    if (be->matmul_scores && be->scores_slots && be->host_buffers) {
+        e->n_acc = be->scores_slots(e->ctx);
+        e->acc = e->n_acc > 0 ? malloc(sizeof(vs_acc) * (size_t)e->n_acc) : NULL;
+        e->slots = e->n_acc > 0 ? malloc(sizeof(void *) * (size_t)e->n_acc) : NULL;
+        for (int i = 0; e->acc && e->slots && i < e->n_acc; i++)
+            e->slots[i] = vs_acc_scores(&e->acc[i]);
+        if (!e->acc || !e->slots)
+            e->n_acc = 0;   /* no statistics: the sampler reads the scores itself */
+    }
     *out = e;
     return 0;
 }
@@ -232,6 +250,8 @@ void tl_engine_free(tl_engine *e)
     free(e->layers);
     free(e->inv_freq_host);
     free(e->logits);
+    free(e->acc);
+    free(e->slots);
     free(e);
 }
 
@@ -298,12 +318,22 @@ static void mlp_block(tl_engine *e, int l, int T)
     be->add(e->ctx, e->x, e->xb2, T * c->hidden_size);
 }
 
-/* Logits of the last of the T rows: only that row goes through the final norm and lm_head. */
+/* Logits of the last of the T rows: only that row goes through the final norm and lm_head.
+ * With statistics on (or keep_top), the kernel gathers them as it writes the scores, each
+ * thread into its own accumulator. */
 static void logits_block(tl_engine *e, int T)
 {
     const tl_config *c = &e->m->cfg;
     const float *last = e->x + (size_t)(T - 1) * c->hidden_size;
     e->be->rmsnorm(e->ctx, e->xb, last, &e->final_norm, 1, c->hidden_size, c->rms_norm_eps);
+    if (e->n_acc && (e->stats_on || e->keep_top)) {
+        for (int i = 0; i < e->n_acc; i++)
+            vs_acc_init(&e->acc[i], TL_TOPK_MAX, e->stats_on ? e->stats_want : 0, e->stats_scale);
+        if (e->be->matmul_scores(e->ctx, e->logits_dev, e->xb, &e->lm_head, e->slots) == 0) {
+            e->stats_pending = 1;
+            return;
+        }
+    }
     e->be->matmul(e->ctx, e->logits_dev, e->xb, &e->lm_head, 1);
 }
 
@@ -362,8 +392,19 @@ static int finish(tl_engine *e, double t0, tl_error *err)
     e->n_top = 0;
     if (e->be->host_buffers) {   /* the scores are readable where they are: no copy */
         e->scores = e->logits_dev;
-        if (e->keep_top)
+        if (e->stats_pending) {   /* the threads' pieces into one */
+            vs_acc_finish(e->acc, e->n_acc, e->scores, V, &e->stats);
+            e->have_stats = e->stats_on;
+            e->stats_pending = 0;
+        }
+        if (e->keep_top && e->stats.k >= e->keep_top) {
+            e->n_top = e->keep_top;
+            memcpy(e->top_ids, e->stats.ids, sizeof(int) * (size_t)e->n_top);
+            memcpy(e->top_vals, e->stats.vals, sizeof(float) * (size_t)e->n_top);
+            e->top_sumexp = e->stats.sumexp;
+        } else if (e->keep_top) {
             e->n_top = tl_topk(e->scores, V, e->keep_top, e->top_ids, e->top_vals, &e->top_sumexp);
+        }
         e->last_ms = now_ms() - t0;
         return 0;
     }
@@ -471,6 +512,25 @@ double tl_engine_device_bandwidth(tl_engine *e, double budget_s)
     return e->be->bandwidth ? e->be->bandwidth(e->ctx, budget_s) : 0;
 }
 
+/* The last pass's statistics go stale with its scores. */
+static void pass_begins(tl_engine *e)
+{
+    e->have_stats = e->stats_pending = 0;
+    e->stats.k = 0;
+}
+
+int tl_engine_set_stats(tl_engine *e, int on, unsigned what, float scale)
+{
+    if (on && !e->n_acc)
+        return -1;
+    e->stats_on = on != 0;
+    e->stats_want = what & (TL_STATS_W | TL_STATS_SCALED);
+    e->stats_scale = (what & TL_STATS_SCALED) && scale > 0 && isfinite(scale) ? scale : 1.0f;
+    return 0;
+}
+
+const tl_logit_stats *tl_engine_stats(const tl_engine *e) { return e->have_stats ? &e->stats : NULL; }
+
 int tl_engine_prefill(tl_engine *e, const int *ids, int n, tl_error *err)
 {
     if (n <= 0)
@@ -478,6 +538,7 @@ int tl_engine_prefill(tl_engine *e, const int *ids, int n, tl_error *err)
     if (check_ids(e, ids, n, "ids", err) || check_room(e, n, "ids", err))
         return -1;
     double t0 = now_ms();
+    pass_begins(e);
     for (int done = 0; done < n;) {
         int T = n - done < e->chunk ? n - done : e->chunk;
         forward(e, ids + done, T, done + T == n);
@@ -491,6 +552,7 @@ int tl_engine_decode(tl_engine *e, int id, tl_error *err)
     if (check_ids(e, &id, 1, "id", err) || check_room(e, 1, "id", err))
         return -1;
     double t0 = now_ms();
+    pass_begins(e);
     forward(e, &id, 1, 1);
     return finish(e, t0, err);
 }
@@ -500,6 +562,7 @@ int tl_engine_rewind(tl_engine *e, int n)
     if (n < 0 || n > e->pos)
         return -1;
     e->pos -= n;   /* the rows past pos are overwritten by the next pass */
+    e->have_stats = 0;
     return 0;
 }
 

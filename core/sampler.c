@@ -383,7 +383,7 @@ static int cut_top_k(tl_sampler *s, const float *logits, int k)
 
 /* The step's numbers (see the struct). Returns the number of tokens kept. What is computed for
  * the choice never depends on `fields`: the report's figures are extra passes. */
-static int process(tl_sampler *s, const float *logits, int top_n, unsigned fields)
+static int process(tl_sampler *s, const float *logits, const tl_logit_stats *st, int top_n, unsigned fields)
 {
     const tl_sampling *p = &s->p;
     int V = s->vocab;
@@ -406,8 +406,20 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
     int no_cut = !p->greedy && !(use_top_k(p) && p->top_k < V) && !use_top_p(p);
     if (no_cut && t1) raw = raw_w = 0;   /* the full pass below is the model's softmax */
     s->zr = s->wr = 0;
-    if (raw) vs_top_sum(logits, V, K, s->top_ids, s->top_vals, &s->zr, raw_w ? &s->wr : NULL);
-    else vs_top(logits, V, K, s->top_ids, s->top_vals);
+    /* the pass's statistics stand for the passes below when they hold what they would give */
+    int pre = st && st->k >= K && (!raw_w || (st->has & TL_STATS_W));
+    if (pre) {
+        memcpy(s->top_ids, st->ids, sizeof(int) * (size_t)K);
+        memcpy(s->top_vals, st->vals, sizeof(float) * (size_t)K);
+        s->zr = st->sumexp;
+        s->wr = st->wsum;
+        raw = 1;
+        raw_w = (st->has & TL_STATS_W) != 0;
+    } else if (raw) {
+        vs_top_sum(logits, V, K, s->top_ids, s->top_vals, &s->zr, raw_w ? &s->wr : NULL);
+    } else {
+        vs_top(logits, V, K, s->top_ids, s->top_vals);
+    }
     s->have_zr = raw;
     s->mx = s->top_vals[0];
     s->nlist = -1;
@@ -420,6 +432,11 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
     if (s->have_zt) {
         s->zt = s->zr;
         s->wt = s->wr;
+    } else if (pre && (st->has & TL_STATS_SCALED) && st->scale == s->scale) {
+        s->zt = st->sumexp_s;
+        s->wt = st->wsum_s;
+        s->have_zt = 1;
+        s->have_wt = (st->has & TL_STATS_W) != 0;
     }
     s->zk = 0;
     if (s->mx == -INFINITY) {   /* nothing to exponentiate: every score -inf or NaN */
@@ -472,7 +489,9 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
                 }
             double rest = K == V ? 0 : (double)(V - n) * e_one(s, last);
             int within = n > 0 && rest <= REST_NEGLIGIBLE * m && rest <= (lim - TOP_P_MARGIN) * m;
-            if (!within && n > 0 && s->scale > 0) {
+            /* the pass's tempered sum: the rest of the vocabulary is cut, as a full pass finds */
+            int summed = !within && s->have_zt && n > 0 && s->zt - m <= (lim - TOP_P_MARGIN) * s->zt;
+            if (!within && !summed && n > 0 && s->scale > 0) {
                 /* below the score whose e, V times over, is negligible against the best K's mass
                  * nothing counts: the tokens above it, if few, are the candidates (one compare
                  * pass and their e instead of an exp pass over the vocabulary) */
@@ -499,6 +518,10 @@ static int process(tl_sampler *s, const float *logits, int top_n, unsigned field
             }
             if (within) {
                 z = m;
+            } else if (summed) {   /* what the full pass below gives, without its e[] */
+                z = s->zt;
+                tail = s->zt - m;
+                if (tail < 0) tail = 0;
             } else {
                 full_pass(s, logits, fields);
                 z = s->zt;
@@ -655,12 +678,26 @@ static void fill_report(tl_sampler *s, const float *logits, int top_n, int chose
     rep->mass_outside = !temp ? NAN : in >= 1.0 ? 0.0 : 1.0 - in;
 }
 
-int tl_sampler_choose(tl_sampler *s, const float *logits, int top_n, unsigned fields, tl_sample_report *rep)
+void tl_sampler_stats_want(const tl_sampler *s, unsigned fields, unsigned *what, float *scale)
 {
-    int kept = process(s, logits, rep ? top_n : 1, rep ? fields : 0);
+    const tl_sampling *p = &s->p;
+    *scale = use_temperature(p) ? 1.0f / p->temperature : 1.0f;
+    *what = (fields & TL_REPORT_TEMP) ? TL_STATS_W : 0;
+    if (*scale != 1.0f && (use_top_p(p) || (fields & TL_REPORT_TEMP))) *what |= TL_STATS_SCALED;
+}
+
+int tl_sampler_choose_with(tl_sampler *s, const float *logits, const tl_logit_stats *st, int top_n, unsigned fields,
+                           tl_sample_report *rep)
+{
+    int kept = process(s, logits, st, rep ? top_n : 1, rep ? fields : 0);
     int chosen = s->p.greedy || !(s->zk > 0) ? s->top_ids[0] : draw(s);
     if (rep) fill_report(s, logits, top_n, chosen, kept, fields, rep);
     return chosen;
+}
+
+int tl_sampler_choose(tl_sampler *s, const float *logits, int top_n, unsigned fields, tl_sample_report *rep)
+{
+    return tl_sampler_choose_with(s, logits, NULL, top_n, fields, rep);
 }
 
 int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_report *rep)
@@ -671,6 +708,6 @@ int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_r
 void tl_sampler_explain(tl_sampler *s, const float *logits, int top_n, int chosen, unsigned fields,
                         tl_sample_report *rep)
 {
-    int kept = process(s, logits, top_n, rep ? fields : 0);
+    int kept = process(s, logits, NULL, top_n, rep ? fields : 0);
     if (rep) fill_report(s, logits, top_n, chosen, kept, fields, rep);
 }

@@ -14,3 +14,14 @@ int tl_topk(const float *v, int n, int k, int *ids, float *vals, double *sumexp)
     vs_top_sum(v, n, k, ids, vals, sumexp, NULL);
     return k;
 }
+
+int tl_logit_stats_compute(const float *v, int n, unsigned what, float scale, tl_logit_stats *out)
+{
+    if (n < 1)
+        return -1;
+    vs_acc a;
+    vs_acc_init(&a, TL_TOPK_MAX, what & (TL_STATS_W | TL_STATS_SCALED), scale);
+    vs_acc_add(&a, v, 0, n);
+    vs_acc_finish(&a, 1, v, n, out);
+    return 0;
+}

@@ -19,17 +19,17 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define VS_X86 1
 #include <immintrin.h>
+#include "../kernels/cpu/scores_avx512.h"
 #endif
 
-#define LOG2E 1.44269504088896341f
+#define LOG2E TL_LOG2E
 #define LN2 0.693147180559945309
-/* 2^r on [-1/2, 1/2]: 1 + r (A1 + r (A2 + ...)), a degree-5 fit of the relative error
- * (9.1e-8 exact, 1.9e-7 in float arithmetic) */
-#define A1 0.693147004f
-#define A2 0.240222424f
-#define A3 0.0555073358f
-#define A4 0.00967151299f
-#define A5 0.00132647273f
+/* the polynomial of 2^r (kernels/cpu/scores.h) */
+#define A1 TL_EXP2_A1
+#define A2 TL_EXP2_A2
+#define A3 TL_EXP2_A3
+#define A4 TL_EXP2_A4
+#define A5 TL_EXP2_A5
 /* Below this t (TL_VS_EXP_MIN in base 2) e is 0. */
 #define T_MIN (TL_VS_EXP_MIN * LOG2E)
 
@@ -49,7 +49,7 @@ static inline float exp2_of(float t) { return t >= T_MIN ? exp2p(t > 0 ? 0 : t) 
 static inline float key(float x) { return isnan(x) ? -INFINITY : x; }
 
 static int cur_isa(void);
-static inline void acc_offer(vs_acc *a, float x, int64_t i, int ge);
+static void acc_offer(tl_cpu_scores *s, float x, int64_t i, int ge);
 static void acc_block(vs_acc *a, const float *v, int n, float bm);
 
 float vs_exp_one(float x, float mx, float scale) { return exp2_of((x - mx) * (scale * LOG2E)); }
@@ -327,18 +327,7 @@ T_AVX2 static int ge_avx2(const float *v, int n, float thr, int *out)
     return c;
 }
 
-/* 2^t lane by lane (exp2p); t below T_MIN gives garbage the callers mask. */
-T_AVX512 static inline __m512 exp16(__m512 t)
-{
-    __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(t, n);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(A5), r, _mm512_set1_ps(A4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(A3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(A2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(A1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);   /* p * 2^n in one instruction */
-}
+#define exp16 tl_exp2_16
 
 /* Lanes at or past index k of a chunk of 16 starting at i: the first k scores are in already. */
 static inline unsigned past_first(int i, int k)
@@ -427,6 +416,21 @@ T_AVX512 static void exp_avx512(const float *v, int n, float mx, float scale, fl
     if (wsum) *wsum = wtotal * LN2;
 }
 
+/* A piece that follows the ones before it (ids ascending), in one read: sixteen scores at a
+ * time through the accumulator's vector step (kernels/cpu/scores_avx512.h), exponentiated
+ * against the largest score so far. */
+T_AVX512 static void acc_add_avx512_seq(vs_acc *a, const float *v, int64_t i0, int n)
+{
+    tl_cpu_lanes l;
+    tl_cpu_lanes_load(&a->s, &l);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 in = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), in, v + i);
+        tl_cpu_scores_add16(&a->s, &l, x, v + i, i0 + i, 0, a->s.want);
+    }
+    tl_cpu_lanes_store(&a->s, &l);
+}
+
 /* A piece's scores, block by block: compared with the k-th best and their maximum taken, then
  * (from L1) exponentiated against the maximum so far (acc_block). ge: the piece may hold ids
  * below ones already in, so a score equal to the bar may rank above it (a lower id). */
@@ -443,13 +447,13 @@ T_AVX512 static void acc_add_avx512(vs_acc *a, const float *v, int64_t i0, int n
             while (m) {
                 int j = __builtin_ctz((unsigned)m);
                 m &= m - 1;
-                acc_offer(a, v[i + j], i0 + i + j, ge);   /* the bar may have risen */
+                acc_offer(&a->s, v[i + j], i0 + i + j, ge);   /* the bar may have risen */
             }
         }
         float bm = _mm512_reduce_max_ps(vm);
         for (; i < b1; i++) {
             if (v[i] > bm) bm = v[i];
-            acc_offer(a, v[i], i0 + i, ge);
+            acc_offer(&a->s, v[i], i0 + i, ge);
         }
         acc_block(a, v + b0, b1 - b0, bm);
     }
@@ -592,23 +596,26 @@ int vs_ge(const float *v, int n, float thr, int *out)
 
 /* ---- the accumulator (vecsel.h) ---- */
 
+/* Score x of id i into the list if it may be among the best k: above the bar, or (ge) equal to
+ * it and above -inf. -inf and NaN never enter; the finish fills the list with them. The
+ * accumulator's bar follows the list's. */
+static void acc_offer(tl_cpu_scores *s, float x, int64_t i, int ge)
+{
+    vs_acc *a = (vs_acc *)s;
+    if (x > a->b.thr || (ge && x == a->b.thr && x > -INFINITY)) tb_add(&a->b, x, (int)i);
+    a->s.thr = a->b.thr;
+}
+
 void vs_acc_init(vs_acc *a, int k, unsigned want, float scale)
 {
-    memset(a, 0, sizeof *a);
+    tl_cpu_scores_init(&a->s, want, scale, acc_offer);
+    a->b.n = 0;
     a->b.k = k < 1 ? 1 : k > TL_VS_MAX_K ? TL_VS_MAX_K : k;
     a->b.cap = TOPBUF;
     a->b.thr = -INFINITY;
-    a->want = want;
-    a->scale = scale;
-    a->mx = -INFINITY;
 }
 
-/* Score x of id i into the list if it may be among the best k: above the bar, or (ge) equal to
- * it and above -inf. -inf and NaN never enter; the finish fills the list with them. */
-static inline void acc_offer(vs_acc *a, float x, int64_t i, int ge)
-{
-    if (x > a->b.thr || (ge && x == a->b.thr && x > -INFINITY)) tb_add(&a->b, x, (int)i);
-}
+tl_cpu_scores *vs_acc_scores(vs_acc *a) { return &a->s; }
 
 /* e and e * d summed over v[0..n) against mx, as the vector passes do (n <= TL_VS_BLOCK: one
  * block, float lanes, then double). */
@@ -629,29 +636,16 @@ static void block_sums(const float *v, int n, float mx, float scale, double *z, 
     if (w) *w += ws;
 }
 
-/* A block of scores whose maximum is bm: the sums so far move to a new maximum (e' = e r,
- * d' = d - g, so sum e'd' = r (sum e d - g sum e)), then the block's terms join them. */
+/* A block of scores whose maximum is bm: the sums move to a new maximum, then the block's
+ * terms join them. */
 static void acc_block(vs_acc *a, const float *v, int n, float bm)
 {
-    int sc = (a->want & TL_STATS_SCALED) != 0, w = (a->want & TL_STATS_W) != 0;
-    if (bm > a->mx) {
-        if (bm == INFINITY) {   /* tl_topk's sum is 0 then; so are these */
-            a->z = a->w = a->zs = a->ws = 0;
-        } else if (a->mx > -INFINITY) {
-            double g = (double)bm - a->mx, r = exp(-g);
-            a->w = r * (a->w - g * a->z);
-            a->z *= r;
-            if (sc) {
-                double gs = g * a->scale, rs = exp(-gs);
-                a->ws = rs * (a->ws - gs * a->zs);
-                a->zs *= rs;
-            }
-        }
-        a->mx = bm;
-    }
-    if (a->mx == -INFINITY || a->mx == INFINITY) return;
-    block_sums(v, n, a->mx, 1.0f, &a->z, w ? &a->w : NULL);
-    if (sc) block_sums(v, n, a->mx, a->scale, &a->zs, w ? &a->ws : NULL);
+    tl_cpu_scores *s = &a->s;
+    tl_cpu_scores_raise(s, bm);
+    if (s->mx == -INFINITY || s->mx == INFINITY) return;
+    int w = (s->want & TL_STATS_W) != 0;
+    block_sums(v, n, s->mx, 1.0f, &s->z, w ? &s->w : NULL);
+    if (s->want & TL_STATS_SCALED) block_sums(v, n, s->mx, s->scale, &s->zs, w ? &s->ws : NULL);
 }
 
 static void acc_add_portable(vs_acc *a, const float *v, int64_t i0, int n, int ge)
@@ -661,7 +655,7 @@ static void acc_add_portable(vs_acc *a, const float *v, int64_t i0, int n, int g
         float bm = -INFINITY;
         for (int i = b0; i < b1; i++) {
             if (v[i] > bm) bm = v[i];
-            acc_offer(a, v[i], i0 + i, ge);
+            acc_offer(&a->s, v[i], i0 + i, ge);
         }
         acc_block(a, v + b0, b1 - b0, bm);
     }
@@ -670,10 +664,15 @@ static void acc_add_portable(vs_acc *a, const float *v, int64_t i0, int n, int g
 void vs_acc_add(vs_acc *a, const float *v, int64_t i0, int n)
 {
     if (n <= 0) return;
-    int ge = i0 < a->next;
-    if (i0 + n > a->next) a->next = i0 + n;
+    int ge = i0 < a->s.next;
+    if (i0 + n > a->s.next) a->s.next = i0 + n;
 #ifdef VS_X86
     if (cur_isa() == ISA_AVX512) {
+        if (!ge) {
+            acc_add_avx512_seq(a, v, i0, n);
+            return;
+        }
+        tl_cpu_scores_flush(&a->s);
         acc_add_avx512(a, v, i0, n, ge);
         return;
     }
@@ -686,33 +685,30 @@ void vs_acc_finish(const vs_acc *parts, int np, const float *v, int n, tl_logit_
     int k = np > 0 ? parts[0].b.k : 1;
     if (k > n) k = n;
     topbuf m = {.n = 0, .k = k, .cap = TOPBUF, .thr = -INFINITY};
-    float mx = -INFINITY;
-    for (int p = 0; p < np; p++) {
+    memset(out, 0, sizeof *out);
+    /* the other threads' accumulators sit in their cores' caches: ask for every line at once
+     * rather than wait for one after another */
+    for (int p = 0; p < np; p++)
+        for (size_t o = 0; o < sizeof parts[p]; o += 64) __builtin_prefetch((const char *)&parts[p] + o);
+    for (int p = 0; p < np; p++)
         for (int j = 0; j < parts[p].b.n; j++) {   /* ids differ between parts: keys are distinct */
             m.a[m.n++] = parts[p].b.a[j];
             if (m.n >= m.cap) tb_cut(&m);
         }
-        if (parts[p].mx > mx) mx = parts[p].mx;
-    }
+    if (np > 0) tl_cpu_scores_merge(&parts[0].s, sizeof *parts, np, out);
     if (m.n > k) tb_cut(&m);
     tb_sort(&m);
-    memset(out, 0, sizeof *out);
     out->k = k;
     for (int j = 0; j < m.n; j++) out->ids[j] = (int)~(uint32_t)m.a[j];
     /* fewer than k above -inf: the rest are -inf and NaN scores, lower ids first */
     for (int i = 0, j = m.n; j < k && i < n; i++)
         if (key(v[i]) == -INFINITY) out->ids[j++] = i;
-    for (int j = 0; j < k; j++) out->vals[j] = key(v[out->ids[j]]);
-    out->has = np > 0 ? parts[0].want : 0;
-    out->scale = np > 0 ? parts[0].scale : 1.0f;
-    if (mx == -INFINITY || mx == INFINITY) return;
-    for (int p = 0; p < np; p++) {
-        const vs_acc *a = &parts[p];
-        if (a->mx == -INFINITY) continue;
-        double g = (double)mx - a->mx, r = exp(-g), gs = g * a->scale, rs = exp(-gs);
-        out->sumexp += r * a->z;
-        out->wsum += r * (a->w - g * a->z);
-        out->sumexp_s += rs * a->zs;
-        out->wsum_s += rs * (a->ws - gs * a->zs);
+    /* the scores from their keys: no read of v, whose lines another core may hold; a zero
+     * from v, since the key counts -0 as +0 */
+    for (int j = 0; j < k; j++) {
+        out->vals[j] = j < m.n ? score_of(m.a[j]) : -INFINITY;
+        if (out->vals[j] == 0) out->vals[j] = v[out->ids[j]];
     }
+    out->has = np > 0 ? parts[0].s.want : 0;
+    out->scale = np > 0 ? parts[0].s.scale : 1.0f;
 }

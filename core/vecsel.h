@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "tokenloop/topk.h"
+#include "../kernels/cpu/scores.h"
 
 /* Scores per block of vs_exp's block sums: the draw walks blocks, then one block. A vector
  * lane adds at most TL_VS_BLOCK / 16 terms in float before the block's sum goes to double. */
@@ -16,7 +17,7 @@
 
 /* Below this, exp in float is 0 (normal floats end at e^-87.34): every score that far under
  * the maximum counts as 0, as float softmax gives it. */
-#define TL_VS_EXP_MIN (-87.3f)
+#define TL_VS_EXP_MIN TL_SCORES_EXP_MIN
 
 /* The most vs_top keeps (tl_topk's and the sampler's lists). */
 #define TL_VS_MAX_K 64
@@ -49,21 +50,19 @@ typedef struct {
 } vs_topbuf;
 
 /* tl_logit_stats gathered piece by piece, by one thread each: vs_acc_add for each piece of
- * scores as it is written (any order; ascending ids is the cheap case), vs_acc_finish over all
- * the threads' accumulators once every piece is in. */
+ * scores as it is written (any order; ascending ids is the cheap case), or the CPU's decode
+ * kernel through vs_acc_scores as it writes them; vs_acc_finish over all the threads'
+ * accumulators once every piece is in. The sums are the kernels' accumulator
+ * (kernels/cpu/scores.h); the best k are kept here, as tl_topk keeps them. */
 typedef struct vs_acc {
+    tl_cpu_scores s;     /* first: its offer() finds the list from it */
     vs_topbuf b;
-    int64_t next;        /* one past the highest id added */
-    unsigned want;       /* TL_STATS_* */
-    float scale;
-    float mx;            /* the largest score so far (NaN never counts) */
-    double z, w;         /* sums relative to mx (tokenloop/topk.h) */
-    double zs, ws;       /* the same at scale */
 } vs_acc;
 
 void vs_acc_init(vs_acc *a, int k, unsigned want, float scale);
 /* Scores v[0..n) of ids i0..i0+n-1. */
 void vs_acc_add(vs_acc *a, const float *v, int64_t i0, int n);
+tl_cpu_scores *vs_acc_scores(vs_acc *a);
 /* The np accumulators' union as tl_logit_stats of the n scores v (which give vals, and the
  * -inf and NaN ids that fill the list when fewer than k scores are above -inf). */
 void vs_acc_finish(const vs_acc *parts, int np, const float *v, int n, tl_logit_stats *out);

@@ -149,11 +149,25 @@ typedef struct {
     tl_cpu_mm_fn fn;
     int64_t chunk;
     int first[MM_MAX + 1];
+    tl_cpu_mv_scores_fn fn_scores;   /* matmul_scores: the kernel, and each thread's accumulator */
+    tl_cpu_scores *const *slots;
 } mm_job;
+
+/* Rows [r0, r1) of one product, feeding thread tid's accumulator if there is one. */
+static void mm_rows(const mm_job *j, const tl_cpu_mm *mm, int64_t r0, int64_t r1, int tid)
+{
+    if (!j->slots)
+        j->fn(mm, r0, r1);
+    else if (j->fn_scores)
+        j->fn_scores(mm, r0, r1, j->slots[tid]);
+    else {   /* the kernel this ISA fell back to cannot feed it: the rows, then their scores */
+        j->fn(mm, r0, r1);
+        tl_cpu_scores_add(j->slots[tid], mm->out + r0, r0, (int)(r1 - r0));
+    }
+}
 
 static void mm_item(void *arg, int item, int tid)
 {
-    (void)tid;
     mm_job *j = arg;
     int m = 0;
     while (item >= j->first[m + 1])
@@ -161,7 +175,7 @@ static void mm_item(void *arg, int item, int tid)
     const tl_cpu_mm *mm = &j->mm[m];
     int64_t r0 = (int64_t)(item - j->first[m]) * j->chunk;
     int64_t r1 = r0 + j->chunk < mm->rows ? r0 + j->chunk : mm->rows;
-    j->fn(mm, r0, r1);
+    mm_rows(j, mm, r0, r1, tid);
 }
 
 typedef struct {
@@ -265,15 +279,17 @@ static int pack_x_q8(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, in
 
 /* out[i][T, W[i].rows] = x[T, cols] . W[i]^T for nw <= MM_MAX weights of one dtype and width:
  * x is packed once and every matrix's rows go to the threads in one dispatch, so q/k/v (or
- * gate/up) cost one hand-off instead of three (two). */
-static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_weight *W, int nw, int T)
+ * gate/up) cost one hand-off instead of three (two). With slots (matmul_scores: one product,
+ * T == 1), each thread's accumulator gets the scores it writes. */
+static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_weight *W, int nw, int T,
+                       tl_cpu_scores *const *slots)
 {
     if (T <= 0)
         return;
     for (int i = 1; i < nw; i++)
         if (W[i].dtype != W[0].dtype || W[i].cols != W[0].cols) {   /* not one x: one at a time */
             for (int k = 0; k < nw; k++)
-                run_matmul(c, &out[k], x, &W[k], 1, T);
+                run_matmul(c, &out[k], x, &W[k], 1, T, slots);
             return;
         }
     const int64_t cols = W[0].cols;
@@ -285,21 +301,31 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
         if (cols <= 0 && W[i].rows > 0)
             memset(out[i], 0, sizeof(float) * (size_t)T * (size_t)W[i].rows);
     }
-    if (rows <= 0 || cols <= 0)
+    if (rows <= 0)
         return;
+    if (cols <= 0) {
+        if (slots)
+            tl_cpu_scores_add(slots[0], out[0], 0, (int)W[0].rows);
+        return;
+    }
     int n = tl_pool_size(c->pool);
     if ((double)T * (double)rows * (double)cols < 32768.0)
         n = 1;   /* not worth waking anyone */
     const tl_dtype dt = W[0].dtype;
     tl_cpu_mm_fn fn = c->isa->mm[dt];
+    tl_cpu_mv_scores_fn fn_scores = slots && T == 1 ? c->isa->mv_scores[dt] : NULL;
     if (dt == TL_Q8_0 || dt == TL_Q4_0) {
         int ok = pack_x_q8(c, &mm[0], x, cols, T, dt, c->isa->qpack, c->isa->qbias[dt], n) == 0;
-        if (!ok && (ok = pack_x_q8(c, &mm[0], x, cols, T, dt, NULL, 0, 1) == 0))   /* (no room for xc) */
+        if (!ok && (ok = pack_x_q8(c, &mm[0], x, cols, T, dt, NULL, 0, 1) == 0)) {   /* (no room for xc) */
             fn = tl_cpu_isa_generic.mm[dt];
+            fn_scores = NULL;
+        }
         if (!ok) {   /* no memory even for that: every output is NaN, which the caller can see */
             for (int i = 0; i < nw; i++)
                 for (size_t k = 0; k < (size_t)T * (size_t)W[i].rows; k++)
                     out[i][k] = NAN;
+            if (slots)
+                tl_cpu_scores_add(slots[0], out[0], 0, (int)W[0].rows);
             return;
         }
         for (int i = 1; i < nw; i++) {
@@ -316,11 +342,13 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
         }
     } else if (c->isa->want_pack[W[0].dtype]) {
         fn = tl_cpu_isa_generic.mm[W[0].dtype];   /* out of memory for the packed copy */
+        fn_scores = NULL;
     }
+    mm_job j = {.mm = mm, .fn = fn, .fn_scores = fn_scores, .slots = slots};
     if (n == 1) {
         for (int i = 0; i < nw; i++)
             if (mm[i].rows > 0)
-                fn(&mm[i], 0, mm[i].rows);
+                mm_rows(&j, &mm[i], 0, mm[i].rows, 0);
         return;
     }
     /* Contiguous chunks of rows, several per thread, handed out as threads come for them. */
@@ -331,7 +359,7 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
         chunk = min_chunk;
     int64_t unit = mm[0].panels ? 8 : 4;   /* the kernels' row tiles */
     chunk = (chunk + unit - 1) / unit * unit;
-    mm_job j = {.mm = mm, .fn = fn, .chunk = chunk};
+    j.chunk = chunk;
     for (int i = 0; i < nw; i++)
         j.first[i + 1] = j.first[i] + (int)((mm[i].rows > 0 ? mm[i].rows + chunk - 1 : 0) / chunk);
     tl_pool_for(c->pool, j.first[nw], mm_item, &j);
@@ -497,6 +525,7 @@ typedef struct cpu_op {
     tl_weight ws[MM_MAX];      /* matmul: nw weights of one x, and their outputs */
     float *outs[MM_MAX];
     int nw;
+    tl_cpu_scores *const *slots;   /* matmul_scores: each thread's accumulator */
     int *ids;                  /* embed, queued: a copy the worker frees */
     const int *ids_in;         /* embed, run now: the caller's */
     int T, n, pos0, n_heads, n_kv, head_dim;
@@ -524,7 +553,7 @@ static void run_op(cpu_ctx *c, const cpu_op *o)
     switch (o->kind) {
     case OP_EMBED: run_embed(o->out, &o->w, o->ids ? o->ids : o->ids_in, o->T); break;
     case OP_RMSNORM: run_rmsnorm(c, o->out, o->x, &o->w, o->T, o->n, o->eps); break;
-    case OP_MATMUL: run_matmul(c, o->outs, o->x, o->ws, o->nw, o->T); break;
+    case OP_MATMUL: run_matmul(c, o->outs, o->x, o->ws, o->nw, o->T, o->slots); break;
     case OP_ROPE: run_rope(o->out, o->T, o->n_heads, o->head_dim, o->pos0, o->x); break;
     case OP_ATTENTION:
         if (o->k16)
@@ -767,6 +796,19 @@ static void cpu_matmul(void *ctx, float *out, const float *x, const tl_weight *W
     launch(ctx, &o);
 }
 
+static int cpu_scores_slots(void *ctx) { return tl_pool_size(((cpu_ctx *)ctx)->pool); }
+
+static int cpu_matmul_scores(void *ctx, float *out, const float *x, const tl_weight *W, void *const *slots)
+{
+    cpu_ctx *c = ctx;
+    if ((int)W->dtype < 0 || W->dtype >= TL_DTYPE_COUNT || !c->isa->mv_scores[W->dtype])
+        return -1;
+    cpu_op o = {.kind = OP_MATMUL, .outs = {out}, .x = x, .ws = {*W}, .nw = 1, .T = 1,
+                .slots = (tl_cpu_scores *const *)slots};
+    launch(ctx, &o);
+    return 0;
+}
+
 static void cpu_matmul_n(void *ctx, int n, float *const *out, const float *x, const tl_weight *const *W, int T)
 {
     cpu_op o = {.kind = OP_MATMUL, .x = x, .nw = n, .T = T};
@@ -826,7 +868,7 @@ static const tl_backend_ops cpu_ops = {
     .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matmul = cpu_matmul, .matmul_n = cpu_matmul_n, .rope = cpu_rope,
     .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync_op,
     .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
-    .set_exact = cpu_set_exact, .attention_bf16 = cpu_attention_bf16, .store_bf16 = cpu_store_bf16,
+    .set_exact = cpu_set_exact, .scores_slots = cpu_scores_slots, .matmul_scores = cpu_matmul_scores, .attention_bf16 = cpu_attention_bf16, .store_bf16 = cpu_store_bf16,
 };
 
 const tl_backend_ops *tl_backend_cpu(void) { return &cpu_ops; }

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include "tokenloop/model.h"
+#include "scores.h"
 
 typedef struct tl_cpu_mm {
     float *out;
@@ -33,6 +34,9 @@ typedef struct tl_cpu_mm {
 } tl_cpu_mm;
 
 typedef void (*tl_cpu_mm_fn)(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+/* One token's product (T == 1) that also feeds its outputs to the scores' accumulator s, the
+ * calling thread's (scores.h), as it writes them. */
+typedef void (*tl_cpu_mv_scores_fn)(const tl_cpu_mm *a, int64_t r0, int64_t r1, tl_cpu_scores *s);
 /* Quantizes token t of x into m's xq/xd/xc (room: cols bytes, cols/4 floats, cols/4 int32 a
  * token) in the order an ISA's Q8_0/Q4_0 kernels read them. */
 typedef void (*tl_cpu_qpack_fn)(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias);
@@ -56,6 +60,7 @@ typedef struct tl_cpu_isa {
     tl_cpu_mm_fn mm[TL_DTYPE_COUNT];   /* indexed by tl_dtype; NULL: not this ISA (the generic one serves) */
     tl_cpu_attn_fn attn;
     tl_cpu_attn_fn attn_bf16;          /* the same over a bf16 KV cache */
+    tl_cpu_mv_scores_fn mv_scores[TL_DTYPE_COUNT];   /* NULL: no such kernel (no statistics) */
     int want_pack[TL_DTYPE_COUNT];
     int qbias[TL_DTYPE_COUNT];   /* for Q8_0/Q4_0: the bias its kernels add to weights (xc) */
     tl_cpu_qpack_fn qpack;       /* NULL: tl_cpu_pack_q8's layout (blocks in order, a scale each) */
@@ -79,6 +84,7 @@ void tl_cpu_mm_q8_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 /* One token's product with bf16 weights (T == 1), AVX-512 BF16: the decode step's loop. */
 void tl_cpu_mv_bf16_avx512bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mv_bf16_scores_avx512bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1, tl_cpu_scores *s);
 
 /* Fills xpack for T rows of x (cols_pad >= cols, a multiple of 32), 1 or 2 halves. Rounds to
  * nearest even; subnormal inputs count as zero, as VCVTNEPS2BF16 has them. */

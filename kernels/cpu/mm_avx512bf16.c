@@ -335,6 +335,7 @@ const tl_cpu_isa tl_cpu_isa_avx512bf16 = {
     .qpack = tl_cpu_qpack_avx512vnni,
     .attn = tl_cpu_attn_avx512,
     .attn_bf16 = tl_cpu_attn_bf16_avx512,
+    .mv_scores = {[TL_BF16] = tl_cpu_mv_bf16_scores_avx512bf16},
     .want_pack = {0, 0, 1},
     .pack_align = 32,
     .panel_T = 32,   /* below, panels are too empty: bh_rows is faster up to ~30 tokens */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "mm.h"
+#include "scores_avx512.h"
 
 #define MV_INLINE static inline __attribute__((always_inline))
 #define MV_TILE 8
@@ -94,4 +95,49 @@ void tl_cpu_mv_bf16_avx512bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1)
         mv_rows(a, r0, r1, 2);
     else
         mv_rows(a, r0, r1, 1);
+}
+
+/* mv_rows with the scores' accumulator fed every sixteen rows, from registers and L1, between
+ * the rows' loads: the product is bound by memory, so the exp and the compares fill cycles
+ * that would wait for weights anyway (the last product of a decode step, the vocabulary's
+ * 128,256 rows: tl_backend_ops.matmul_scores). */
+MV_INLINE void mv_rows_scores(const tl_cpu_mm *a, int64_t r0, int64_t r1, const int halves, tl_cpu_scores *s,
+                               const unsigned want)
+{
+    int ge = r0 < s->next;   /* rows below ones this thread has seen: ties may rank above */
+    if (r1 > s->next)
+        s->next = r1;
+    const int wide = (int64_t)halves * 2 * a->cols >= MV_WIDE_X_BYTES;
+    tl_cpu_lanes l;
+    tl_cpu_lanes_load(s, &l);
+    for (int64_t r = r0; r < r1; r += 16) {
+        int64_t e = r + 16 < r1 ? r + 16 : r1, q = r;
+        if (wide)
+            for (; q + MV_TILE <= e; q += MV_TILE)
+                mv_tile(a, q, halves);
+        for (; q < e; q++)
+            mv_row(a, q, halves);
+        __mmask16 in = e - r == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (e - r)) - 1);
+        __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), in, a->out + r);
+        tl_cpu_scores_add16(s, &l, x, a->out + r, r, ge, want);
+    }
+    tl_cpu_lanes_store(s, &l);
+}
+
+/* One copy of the loop per precision and per set of sums, each with its constants folded. */
+#define MV_SCORES(H)                                                                          \
+    switch (s->want & (TL_STATS_W | TL_STATS_SCALED)) {                                       \
+    case 0: mv_rows_scores(a, r0, r1, H, s, 0); break;                                        \
+    case TL_STATS_W: mv_rows_scores(a, r0, r1, H, s, TL_STATS_W); break;                      \
+    case TL_STATS_SCALED: mv_rows_scores(a, r0, r1, H, s, TL_STATS_SCALED); break;            \
+    default: mv_rows_scores(a, r0, r1, H, s, TL_STATS_W | TL_STATS_SCALED); break;            \
+    }
+
+void tl_cpu_mv_bf16_scores_avx512bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1, tl_cpu_scores *s)
+{
+    if (a->halves == 2) {
+        MV_SCORES(2)
+    } else {
+        MV_SCORES(1)
+    }
 }

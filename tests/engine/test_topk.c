@@ -8,6 +8,7 @@
 
 #include "../common/tl_test.h"
 #include "tokenloop/engine.h"
+#include "tokenloop/sampler.h"
 #include "tokenloop/topk.h"
 #include "../../core/vecsel.h"
 
@@ -156,9 +157,110 @@ static void check_engine(const char *dir)
         TL_CHECK_INT(na, 8);
         TL_CHECK_INT(nb, 8);   /* no more than were kept */
         TL_CHECK(na == nb && !memcmp(ia, ib, sizeof(int) * 8) && !memcmp(va, vb, sizeof(float) * 8));
-        TL_CHECK_NEAR(za, zb, 0);
+        TL_CHECK_NEAR(za, zb, 1e-6 * za);   /* the same float exps, added in another order */
         tok = ia[0];
     }
+out:
+    tl_engine_free(a);
+    tl_engine_free(b);
+    tl_model_free(m);
+}
+
+/* The sampler with a pass's statistics against the same sampler reading the scores itself:
+ * the same token, the same cuts and count, the figures within the float sums' rounding. */
+static void check_sampler_with(const float *v, int n, const tl_logit_stats *st, tl_sampling p, const char *what)
+{
+    tl_sampler *a = tl_sampler_create(n, p), *b = tl_sampler_create(n, p);
+    tl_sample_report ra, rb;
+    int ia = tl_sampler_choose(a, v, 10, TL_REPORT_ALL, &ra);
+    int ib = tl_sampler_choose_with(b, v, st, 10, TL_REPORT_ALL, &rb);
+    int same = ia == ib && ra.kept == rb.kept && ra.n == rb.n;
+    for (int j = 0; same && j < ra.n; j++) {
+        const tl_candidate *x = &ra.cand[j], *y = &rb.cand[j];
+        same = x->id == y->id && x->cut_top_k == y->cut_top_k && x->cut_top_p == y->cut_top_p &&
+               fabs(x->prob - y->prob) <= 1e-6 * x->prob + 1e-12 && fabs(x->prob_temp - y->prob_temp) <= 1e-6 * x->prob_temp + 1e-12 &&
+               fabs(x->prob_final - y->prob_final) <= 1e-6 * x->prob_final + 1e-12;
+    }
+    same = same && fabs(ra.log_z - rb.log_z) <= 1e-6 && fabs(ra.entropy - rb.entropy) <= 1e-6 * (1 + ra.entropy) &&
+           fabs(ra.mass_outside - rb.mass_outside) <= 1e-6;
+    TL_CHECK_MSG(same, "%s: with the pass's statistics the sampler chose %d (kept %d, log_z %.9g, H %.9g), without %d "
+                 "(kept %d, log_z %.9g, H %.9g)", what, ib, rb.kept, rb.log_z, rb.entropy, ia, ra.kept, ra.log_z, ra.entropy);
+    tl_sampler_free(a);
+    tl_sampler_free(b);
+}
+
+/* The statistics the engine gathers while the last product writes the scores (argv[2]: the
+ * bundled model, 128,256 scores; and the small checkpoint): the scores bit for bit those of an
+ * engine without them; the best 64 exactly tl_topk's of those scores; the sums against double
+ * sums over them; the sampler's choice with them equal to its choice without. Threads 1 and 2,
+ * the exact and bf16-activation modes, synchronous and asynchronous. Where this CPU's kernels
+ * cannot gather them the engine says so (NULL) and the sampler reads the scores. */
+static void check_stats(const char *dir, int threads, int exact, int async)
+{
+    tl_error err = {{0}};
+    tl_model *m = NULL;
+    if (tl_model_load(&m, dir, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        TL_CHECK(0);
+        return;
+    }
+    int V = m->cfg.vocab_size;
+    tl_engine *a = NULL, *b = NULL;
+    TL_CHECK(tl_engine_create(&a, m, tl_backend_cpu(), threads, 64, &err) == 0);
+    TL_CHECK(tl_engine_create(&b, m, tl_backend_cpu(), threads, 64, &err) == 0);
+    if (!a || !b) goto out;
+    TL_CHECK(tl_engine_set_exact(a, exact, &err) == 0 && tl_engine_set_exact(b, exact, &err) == 0);
+    TL_CHECK(tl_engine_set_async(b, async, &err) == 0);
+    const float scale = 1.0f / 0.6f;
+    TL_CHECK(tl_engine_set_stats(b, 1, TL_STATS_W | TL_STATS_SCALED, scale) == 0);
+    static const int prompt[] = {1, 5, 9, 200, 31, 77, 3};
+    int tok = 0, gathered = 0;
+    for (int step = 0; step < 8; step++) {
+        int rc = step == 0 ? tl_engine_prefill(a, prompt, 7, &err) : tl_engine_decode(a, tok, &err);
+        rc |= step == 0 ? tl_engine_prefill(b, prompt, 7, &err) : tl_engine_decode(b, tok, &err);
+        TL_CHECK(rc == 0);
+        const float *la = tl_engine_logits(a), *lb = tl_engine_logits(b);
+        TL_CHECK_MSG(!memcmp(la, lb, sizeof(float) * (size_t)V), "%s, %d threads, exact %d, async %d, step %d: the scores "
+                     "differ with the statistics on", dir, threads, exact, async, step);
+        TL_CHECK(tl_engine_stats(a) == NULL);
+        const tl_logit_stats *st = tl_engine_stats(b);
+        if (!st)
+            continue;
+        gathered++;
+        int ids[TL_TOPK_MAX];
+        float vals[TL_TOPK_MAX];
+        double z;
+        int k = tl_topk(la, V, TL_TOPK_MAX, ids, vals, &z);
+        TL_CHECK_MSG(st->k == k && !memcmp(st->ids, ids, sizeof(int) * (size_t)k) &&
+                         !memcmp(st->vals, vals, sizeof(float) * (size_t)k),
+                     "%s, %d threads, step %d: the best %d differ from tl_topk's", dir, threads, step, k);
+        double w = 0, zs = 0, ws = 0;
+        for (int i = 0; i < V; i++) {
+            double d = (double)la[i] - vals[0], ds = d * scale;
+            w += exp(d) * d;
+            zs += exp(ds);
+            ws += exp(ds) * ds;
+        }
+        TL_CHECK_NEAR(st->sumexp, z, 1e-6 * z);
+        TL_CHECK_NEAR(st->wsum, w, 1e-5 * z);
+        TL_CHECK_NEAR(st->sumexp_s, zs, 1e-5 * zs);
+        TL_CHECK_NEAR(st->wsum_s, ws, 1e-5 * zs);
+        TL_CHECK(st->has == (TL_STATS_W | TL_STATS_SCALED) && st->scale == scale);
+        tl_sampling ps[] = {{.greedy = 1, .temperature = 1, .top_p = 1},
+                            {.temperature = 0.6f, .top_k = 50, .top_p = 0.9f, .seed = 3},
+                            {.temperature = 0.6f, .top_k = 0, .top_p = 0.9f, .seed = 4},
+                            {.temperature = 0.6f, .top_k = 0, .top_p = 1, .seed = 5}};
+        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s, %d threads, step %d, setting %zu", dir, threads, step, i);
+            check_sampler_with(la, V, st, ps[i], what);
+        }
+        tok = ids[0];
+    }
+    /* a rewind makes the scores stale, and the statistics with them */
+    TL_CHECK(tl_engine_rewind(b, 1) == 0 && tl_engine_stats(b) == NULL);
+    printf("test_topk: %s, %d threads, exact %d, async %d: statistics on %d of 8 passes (%s)\n", dir, threads, exact,
+           async, gathered, gathered ? "this CPU's decode kernel gathers them" : "no kernel here gathers them");
 out:
     tl_engine_free(a);
     tl_engine_free(b);
@@ -196,5 +298,9 @@ int main(int argc, char **argv)
     TL_CHECK(tl_topk(ninf, 4, 3, id4, v4, &z) == 3 && id4[0] == 0 && id4[2] == 2 && z == 0);
     if (argc > 1)
         check_engine(argv[1]);
+    for (int i = 1; i < argc; i++)
+        for (int threads = 1; threads <= 2; threads++)
+            for (int mode = 0; mode < 3; mode++)   /* exact; bf16 activations; exact, asynchronous */
+                check_stats(argv[i], threads, mode != 1, mode == 2);
     return TL_TEST_END("test_topk");
 }

@@ -31,6 +31,15 @@ typedef struct tl_backend_ops {
     void (*rmsnorm)(void *ctx, float *out, const float *x, const tl_weight *w, int T, int n, float eps);
     /* out[T, W.rows] = x[T, W.cols] . W^T */
     void (*matmul)(void *ctx, float *out, const float *x, const tl_weight *W, int T);
+    /* Optional, both or neither (the CPU): matmul of one token (T == 1) whose kernel also
+     * gathers the scores' statistics (tokenloop/topk.h) as it writes them, each thread into
+     * its own accumulator, slots[thread] (the CPU's kind: kernels/cpu/scores.h), for
+     * scores_slots threads. The exp and the compares run between the rows' loads, so they add
+     * almost nothing to a product bound by memory. 0, or -1 when this weight has no such
+     * kernel here (nothing is launched: the engine then calls matmul). The accumulators are
+     * complete when the operation is (sync, in the asynchronous mode). */
+    int (*scores_slots)(void *ctx);
+    int (*matmul_scores)(void *ctx, float *out, const float *x, const tl_weight *W, void *const *slots);
     /* Optional: n <= 3 products of the same x (q/k/v; gate/up), out[i] = x . W[i]^T, as one
      * operation, so a backend can read x once and split all the rows over its threads in one
      * go. The results equal n matmul calls bit for bit. NULL: the engine calls matmul n times. */

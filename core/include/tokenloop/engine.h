@@ -30,6 +30,14 @@ int tl_engine_keep_top(tl_engine *e, int k);
 /* The k best scores of the last pass as tl_topk gives them (tokenloop/topk.h); the number
  * filled (at most the kept k in keep_top mode), or -1. */
 int tl_engine_top(const tl_engine *e, int k, int *ids, float *vals, double *sumexp);
+/* From the next pass on (on != 0), gather the scores' statistics (tokenloop/topk.h: the best
+ * TL_TOPK_MAX, the softmax sum, and the TL_STATS_* in `what`, the tempered ones at `scale`,
+ * i.e. 1 / temperature) in the threads that write the scores, as they write them: the sampler
+ * then needs no pass of its own over the vocabulary, and the work is part of the pass and of
+ * its time. -1 where the backend cannot (CUDA: tl_engine_keep_top does that on the device). */
+int tl_engine_set_stats(tl_engine *e, int on, unsigned what, float scale);
+/* The last pass's statistics; NULL when it gathered none, or after a rewind. */
+const tl_logit_stats *tl_engine_stats(const tl_engine *e);
 const tl_model *tl_engine_model(const tl_engine *e);
 const char *tl_engine_device(const tl_engine *e);
 

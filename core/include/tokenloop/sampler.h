@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include "tokenloop/model.h"
+#include "tokenloop/topk.h"
 
 #define TL_MAX_TOP 64
 
@@ -60,6 +61,14 @@ void tl_sampler_tune(tl_sampler *s, tl_sampling p);
 int tl_sampler_sample(tl_sampler *s, const float *logits, int top_n, tl_sample_report *rep);
 /* The same with only the TL_REPORT_* figures asked for (the same token as tl_sampler_sample). */
 int tl_sampler_choose(tl_sampler *s, const float *logits, int top_n, unsigned fields, tl_sample_report *rep);
+/* What a pass's statistics (tokenloop/topk.h) should hold for the next choice with these
+ * settings and fields: TL_STATS_* and the tempered sums' scale (tl_engine_set_stats). */
+void tl_sampler_stats_want(const tl_sampler *s, unsigned fields, unsigned *what, float *scale);
+/* tl_sampler_choose with the pass's statistics of these logits (NULL: none): the best scores
+ * and the sums they hold replace the sampler's own passes over the vocabulary. The token and
+ * the report are the same, its sums within a float exp's rounding. */
+int tl_sampler_choose_with(tl_sampler *s, const float *logits, const tl_logit_stats *st, int top_n, unsigned fields,
+                           tl_sample_report *rep);
 /* The report for a token chosen by someone else (the TUI's "force this token"). */
 void tl_sampler_explain(tl_sampler *s, const float *logits, int top_n, int chosen, unsigned fields,
                         tl_sample_report *rep);

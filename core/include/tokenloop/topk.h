@@ -35,4 +35,8 @@ typedef struct tl_logit_stats {
     double sumexp_s, wsum_s;
 } tl_logit_stats;
 
+/* The same statistics computed from scores already written, in one pass (a benchmark's
+ * reference; where a pass gathers them, tl_engine_stats). 0, or -1 for n < 1. */
+int tl_logit_stats_compute(const float *v, int n, unsigned what, float scale, tl_logit_stats *out);
+
 #endif
