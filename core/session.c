@@ -793,6 +793,10 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
     st->joined = s->in_run && s->run_steps > 0 && k > 0;
     if (s->in_run) s->run_steps++;
     st->sampling = tl_sampler_get(s->sampler);
+    unsigned what;
+    float scale;
+    tl_sampler_stats_want(s->sampler, s->report, &what, &scale);
+    tl_engine_set_stats(s->e, 1, what, scale);   /* where it cannot, the sampler reads the scores */
     if (k == 0) {
         if (!s->clock_fresh) {   /* a rerun after reset/rewind: the request starts now */
             tl_metrics_start(s->metrics);
@@ -813,7 +817,7 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
         st->n_input = 1;
     }
     const float *logits = tl_engine_logits(s->e);
-    int id = tl_sampler_choose(s->sampler, logits, s->top_n, s->report, &st->sample);
+    int id = tl_sampler_choose_with(s->sampler, logits, tl_engine_stats(s->e), s->top_n, s->report, &st->sample);
     st->work_ms = tl_metrics_token_gap(s->metrics, tl_engine_last_ms(s->e), tl_engine_last_unsynced_ms(s->e),
                                        t_begin, st->joined);
     st->ms = tl_engine_last_ms(s->e);

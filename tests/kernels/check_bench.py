@@ -151,5 +151,29 @@ r = run("--template", "--bogus")
 check(r.returncode == 2 and r.stderr.strip() == "tokenloop: --bogus: unknown option (see bench --template --help)",
       "--template --bogus")
 
+# bench --sampler: the sampler's cost per step without and after a pass that gathered the
+# scores' statistics (tl_sampler_choose_with); the figures' consistency, not their speed
+r = run("--sampler", "--vocab", "3000", "--reps", "5", "--json")
+check(r.returncode == 0 and not r.stderr, "bench --sampler exits 0 quietly: " + r.stderr)
+if r.returncode == 0:
+    j = json.loads(r.stdout)
+    rows = j["cases"]
+    check(j["vocab"] == 3000 and j["reps"] == 5 and len(rows) == 3 * 7, "sampler rows: %d" % len(rows))
+    by = {(c["scores"], c["setting"]): c for c in rows}
+    for shape in ("peaked", "gaussian", "flat"):
+        g, full = by.get((shape, "greedy")), by.get((shape, "T1 k0 p1"))
+        check(g is not None and g["kept"] == 1, shape + ": greedy keeps one")
+        check(full is not None and full["kept"] == 3000, shape + ": no cut keeps the vocabulary")
+        k200 = by.get((shape, "T0.8 k200 p1"))
+        check(k200 is not None and k200["kept"] == (3000 if shape == "flat" else 200), shape + ": top-k 200 (ties kept)")
+    timed = [c for c in rows if "after_pass_median_us" in c]
+    check(len(timed) == 3 * 6 and all(c["median_us"] >= 0 and c["model_median_us"] >= 0 and
+                                      c["after_pass_median_us"] >= 0 for c in timed), "timings present")
+    check(j["worst_median_us"] == max(c["median_us"] for c in rows), "worst median")
+    check(j["worst_after_pass_median_us"] == max(c["after_pass_median_us"] for c in timed), "worst after the pass")
+r = run("--sampler", "--vocab", "0")
+check(r.returncode == 2 and r.stderr.strip() == "tokenloop: bench --sampler: --vocab 0: expected 1..16777216",
+      "--sampler --vocab 0: " + r.stderr)
+
 print("bench_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
