@@ -8,6 +8,9 @@
  * whose sums (in double) give the softmax, its entropy and the draw, and only where the cut
  * needs more than the best few a pass collecting the tokens above a threshold. Nothing is
  * sorted: top-k's k-th score and top-p's boundary come from quickselects on those few.
+ * On the CPU the pass itself can bring the best 64 and those sums (tl_logit_stats, gathered by
+ * the lm_head's kernel as it writes the scores): tl_sampler_choose_with then starts from them,
+ * and greedy, top-k <= 64 and a nucleus inside the best 64 read no score beyond them.
  * The float exp is within a few ulp of the true one: against the float64 reference a
  * probability moves by about 1e-7 relative, and a top-p cut or a draw can differ only where a
  * cumulative sum falls within that of its limit (tests/generate/check_sampler.py). */
