@@ -101,6 +101,15 @@ void tl_cpu_mv_bf16_avx512bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1)
  * the rows' loads: the product is bound by memory, so the exp and the compares fill cycles
  * that would wait for weights anyway (the last product of a decode step, the vocabulary's
  * 128,256 rows: tl_backend_ops.matmul_scores). */
+/* Outputs r..e-1 (at most 16) into the accumulator. */
+MV_INLINE void mv_scores16(const tl_cpu_mm *a, tl_cpu_scores *s, tl_cpu_lanes *l, int64_t r, int64_t e, int ge,
+                           const unsigned want)
+{
+    __mmask16 in = e - r == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (e - r)) - 1);
+    __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), in, a->out + r);
+    tl_cpu_scores_add16(s, l, x, a->out + r, r, ge, want);
+}
+
 MV_INLINE void mv_rows_scores(const tl_cpu_mm *a, int64_t r0, int64_t r1, const int halves, tl_cpu_scores *s,
                                const unsigned want)
 {
@@ -110,6 +119,9 @@ MV_INLINE void mv_rows_scores(const tl_cpu_mm *a, int64_t r0, int64_t r1, const 
     const int wide = (int64_t)halves * 2 * a->cols >= MV_WIDE_X_BYTES;
     tl_cpu_lanes l;
     tl_cpu_lanes_load(s, &l);
+    /* each group's sixteen scores are read one group later: by then the rows' separate stores
+     * have left the store buffer, and the vector load does not wait to be forwarded from them */
+    int64_t prev = -1, prev_e = -1;
     for (int64_t r = r0; r < r1; r += 16) {
         int64_t e = r + 16 < r1 ? r + 16 : r1, q = r;
         if (wide)
@@ -117,10 +129,13 @@ MV_INLINE void mv_rows_scores(const tl_cpu_mm *a, int64_t r0, int64_t r1, const 
                 mv_tile(a, q, halves);
         for (; q < e; q++)
             mv_row(a, q, halves);
-        __mmask16 in = e - r == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (e - r)) - 1);
-        __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), in, a->out + r);
-        tl_cpu_scores_add16(s, &l, x, a->out + r, r, ge, want);
+        if (prev >= 0)
+            mv_scores16(a, s, &l, prev, prev_e, ge, want);
+        prev = r;
+        prev_e = e;
     }
+    if (prev >= 0)
+        mv_scores16(a, s, &l, prev, prev_e, ge, want);
     tl_cpu_lanes_store(s, &l);
 }
 
