@@ -128,19 +128,28 @@ static void check_case(int n, int k, int kind)
     free(order);
 }
 
+/* The model in dir and two CPU engines of `threads` over it; 0, or -1 (checked failed). */
+static int open_pair(const char *dir, int threads, tl_model **m, tl_engine **a, tl_engine **b)
+{
+    tl_error err = {{0}};
+    *m = NULL;
+    *a = *b = NULL;
+    if (tl_model_load(m, dir, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        TL_CHECK(0);
+        return -1;
+    }
+    TL_CHECK(tl_engine_create(a, *m, tl_backend_cpu(), threads, 64, &err) == 0);
+    TL_CHECK(tl_engine_create(b, *m, tl_backend_cpu(), threads, 64, &err) == 0);
+    return *a && *b ? 0 : -1;
+}
+
 static void check_engine(const char *dir)
 {
     tl_error err = {{0}};
-    tl_model *m = NULL;
-    if (tl_model_load(&m, dir, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        TL_CHECK(0);
-        return;
-    }
-    tl_engine *a = NULL, *b = NULL;
-    TL_CHECK(tl_engine_create(&a, m, tl_backend_cpu(), 1, 64, &err) == 0);
-    TL_CHECK(tl_engine_create(&b, m, tl_backend_cpu(), 1, 64, &err) == 0);
-    if (!a || !b) goto out;
+    tl_model *m;
+    tl_engine *a, *b;
+    if (open_pair(dir, 1, &m, &a, &b)) goto out;
     TL_CHECK(tl_engine_keep_top(b, 65) == -1);   /* above TL_TOPK_MAX */
     TL_CHECK(tl_engine_keep_top(b, 8) == 0);
     static const int prompt[] = {1, 5, 9, 200, 31};
@@ -198,17 +207,10 @@ static void check_sampler_with(const float *v, int n, const tl_logit_stats *st, 
 static void check_stats(const char *dir, int threads, int exact, int async)
 {
     tl_error err = {{0}};
-    tl_model *m = NULL;
-    if (tl_model_load(&m, dir, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        TL_CHECK(0);
-        return;
-    }
+    tl_model *m;
+    tl_engine *a, *b;
+    if (open_pair(dir, threads, &m, &a, &b)) goto out;
     int V = m->cfg.vocab_size;
-    tl_engine *a = NULL, *b = NULL;
-    TL_CHECK(tl_engine_create(&a, m, tl_backend_cpu(), threads, 64, &err) == 0);
-    TL_CHECK(tl_engine_create(&b, m, tl_backend_cpu(), threads, 64, &err) == 0);
-    if (!a || !b) goto out;
     TL_CHECK(tl_engine_set_exact(a, exact, &err) == 0 && tl_engine_set_exact(b, exact, &err) == 0);
     TL_CHECK(tl_engine_set_async(b, async, &err) == 0);
     const float scale = 1.0f / 0.6f;
