@@ -821,6 +821,7 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
     st->work_ms = tl_metrics_token_gap(s->metrics, tl_engine_last_ms(s->e), tl_engine_last_unsynced_ms(s->e),
                                        t_begin, st->joined);
     st->ms = tl_engine_last_ms(s->e);
+    st->stats_in_pass = tl_engine_stats(s->e) != NULL;
     st->t_ms = tl_metrics_token_time(s->metrics, k);
     st->pos = tl_engine_pos(s->e);
     s->logits_valid = 1;
@@ -876,6 +877,7 @@ int tl_session_force(tl_session *s, int id, tl_error *err)
     st->ms = keep.ms;
     st->t_ms = keep.t_ms;
     st->work_ms = keep.work_ms;
+    st->stats_in_pass = keep.stats_in_pass;
     st->joined = keep.joined;
     st->sampling = keep.sampling;
     st->forced = 1;

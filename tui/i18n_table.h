@@ -148,6 +148,8 @@
 {"TPOT %s · %.1f tok/s (one run)", "TPOT %s · %.1f tok/s (một lượt chạy)"},
 {"decode pass %s (synchronized) = the chart; the other %s per token is sampling, streaming, drawing", "lượt decode %s (đã đồng bộ) = biểu đồ; %s còn lại mỗi token là lấy mẫu, stream, vẽ"},
 {"pass %s = the chart; +%s sampling, streaming, drawing", "lượt %s = biểu đồ; +%s lấy mẫu, stream, vẽ"},
+{"decode pass %s (synchronized, with the sampler's top 64 and softmax sums) = the chart; the other %s per token is the choice, streaming, drawing", "lượt decode %s (đã đồng bộ, kèm 64 điểm cao nhất và tổng softmax cho bộ lấy mẫu) = biểu đồ; %s còn lại mỗi token là chọn token, stream, vẽ"},
+{"pass %s (+top 64, sums) = the chart; +%s choice, stream, draw", "lượt %s (+64 điểm cao, tổng) = biểu đồ; +%s chọn, stream, vẽ"},
 {"pace %s per token = the decode pass (synchronized): you are stepping by hand", "nhịp %s mỗi token = lượt decode (đã đồng bộ): bạn đang bấm từng bước"},
 {"pace %s = the pass (stepped by hand)", "nhịp %s = một lượt (bấm từng bước)"},
 {"wall-clock TPOT %s includes your pauses (%d of %d gaps); without them %s: pass + sampling", "TPOT theo đồng hồ %s gồm cả lúc bạn dừng (%d trên %d khoảng); bỏ chúng đi là %s: lượt + lấy mẫu"},

@@ -80,9 +80,16 @@ static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v,
         snprintf(narrow, sizeof narrow, I18n_tr(lang, "TPOT %s \xC2\xB7 %s tok/s (one run)"), a, t1);
         fit(w, in, y, end, head, wide, narrow);
         Format_msLang(lang, v->tpot_ms - v->pass_mean_ms, c, sizeof c);
-        snprintf(wide, sizeof wide, I18n_tr(lang, "decode pass %s (synchronized) = the chart; the other %s per token is sampling, streaming, drawing"),
-                 b, c);
-        snprintf(narrow, sizeof narrow, I18n_tr(lang, "pass %s = the chart; +%s sampling, streaming, drawing"), b, c);
+        if (v->pass_stats) {   /* the lm_head's kernel ranked the scores and summed the softmax */
+            snprintf(wide, sizeof wide,
+                     I18n_tr(lang, "decode pass %s (synchronized, with the sampler's top 64 and softmax sums) = the chart; the other %s per token is the choice, streaming, drawing"),
+                     b, c);
+            snprintf(narrow, sizeof narrow, I18n_tr(lang, "pass %s (+top 64, sums) = the chart; +%s choice, stream, draw"), b, c);
+        } else {
+            snprintf(wide, sizeof wide, I18n_tr(lang, "decode pass %s (synchronized) = the chart; the other %s per token is sampling, streaming, drawing"),
+                     b, c);
+            snprintf(narrow, sizeof narrow, I18n_tr(lang, "pass %s = the chart; +%s sampling, streaming, drawing"), b, c);
+        }
         fit(w, in, y, end, A_NORMAL, wide, narrow);
     } else {
         snprintf(wide, sizeof wide, I18n_tr(lang, "pace %s per token = the synchronized pass (stepped by hand)"), b);

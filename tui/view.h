@@ -109,6 +109,7 @@ typedef struct tl_view {
     double tpot_ms, decode_tps;
     const double *step_ms;      /* synchronized wall time of each decode pass (steps 1..) */
     double pass_mean_ms;        /* their mean */
+    int pass_stats;             /* those passes also gathered the sampler's statistics */
     double pace_ms;             /* the headline: TPOT for one run, the pass mean when stepped */
     int paused_gaps;            /* decode gaps that waited for a key press */
     double work_ms;             /* TPOT with the pauses taken out (pass + sampling per step) */

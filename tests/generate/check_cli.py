@@ -62,6 +62,17 @@ def main():
     check(abs(d["decode_tokens_per_s"] - 1000.0 / d["tpot_ms"]) < 1e-6 * d["decode_tokens_per_s"],
           "decode tok/s = 1000 / TPOT")
     check(d["unsynced_tpot_ms"] == "not applicable (synchronous backend)", "no invented unsynced number on CPU")
+    # what the decode passes include: the sampler's statistics where the lm_head's kernel gathers
+    # them (AVX-512 BF16 and bf16 weights), not elsewhere (the AVX2 kernels forced)
+    with open("/proc/cpuinfo") as f:
+        bf16_cpu = " avx512_bf16" in f.read()
+    check(d["pass_includes_sampler_stats"] is (bf16_cpu and d["dtype"] == "bf16"),
+          f"pass_includes_sampler_stats {d['pass_includes_sampler_stats']} (cpu bf16 {bf16_cpu}, {d['dtype']})")
+    r2 = run(exe, "--model", llama, "--ids", "128000,9906,11,1917,0", "--greedy", "--max-new-tokens", "6", "--json",
+             env={"TL_CPU_ISA": "avx2"})
+    d2 = json.loads(r2.stdout) if r2.returncode == 0 else {}
+    check(d2.get("pass_includes_sampler_stats") is False, "no statistics in the pass with the AVX2 kernels")
+    check(d2.get("generated_ids") == d["generated_ids"], "the same greedy tokens with and without them")
 
     # the streamed stdout is what the JSON says was printed, for the same seed; metrics on stderr
     args = ["--model", llama, "--prompt", "Hi there", "--system", "Be brief.", "--max-new-tokens", "12", "--seed", "5"]

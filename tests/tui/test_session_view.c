@@ -268,6 +268,8 @@ int main(int argc, char **argv)
     TL_CHECK_NEAR(v->step_ms[0], tl_session_step_at(s, 1)->ms, 0);
     TL_CHECK_NEAR(v->step_ms[1], tl_session_step_at(s, 2)->ms, 0);
     TL_CHECK_NEAR(v->pass_mean_ms, (v->step_ms[0] + v->step_ms[1]) / 2, 1e-9);
+    /* the timing pane names what those passes include: the sampler's statistics or not */
+    TL_CHECK_INT(v->pass_stats, tl_session_step_at(s, 1)->stats_in_pass && tl_session_step_at(s, 2)->stats_in_pass);
     tl_metrics_report mr = tl_session_metrics(s);
     TL_CHECK_NEAR(v->ttft_ms, mr.ttft_ms, 0);
     TL_CHECK_NEAR(v->floor_ms, mr.floor_ms, 0);

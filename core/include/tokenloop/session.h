@@ -115,6 +115,8 @@ typedef struct tl_step {
     double ms;                  /* wall time of the pass (synchronized) */
     double t_ms;                /* when the chosen id was on the host, ms since the request start */
     double work_ms;             /* host time of this step alone: pass, sampling, streamer */
+    int stats_in_pass;          /* the pass also ranked the scores and summed the softmax for the
+                                   sampler (tl_engine_stats): ms includes that work */
     int joined;                 /* made in one run right after the previous step (no pause) */
     tl_sampling sampling;       /* the settings that chose this token */
     int chosen;
