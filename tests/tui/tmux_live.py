@@ -150,7 +150,9 @@ def main():
         s, _ = wait_for(lambda s: "STOPPED" in s, "the stop", 60)
         key("w")
         s, m = wait_for(lambda s: re.search(r"WRONG 2: unsynchronized clock: TPOT (\S+ \S+)", s), "the wrong reading 2")
-        p = re.search(r"pass (\S+ \S+) = the chart", s) or re.search(r"decode pass (\S+ \S+) \(synchronized\)", s)
+        # (the pass may be labelled as including the sampler's statistics: "+top 64, sums")
+        p = re.search(r"pass (\S+ \S+) (?:\(\+top 64, sums\) )?= the chart", s) or \
+            re.search(r"decode pass (\S+ \S+) \(synchronized", s)
         if check(m is not None and p is not None, "async: both readings on screen"):
             u, sy = ms(m.group(1)), ms(p.group(1))
             check(u is not None and sy and u < 0.1 * sy,
