@@ -63,7 +63,10 @@ TL_AVX512_FN void tl_cpu_lanes_store(tl_cpu_scores *s, const tl_cpu_lanes *l)
 TL_AVX512_FN void tl_cpu_scores_add16(tl_cpu_scores *s, tl_cpu_lanes *l, __m512 x, const float *v, int64_t id0,
                                       int ge, const unsigned want)
 {
-    __mmask16 m = ge ? _mm512_cmp_ps_mask(x, l->thr, _CMP_GE_OQ) : _mm512_cmp_ps_mask(x, l->thr, _CMP_GT_OQ);
+    /* (ge: a lane left out holds -inf, which equals a bar still at -inf; it is no score) */
+    __mmask16 m = ge ? _mm512_cmp_ps_mask(x, l->thr, _CMP_GE_OQ) &
+                           _mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_GT_OQ)
+                     : _mm512_cmp_ps_mask(x, l->thr, _CMP_GT_OQ);
     if (m) {   /* after the first few hundred scores, almost never */
         while (m) {
             int j = __builtin_ctz((unsigned)m);

@@ -33,11 +33,43 @@ static int by_rank(const void *a, const void *b)
     return (i > j) - (i < j);
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "../../kernels/cpu/scores_avx512.h"
+#define HAVE_KERNEL_STEP 1
+/* The decode kernel's step (tl_cpu_scores_add16, as mv_avx512bf16.c calls it) over a piece,
+ * sixteen scores at a time, the last ones masked. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) static void kernel_step(vs_acc *a, const float *v,
+                                                                                        int64_t i0, int n)
+{
+    tl_cpu_scores *s = vs_acc_scores(a);
+    int ge = i0 < s->next;
+    if (i0 + n > s->next) s->next = i0 + n;
+    tl_cpu_lanes l;
+    tl_cpu_lanes_load(s, &l);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 in = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), in, v + i);
+        tl_cpu_scores_add16(s, &l, x, v + i, i0 + i, ge, s->want);
+    }
+    tl_cpu_lanes_store(s, &l);
+}
+
+static int have_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+#else
+#define HAVE_KERNEL_STEP 0
+static void kernel_step(vs_acc *a, const float *v, int64_t i0, int n) { vs_acc_add(a, v, i0, n); }
+static int have_avx512(void) { return 0; }
+#endif
+
 /* The accumulator the engine feeds while the last product writes the scores: pieces of v
  * handed to three threads' accumulators, in ascending order and shuffled, give tl_topk's ids
  * and vals exactly and its sum within the rounding of adding the same float exps in another
  * order; the entropy sum and the tempered sums against double sums, within the float exp's
- * error (1e-6 of the largest term's scale). */
+ * error (1e-6 of the largest term's scale). Fed by vs_acc_add (scores already written) and by
+ * the decode kernel's own step (where this CPU has AVX-512). */
 static void check_pieces(const float *v, int n, int k, int kind, const int *ids, const float *vals, double z)
 {
     static const int piece_sizes[] = {1, 16, 300, 4008};
@@ -53,6 +85,7 @@ static void check_pieces(const float *v, int n, int k, int kind, const int *ids,
                 if (fabs(d) > big) big = fabs(d);
             }
         double tol = 1e-6 * (1 + big) * (z + zs) + 1e-300;
+        for (int feed = 0; feed < 1 + (HAVE_KERNEL_STEP && have_avx512()); feed++)
         for (int order = 0; order < 2; order++)
             for (size_t ps = 0; ps < sizeof piece_sizes / sizeof *piece_sizes; ps++) {
                 if (piece_sizes[ps] == 1 && n > 4096) continue;   /* a call a score: slow, and 17..2049 cover it */
@@ -68,15 +101,17 @@ static void check_pieces(const float *v, int n, int k, int kind, const int *ids,
                 for (int t = 0; t < 3; t++) vs_acc_init(&acc[t], k, TL_STATS_W | TL_STATS_SCALED, scales[sc]);
                 for (int i = 0; i < np; i++) {
                     int p0 = perm[i] * len, m = n - p0 < len ? n - p0 : len;
-                    vs_acc_add(&acc[(int)(next() % 3)], v + p0, p0, m);
+                    vs_acc *a = &acc[(int)(next() % 3)];
+                    if (feed) kernel_step(a, v + p0, p0, m);
+                    else vs_acc_add(a, v + p0, p0, m);
                 }
                 tl_logit_stats st;
                 vs_acc_finish(acc, 3, v, n, &st);
                 int want = k < n ? k : n, same = st.k == want;
                 for (int j = 0; j < want && same; j++)
                     same = st.ids[j] == ids[j] && !memcmp(&st.vals[j], &vals[j], sizeof(float));
-                TL_CHECK_MSG(same, "n %d k %d kind %d pieces %d order %d: the accumulator's best k differ from tl_topk's", n,
-                             k, kind, len, order);
+                TL_CHECK_MSG(same, "n %d k %d kind %d pieces %d order %d feed %d: the accumulator's best k differ from "
+                             "tl_topk's", n, k, kind, len, order, feed);
                 TL_CHECK_MSG(fabs(st.sumexp - z) <= 1e-6 * z + 1e-300 && fabs(st.sumexp_s - zs) <= tol &&
                                  fabs(st.wsum - w) <= tol && fabs(st.wsum_s - ws) <= tol,
                              "n %d k %d kind %d pieces %d order %d scale %g: sums %.9g %.9g %.9g %.9g vs %.9g %.9g %.9g %.9g",
