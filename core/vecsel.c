@@ -416,21 +416,6 @@ T_AVX512 static void exp_avx512(const float *v, int n, float mx, float scale, fl
     if (wsum) *wsum = wtotal * LN2;
 }
 
-/* A piece that follows the ones before it (ids ascending), in one read: sixteen scores at a
- * time through the accumulator's vector step (kernels/cpu/scores_avx512.h), exponentiated
- * against the largest score so far. */
-T_AVX512 static void acc_add_avx512_seq(vs_acc *a, const float *v, int64_t i0, int n)
-{
-    tl_cpu_lanes l;
-    tl_cpu_lanes_load(&a->s, &l);
-    for (int i = 0; i < n; i += 16) {
-        __mmask16 in = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-        __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), in, v + i);
-        tl_cpu_scores_add16(&a->s, &l, x, v + i, i0 + i, 0, a->s.want);
-    }
-    tl_cpu_lanes_store(&a->s, &l);
-}
-
 /* A piece's scores, block by block: compared with the k-th best and their maximum taken, then
  * (from L1) exponentiated against the maximum so far (acc_block). ge: the piece may hold ids
  * below ones already in, so a score equal to the bar may rank above it (a lower id). */
@@ -666,13 +651,12 @@ void vs_acc_add(vs_acc *a, const float *v, int64_t i0, int n)
     if (n <= 0) return;
     int ge = i0 < a->s.next;
     if (i0 + n > a->s.next) a->s.next = i0 + n;
+    /* Scores already written, read once more: a block's maximum first, then its exps against
+     * it, is about twice as fast here as the kernel's sixteen at a time against a running
+     * maximum (whose cost hides behind the weights' loads only inside the product) */
+    tl_cpu_scores_flush(&a->s);
 #ifdef VS_X86
     if (cur_isa() == ISA_AVX512) {
-        if (!ge) {
-            acc_add_avx512_seq(a, v, i0, n);
-            return;
-        }
-        tl_cpu_scores_flush(&a->s);
         acc_add_avx512(a, v, i0, n, ge);
         return;
     }

@@ -50,8 +50,8 @@ typedef struct {
 } vs_topbuf;
 
 /* tl_logit_stats gathered piece by piece, by one thread each: vs_acc_add for each piece of
- * scores as it is written (any order; ascending ids is the cheap case), or the CPU's decode
- * kernel through vs_acc_scores as it writes them; vs_acc_finish over all the threads'
+ * scores already written (any order), or the CPU's decode kernel through vs_acc_scores as it
+ * writes them; vs_acc_finish over all the threads'
  * accumulators once every piece is in. The sums are the kernels' accumulator
  * (kernels/cpu/scores.h); the best k are kept here, as tl_topk keeps them. */
 typedef struct vs_acc {
