@@ -47,7 +47,7 @@ struct tl_engine {
     int top_ids[TL_TOPK_MAX];
     float top_vals[TL_TOPK_MAX];
     double top_sumexp;
-    /* the scores' statistics, gathered by the threads that write them (matmul_watch) */
+    /* the scores' statistics, gathered by the threads that write them (matmul_scores) */
     int stats_on, stats_pending, have_stats;
     unsigned stats_want;
     float stats_scale;

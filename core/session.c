@@ -817,11 +817,12 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
         st->n_input = 1;
     }
     const float *logits = tl_engine_logits(s->e);
-    int id = tl_sampler_choose_with(s->sampler, logits, tl_engine_stats(s->e), s->top_n, s->report, &st->sample);
+    const tl_logit_stats *stats = tl_engine_stats(s->e);
+    int id = tl_sampler_choose_with(s->sampler, logits, stats, s->top_n, s->report, &st->sample);
     st->work_ms = tl_metrics_token_gap(s->metrics, tl_engine_last_ms(s->e), tl_engine_last_unsynced_ms(s->e),
                                        t_begin, st->joined);
     st->ms = tl_engine_last_ms(s->e);
-    st->stats_in_pass = tl_engine_stats(s->e) != NULL;
+    st->stats_in_pass = stats != NULL;
     st->t_ms = tl_metrics_token_time(s->metrics, k);
     st->pos = tl_engine_pos(s->e);
     s->logits_valid = 1;
@@ -1039,6 +1040,14 @@ tl_metrics_report tl_session_metrics(const tl_session *s)
 }
 
 const tl_metrics *tl_session_metrics_obj(const tl_session *s) { return s->metrics; }
+
+int tl_session_pass_stats(const tl_session *s)
+{
+    int with = s->n_gen > 1;
+    for (int i = 1; i < s->n_gen; i++)
+        with &= s->steps[i].stats_in_pass;
+    return with;
+}
 const tl_model *tl_session_model(const tl_session *s) { return s->m; }
 
 /* --- dtype --- */

@@ -212,10 +212,7 @@ static void print_json(tl_session *s)
     cJSON_AddItemToObject(o, "pass_mean_ms", num_or_null(r.pass_mean_ms));
     /* what those passes include beside the forward pass: the sampler's statistics, gathered by
      * the lm_head's kernel as it wrote the scores (CPU, AVX-512 BF16) */
-    int n_steps = tl_session_n_steps(s), with = n_steps > 1;
-    for (int i = 1; i < n_steps; i++)
-        with &= tl_session_step_at(s, i)->stats_in_pass;
-    cJSON_AddBoolToObject(o, "pass_includes_sampler_stats", with);
+    cJSON_AddBoolToObject(o, "pass_includes_sampler_stats", tl_session_pass_stats(s));
     cJSON_AddBoolToObject(o, "async", tl_engine_async(tl_session_engine(s)));
     cJSON_AddBoolToObject(o, "exact", tl_engine_exact(tl_session_engine(s)));
     cJSON_AddItemToObject(o, "floor_ms", num_or_null(r.floor_ms));

@@ -314,11 +314,9 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     sv->step_ms = grow(sv->step_ms, &scap, (size_t)nsteps + 1, sizeof(double));
     sv->step_cap = (int)scap;
     int k = 0;
-    v->pass_stats = nsteps > 1;
-    for (int i = 1; i < nsteps; i++) {
+    for (int i = 1; i < nsteps; i++)
         sv->step_ms[k++] = tl_session_step_at(s, i)->ms;
-        v->pass_stats &= tl_session_step_at(s, i)->stats_in_pass;
-    }
+    v->pass_stats = tl_session_pass_stats(s);
     v->step_ms = sv->step_ms;
     v->n_step_ms = k;
     v->pass_mean_ms = mr.pass_mean_ms;   /* the chart's mean, from the same passes */

@@ -868,7 +868,8 @@ static const tl_backend_ops cpu_ops = {
     .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matmul = cpu_matmul, .matmul_n = cpu_matmul_n, .rope = cpu_rope,
     .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync_op,
     .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
-    .set_exact = cpu_set_exact, .scores_slots = cpu_scores_slots, .matmul_scores = cpu_matmul_scores, .attention_bf16 = cpu_attention_bf16, .store_bf16 = cpu_store_bf16,
+    .set_exact = cpu_set_exact, .attention_bf16 = cpu_attention_bf16, .store_bf16 = cpu_store_bf16,
+    .scores_slots = cpu_scores_slots, .matmul_scores = cpu_matmul_scores,
 };
 
 const tl_backend_ops *tl_backend_cpu(void) { return &cpu_ops; }

@@ -167,6 +167,9 @@ const char *tl_session_text(const tl_session *s, size_t *len);
 const char *tl_session_streamed(const tl_session *s, size_t *len);
 const tl_stop_config *tl_session_stop_config(const tl_session *s);  /* EOS ids, budget + source */
 tl_metrics_report tl_session_metrics(const tl_session *s);
+/* 1 when every decode pass so far also gathered the sampler's statistics (tl_step.stats_in_pass),
+ * so their times include that work; 0 when any did not, or there are none. */
+int tl_session_pass_stats(const tl_session *s);
 const tl_metrics *tl_session_metrics_obj(const tl_session *s);      /* per-token times */
 const tl_model *tl_session_model(const tl_session *s);
 tl_engine *tl_session_engine(tl_session *s);
