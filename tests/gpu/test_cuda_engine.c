@@ -73,6 +73,20 @@ static tl_engine *engine(const tl_model *m, const tl_backend_ops *be, int capaci
     return e;
 }
 
+/* Two engines over m (backends ba and bb); 0, or -1 (a failed check, neither left open). */
+static int engine_pair(const tl_model *m, const tl_backend_ops *ba, const tl_backend_ops *bb, int capacity,
+                       tl_engine **a, tl_engine **b)
+{
+    *a = engine(m, ba, capacity);
+    *b = engine(m, bb, capacity);
+    if (*a && *b)
+        return 0;
+    TL_CHECK(*a && *b);
+    tl_engine_free(*a);
+    tl_engine_free(*b);
+    return -1;
+}
+
 static int *make_prompt(int n, int vocab, unsigned seed)
 {
     int *p = malloc(sizeof(int) * (size_t)n);
@@ -88,13 +102,9 @@ static void test_prefill(const tl_model *m, int n, double tol)
 {
     int vocab = m->cfg.vocab_size;
     const char *dt = tl_dtype_name(m->layers[0].wq.dtype);
-    tl_engine *c = engine(m, tl_backend_cpu(), 600), *g = engine(m, tl_backend_cuda(), 600);
-    if (!c || !g) {
-        TL_CHECK(c && g);
-        tl_engine_free(c);
-        tl_engine_free(g);
+    tl_engine *c, *g;
+    if (engine_pair(m, tl_backend_cpu(), tl_backend_cuda(), 600, &c, &g))
         return;
-    }
     int *p = make_prompt(n, vocab, (unsigned)n * 7919u);
     tl_error err;
     TL_CHECK_INT(tl_engine_prefill(c, p, n, &err), 0);
@@ -124,13 +134,9 @@ static void test_greedy(const tl_model *m, int n_prompt, int n_new, double tol)
 {
     int vocab = m->cfg.vocab_size;
     const char *dt = tl_dtype_name(m->layers[0].wq.dtype);
-    tl_engine *c = engine(m, tl_backend_cpu(), 0), *g = engine(m, tl_backend_cuda(), 0);
-    if (!c || !g) {
-        TL_CHECK(c && g);
-        tl_engine_free(c);
-        tl_engine_free(g);
+    tl_engine *c, *g;
+    if (engine_pair(m, tl_backend_cpu(), tl_backend_cuda(), 0, &c, &g))
         return;
-    }
     int *p = make_prompt(n_prompt, vocab, 4242u);
     tl_error err;
     TL_CHECK_INT(tl_engine_prefill(c, p, n_prompt, &err), 0);
@@ -158,33 +164,41 @@ static void test_greedy(const tl_model *m, int n_prompt, int n_new, double tol)
     tl_engine_free(g);
 }
 
-/* Rewind then decode again: bit-identical to the first time (the graph replays the same
- * kernels on the same rows), and still the CPU's logits after a different continuation. */
-static void test_rewind(const tl_model *m, double tol)
+static const int next_ids[6] = {5, 17, 2999, 0, 1234, 77};
+
+/* GPU engine g: prefill p (20 ids), 6 decodes, rewind 6, the same decodes again, bit-identical
+ * to the first time (the graph replays the same kernels on the same rows). */
+static void check_replay(tl_engine *g, const int *p, int vocab, const char *what)
 {
-    int vocab = m->cfg.vocab_size;
-    tl_engine *c = engine(m, tl_backend_cpu(), 0), *g = engine(m, tl_backend_cuda(), 0);
-    if (!c || !g) {
-        TL_CHECK(c && g);
-        tl_engine_free(c);
-        tl_engine_free(g);
-        return;
-    }
-    int *p = make_prompt(20, vocab, 99u), next[6] = {5, 17, 2999, 0, 1234, 77};
     float *first = malloc(sizeof(float) * (size_t)vocab * 6);
     tl_error err;
     TL_CHECK_INT(tl_engine_prefill(g, p, 20, &err), 0);
     for (int i = 0; i < 6; i++) {
-        TL_CHECK_INT(tl_engine_decode(g, next[i], &err), 0);
+        TL_CHECK_INT(tl_engine_decode(g, next_ids[i], &err), 0);
         memcpy(first + (size_t)i * vocab, tl_engine_logits(g), sizeof(float) * (size_t)vocab);
     }
     TL_CHECK_INT(tl_engine_rewind(g, 6), 0);
     TL_CHECK_INT(tl_engine_pos(g), 20);
     for (int i = 0; i < 6; i++) {
-        TL_CHECK_INT(tl_engine_decode(g, next[i], &err), 0);
+        TL_CHECK_INT(tl_engine_decode(g, next_ids[i], &err), 0);
         double e = rel_err(tl_engine_logits(g), first + (size_t)i * vocab, vocab);
-        TL_CHECK_MSG(e == 0.0, "decode %d after rewind differs from the first time: %g", i, e);
+        TL_CHECK_MSG(e == 0.0, "%s: decode %d after rewind differs from the first time: %g", what, i, e);
     }
+    free(first);
+}
+
+/* Rewind then decode again: bit-identical to the first time, and still the CPU's logits after
+ * a different continuation. */
+static void test_rewind(const tl_model *m, double tol)
+{
+    int vocab = m->cfg.vocab_size;
+    tl_engine *c, *g;
+    if (engine_pair(m, tl_backend_cpu(), tl_backend_cuda(), 0, &c, &g))
+        return;
+    int *p = make_prompt(20, vocab, 99u);
+    const int *next = next_ids;
+    tl_error err;
+    check_replay(g, p, vocab, tl_dtype_name(m->layers[0].wq.dtype));
     /* rewind 4 and take another way; the CPU goes the same way without ever rewinding */
     TL_CHECK_INT(tl_engine_rewind(g, 4), 0);
     TL_CHECK_INT(tl_engine_prefill(c, p, 20, &err), 0);
@@ -206,7 +220,6 @@ static void test_rewind(const tl_model *m, double tol)
     TL_CHECK_MSG(e <= tol, "prefill after rewinding into the prompt: %g", e);
     TL_CHECK(tl_engine_last_ms(g) > 0);
     TL_CHECK(tl_engine_last_unsynced_ms(g) >= 0);
-    free(first);
     free(p);
     tl_engine_free(c);
     tl_engine_free(g);
@@ -217,13 +230,9 @@ static void test_rewind(const tl_model *m, double tol)
 static void test_keep_top(const tl_model *m, int n_prompt, int n_new)
 {
     int vocab = m->cfg.vocab_size;
-    tl_engine *full = engine(m, tl_backend_cuda(), 0), *top = engine(m, tl_backend_cuda(), 0);
-    if (!full || !top) {
-        TL_CHECK(full && top);
-        tl_engine_free(full);
-        tl_engine_free(top);
+    tl_engine *full, *top;
+    if (engine_pair(m, tl_backend_cuda(), tl_backend_cuda(), 0, &full, &top))
         return;
-    }
     TL_CHECK_INT(tl_engine_keep_top(top, TL_TOPK_MAX), 0);
     int *p = make_prompt(n_prompt, vocab, 99u);
     tl_error err;
@@ -254,28 +263,13 @@ static void test_keep_top(const tl_model *m, int n_prompt, int n_new)
  * deterministic kernels on the same rows; the quantized products have no atomics). */
 static void test_replay(const tl_model *m)
 {
-    int vocab = m->cfg.vocab_size;
     tl_engine *g = engine(m, tl_backend_cuda(), 0);
     if (!g) {
         TL_CHECK(g != NULL);
         return;
     }
-    int *p = make_prompt(20, vocab, 99u), next[6] = {5, 17, 2999, 0, 1234, 77};
-    float *first = malloc(sizeof(float) * (size_t)vocab * 6);
-    tl_error err;
-    TL_CHECK_INT(tl_engine_prefill(g, p, 20, &err), 0);
-    for (int i = 0; i < 6; i++) {
-        TL_CHECK_INT(tl_engine_decode(g, next[i], &err), 0);
-        memcpy(first + (size_t)i * vocab, tl_engine_logits(g), sizeof(float) * (size_t)vocab);
-    }
-    TL_CHECK_INT(tl_engine_rewind(g, 6), 0);
-    for (int i = 0; i < 6; i++) {
-        TL_CHECK_INT(tl_engine_decode(g, next[i], &err), 0);
-        double e = rel_err(tl_engine_logits(g), first + (size_t)i * vocab, vocab);
-        TL_CHECK_MSG(e == 0.0, "%s: decode %d after rewind differs from the first time: %g",
-                     tl_dtype_name(m->layers[0].wq.dtype), i, e);
-    }
-    free(first);
+    int *p = make_prompt(20, m->cfg.vocab_size, 99u);
+    check_replay(g, p, m->cfg.vocab_size, tl_dtype_name(m->layers[0].wq.dtype));
     free(p);
     tl_engine_free(g);
 }
