@@ -57,7 +57,8 @@ struct tl_engine {
     tl_logit_stats stats;
     double last_ms, last_unsynced_ms;
     int async;                 /* the backend's operations return before their work is done */
-    int exact;                 /* tl_engine_set_exact; backends with an exact mode start in it */
+    tl_precision prec;         /* tl_engine_set_precision */
+    int rounds;                /* the backend's products can round x (set_exact's answer) */
 };
 
 static double now_ms(void)
@@ -91,9 +92,13 @@ static void compute_inv_freq(float *out, const tl_config *c)
     }
 }
 
+static void apply_precision(tl_engine *e);
+
 static int upload(tl_engine *e, const tl_weight *host, tl_weight *dev, tl_error *err)
 {
-    return e->be->upload(e->ctx, host, dev, err);
+    int rc = e->be->upload(e->ctx, host, dev, err);
+    dev->keep_x = 0;   /* the engine's precision decides it (apply_precision), not the file */
+    return rc;
 }
 
 static void unload(tl_engine *e, tl_weight *dev)
@@ -184,7 +189,7 @@ int tl_engine_create(tl_engine **out, const tl_model *m, const tl_backend_ops *b
     e->chunk = e->capacity < MAX_CHUNK ? e->capacity : MAX_CHUNK;
     e->last_unsynced_ms = -1;
     e->async = be->set_async == NULL;   /* a backend that cannot be switched is a queue (CUDA) */
-    e->exact = be->set_exact != NULL;
+    e->prec = be->set_exact ? TL_PRECISION_MIXED : TL_PRECISION_DEVICE;
     e->layers = calloc((size_t)c->n_layers, sizeof *e->layers);
     e->inv_freq_host = malloc(sizeof(float) * (size_t)(c->head_dim / 2));
     if (!e->layers || !e->inv_freq_host) {
@@ -210,6 +215,8 @@ int tl_engine_create(tl_engine **out, const tl_model *m, const tl_backend_ops *b
         tl_engine_free(e);
         return -1;
     }
+    if (be->set_exact)
+        apply_precision(e);
     if (be->matmul_scores && be->scores_slots && be->host_buffers) {
         e->n_acc = be->scores_slots(e->ctx);
         e->acc = e->n_acc > 0 ? malloc(sizeof(vs_acc) * (size_t)e->n_acc) : NULL;
@@ -437,19 +444,60 @@ int tl_engine_set_async(tl_engine *e, int on, tl_error *err)
 
 int tl_engine_async(const tl_engine *e) { return e->async; }
 
-int tl_engine_set_exact(tl_engine *e, int on, tl_error *err)
+/* The backend's switch says whether products round x; with MIXED it rounds, and q/k/v's
+ * weights carry keep_x, which the backend reads per product (a queued operation holds a copy
+ * of its weight, so no switch happens in the middle of a pass). */
+static void apply_precision(tl_engine *e)
 {
-    on = on != 0;
-    if (!e->be->set_exact)
-        return on ? tl_error_set(err, "%s: this backend has no exact mode (its prefill products round activations "
-                                      "to bf16; docs/accuracy.md)", e->be->name)
-                  : 0;
-    e->be->set_exact(e->ctx, on);
-    e->exact = on;
+    e->rounds = e->be->set_exact(e->ctx, e->prec == TL_PRECISION_EXACT);
+    int keep = e->prec == TL_PRECISION_MIXED;
+    for (int l = 0; l < e->m->cfg.n_layers; l++) {
+        tl_layer *L = &e->layers[l];
+        L->wq.keep_x = L->wk.keep_x = L->wv.keep_x = keep;
+    }
+}
+
+int tl_engine_set_precision(tl_engine *e, tl_precision p, tl_error *err)
+{
+    if (p != TL_PRECISION_MIXED && p != TL_PRECISION_EXACT && p != TL_PRECISION_BF16)
+        return tl_error_set(err, "precision: %d is not one of mixed, exact, bf16", (int)p);
+    if (!e->be->set_exact) {
+        if (p == TL_PRECISION_EXACT)
+            return tl_error_set(err, "%s: this backend has no exact mode (its prefill products round activations "
+                                     "to bf16; docs/accuracy.md)", e->be->name);
+        return 0;   /* DEVICE stays: the backend has one set of rules */
+    }
+    e->prec = p;
+    apply_precision(e);
     return 0;
 }
 
-int tl_engine_exact(const tl_engine *e) { return e->exact; }
+/* A kernel set that never rounds runs every mode as the exact one, and says so. */
+tl_precision tl_engine_precision(const tl_engine *e)
+{
+    return e->prec != TL_PRECISION_DEVICE && !e->rounds ? TL_PRECISION_EXACT : e->prec;
+}
+
+const char *tl_precision_name(tl_precision p)
+{
+    switch (p) {
+    case TL_PRECISION_MIXED: return "mixed";
+    case TL_PRECISION_EXACT: return "exact";
+    case TL_PRECISION_BF16: return "bf16";
+    default: return "device";
+    }
+}
+
+const char *tl_precision_text(tl_precision p)
+{
+    switch (p) {
+    case TL_PRECISION_MIXED:
+        return "mixed: q/k/v keep fp32 activations, other products with bf16 weights round them to bf16";
+    case TL_PRECISION_EXACT: return "exact: fp32 activations in every product";
+    case TL_PRECISION_BF16: return "bf16: products with bf16 weights round activations to bf16";
+    default: return "device: the backend's own (CUDA: fp32 activations, bf16 in prefills over 16 tokens)";
+    }
+}
 
 int tl_engine_set_kv_dtype(tl_engine *e, tl_dtype dt, tl_error *err)
 {

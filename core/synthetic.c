@@ -307,7 +307,8 @@ int tl_model_synthetic(tl_model **out, const tl_config *cfg, tl_dtype dtype, uin
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         size_t b = (size_t)(list[i].rows * list[i].cols) * es;
-        *list[i].w = (tl_weight){(char *)mem + off, dtype, list[i].rows, list[i].cols, 0};
+        *list[i].w = (tl_weight){.data = (char *)mem + off, .dtype = dtype, .rows = list[i].rows,
+                                 .cols = list[i].cols};
         tf[i] = (tensor_fill){(char *)mem + off, b, dtype, list[i].norm ? INT32_MIN : scale_for(list[i].cols)};
         off += (b + 4095) & ~(size_t)4095;
     }

@@ -200,13 +200,14 @@ static void pack_item(void *arg, int t, int tid)
         tl_cpu_pack_bf16(dst, src, 1, p->cols, p->cols_pad, p->halves);
 }
 
-/* x packed for this kernel set into c->xpack (mm gets where and how). 0, or -1 when there is
+/* x packed for this kernel set into c->xpack (mm gets where and how): fp32-level (hi + lo)
+ * when the context is exact or the weight keeps x, else rounded to bf16. 0, or -1 when there is
  * no memory for it: the caller then runs the portable kernel, which needs no packing. */
-static int pack_x(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T, int threads)
+static int pack_x(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, int T, int keep_x, int threads)
 {
     int64_t al = c->isa->pack_align;
     mm->cols_pad = (cols + al - 1) / al * al;
-    mm->halves = c->exact ? 2 : 1;
+    mm->halves = c->exact || keep_x ? 2 : 1;
     mm->panels = c->isa->panel_T > 0 && T >= c->isa->panel_T;
     int items = mm->panels ? (T + TL_CPU_PANEL - 1) / TL_CPU_PANEL : T;
     size_t need = (size_t)items * (mm->panels ? TL_CPU_PANEL : 1) * (size_t)mm->halves * (size_t)mm->cols_pad;
@@ -333,7 +334,7 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
             mm[i].xd = mm[0].xd;
             mm[i].xc = mm[0].xc;
         }
-    } else if (c->isa->want_pack[W[0].dtype] && pack_x(c, &mm[0], x, cols, T, n) == 0) {
+    } else if (c->isa->want_pack[W[0].dtype] && pack_x(c, &mm[0], x, cols, T, W[0].keep_x, n) == 0) {
         for (int i = 1; i < nw; i++) {
             mm[i].xpack = mm[0].xpack;
             mm[i].cols_pad = mm[0].cols_pad;
@@ -752,10 +753,12 @@ static int cpu_set_async(void *ctx, int on, tl_error *err)
     return 0;
 }
 
-static void cpu_set_exact(void *ctx, int on)
+static int cpu_set_exact(void *ctx, int on)
 {
-    cpu_sync(ctx);   /* queued products keep the precision they were launched with */
-    ((cpu_ctx *)ctx)->exact = on != 0;
+    cpu_ctx *c = ctx;
+    cpu_sync(c);   /* queued products keep the precision they were launched with */
+    c->exact = on != 0;
+    return c->isa->want_pack[TL_BF16];   /* only the packing kernels (AVX-512 BF16) round x */
 }
 
 static void cpu_begin_pass(void *ctx, int T, int pos0)

@@ -1,7 +1,7 @@
 /* Test driver: runs a script of step-API calls on a model directory and writes what each
  * forward pass produced, for tests/reference/check_engine.py to compare with NumPy.
  *
- *   engine_dump MODEL_DIR OUT [--capacity N] [--bf16-activations] [--dtype D] OP...
+ *   engine_dump MODEL_DIR OUT [--capacity N] [--mixed | --bf16-activations] [--dtype D] OP...
  *     prefill:1,2,3   decode:5   rewind:2   greedy:N (N decodes, each feeding the argmax)
  *
  * OUT.txt gets one line per pass "<op> <position after> <token fed or -1>", OUT.f32 the
@@ -66,11 +66,12 @@ static int run_op(tl_engine *e, const char *op, FILE *txt, FILE *bin, tl_error *
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: engine_dump MODEL_DIR OUT [--capacity N] [--bf16-activations] [--dtype D] "
+        fprintf(stderr, "usage: engine_dump MODEL_DIR OUT [--capacity N] [--mixed | --bf16-activations] [--dtype D] "
                         "[--kv-cache bf16] OP...\n");
         return 2;
     }
-    int first = 3, capacity = 0, exact = 1;
+    int first = 3, capacity = 0;
+    tl_precision prec = TL_PRECISION_EXACT;   /* the reference's terms; the modes that round by flag */
     const char *dtype = NULL, *kv = NULL;
     for (;;) {
         if (first + 1 < argc && !strcmp(argv[first], "--capacity")) {
@@ -83,7 +84,10 @@ int main(int argc, char **argv)
             kv = argv[first + 1];
             first += 2;
         } else if (first < argc && !strcmp(argv[first], "--bf16-activations")) {
-            exact = 0;
+            prec = TL_PRECISION_BF16;
+            first++;
+        } else if (first < argc && !strcmp(argv[first], "--mixed")) {
+            prec = TL_PRECISION_MIXED;
             first++;
         } else {
             break;
@@ -106,7 +110,7 @@ int main(int argc, char **argv)
         tl_model_free(m);
         m = conv;
     }
-    rc = rc || tl_engine_create(&e, m, tl_backend_cpu(), 0, capacity, &err) || tl_engine_set_exact(e, exact, &err);
+    rc = rc || tl_engine_create(&e, m, tl_backend_cpu(), 0, capacity, &err) || tl_engine_set_precision(e, prec, &err);
     if (!rc && kv)
         rc = strcmp(kv, "bf16") ? tl_error_set(&err, "--kv-cache: %s: only bf16", kv)
                                 : tl_engine_set_kv_dtype(e, TL_BF16, &err);

@@ -237,16 +237,16 @@ static void check_sampler_with(const float *v, int n, const tl_logit_stats *st, 
  * bundled model, 128,256 scores; and the small checkpoint): the scores bit for bit those of an
  * engine without them; the best 64 exactly tl_topk's of those scores; the sums against double
  * sums over them; the sampler's choice with them equal to its choice without. Threads 1 and 2,
- * the exact and bf16-activation modes, synchronous and asynchronous. Where this CPU's kernels
+ * the three precisions (docs/accuracy.md), synchronous and asynchronous. Where this CPU's kernels
  * cannot gather them the engine says so (NULL) and the sampler reads the scores. */
-static void check_stats(const char *dir, int threads, int exact, int async)
+static void check_stats(const char *dir, int threads, tl_precision prec, int async)
 {
     tl_error err = {{0}};
     tl_model *m;
     tl_engine *a, *b;
     if (open_pair(dir, threads, &m, &a, &b)) goto out;
     int V = m->cfg.vocab_size;
-    TL_CHECK(tl_engine_set_exact(a, exact, &err) == 0 && tl_engine_set_exact(b, exact, &err) == 0);
+    TL_CHECK(tl_engine_set_precision(a, prec, &err) == 0 && tl_engine_set_precision(b, prec, &err) == 0);
     TL_CHECK(tl_engine_set_async(b, async, &err) == 0);
     const float scale = 1.0f / 0.6f;
     TL_CHECK(tl_engine_set_stats(b, 1, TL_STATS_W | TL_STATS_SCALED, scale) == 0);
@@ -257,8 +257,8 @@ static void check_stats(const char *dir, int threads, int exact, int async)
         rc |= step == 0 ? tl_engine_prefill(b, prompt, 7, &err) : tl_engine_decode(b, tok, &err);
         TL_CHECK(rc == 0);
         const float *la = tl_engine_logits(a), *lb = tl_engine_logits(b);
-        TL_CHECK_MSG(!memcmp(la, lb, sizeof(float) * (size_t)V), "%s, %d threads, exact %d, async %d, step %d: the scores "
-                     "differ with the statistics on", dir, threads, exact, async, step);
+        TL_CHECK_MSG(!memcmp(la, lb, sizeof(float) * (size_t)V), "%s, %d threads, %s, async %d, step %d: the scores "
+                     "differ with the statistics on", dir, threads, tl_precision_name(prec), async, step);
         TL_CHECK(tl_engine_stats(a) == NULL);
         const tl_logit_stats *st = tl_engine_stats(b);
         if (!st)
@@ -296,7 +296,8 @@ static void check_stats(const char *dir, int threads, int exact, int async)
     }
     /* a rewind makes the scores stale, and the statistics with them */
     TL_CHECK(tl_engine_rewind(b, 1) == 0 && tl_engine_stats(b) == NULL);
-    printf("test_topk: %s, %d threads, exact %d, async %d: statistics on %d of 8 passes (%s)\n", dir, threads, exact,
+    printf("test_topk: %s, %d threads, %s, async %d: statistics on %d of 8 passes (%s)\n", dir, threads,
+           tl_precision_name(prec),
            async, gathered, gathered ? "this CPU's decode kernel gathers them" : "no kernel here gathers them");
 out:
     tl_engine_free(a);
@@ -337,7 +338,9 @@ int main(int argc, char **argv)
         check_engine(argv[1]);
     for (int i = 1; i < argc; i++)
         for (int threads = 1; threads <= 2; threads++)
-            for (int mode = 0; mode < 3; mode++)   /* exact; bf16 activations; exact, asynchronous */
-                check_stats(argv[i], threads, mode != 1, mode == 2);
+            for (int mode = 0; mode < 4; mode++)   /* exact; mixed; bf16; exact, asynchronous */
+                check_stats(argv[i], threads, mode == 1 ? TL_PRECISION_MIXED : mode == 2 ? TL_PRECISION_BF16
+                                                                                          : TL_PRECISION_EXACT,
+                            mode == 3);
     return TL_TEST_END("test_topk");
 }

@@ -150,13 +150,14 @@ static void check_matmul_n(void *ctx, const char *tag, tl_dtype dt, int64_t cols
 }
 
 /* round_x: the kernel set rounds x to bf16 in this product (exact mode off, bf16 weights,
- * AVX-512 BF16, more than one token), so the reference gets the rounded x; else x as it is. */
-static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, int64_t cols, int T, int round_x)
+ * AVX-512 BF16, keep_x not set), so the reference gets the rounded x; else x as it is. */
+static void check_matmul(void *ctx, const char *tag, tl_dtype dt, int64_t rows, int64_t cols, int T, int keep_x,
+                         int round_x)
 {
     size_t es = tl_dtype_size(dt);
     /* one element of slack so the weights can start at an odd 2-byte (or 4-byte) offset */
     char *raw = malloc((size_t)(rows * cols + 1) * es);
-    tl_weight W = {.data = raw + es, .dtype = dt, .rows = rows, .cols = cols};
+    tl_weight W = {.data = raw + es, .dtype = dt, .rows = rows, .cols = cols, .keep_x = keep_x};
     fill_weight(raw + es, dt, rows * cols);
     float *x = malloc(sizeof(float) * (size_t)(T * cols));
     for (int64_t i = 0; i < T * cols; i++)
@@ -553,7 +554,7 @@ static void check_small_ops(void *ctx, const char *tag)
         int rows = 11, cols = 37, ids[4] = {0, 10, 3, 3};
         void *tab = malloc(tl_dtype_size((tl_dtype)dt) * (size_t)(rows * cols));
         fill_weight(tab, (tl_dtype)dt, rows * cols);
-        tl_weight tw = {tab, (tl_dtype)dt, rows, cols, 0}, nw = {tab, (tl_dtype)dt, 1, cols, 0};
+        tl_weight tw = {tab, (tl_dtype)dt, rows, cols, 0, 0}, nw = {tab, (tl_dtype)dt, 1, cols, 0, 0};
         float e1[4 * 37], e2[4 * 37], o1[4 * 37], o2[4 * 37];
         ops->embed(ctx, e1, &tw, ids, 4);
         tl_cpu_ref_embed(e2, &tw, ids, 4);
@@ -571,7 +572,7 @@ static void check_small_ops(void *ctx, const char *tag)
     int nt = 240, nc = 300;   /* 72,000 values: past the threaded norm's 65,536 */
     uint16_t gain[300];
     fill_weight(gain, TL_BF16, nc);
-    tl_weight gw = {gain, TL_BF16, 1, nc, 0};
+    tl_weight gw = {gain, TL_BF16, 1, nc, 0, 0};
     float *xs = malloc(sizeof(float) * (size_t)(nt * nc)), *r1 = malloc(sizeof(float) * (size_t)(nt * nc)),
           *r2 = malloc(sizeof(float) * (size_t)(nt * nc));
     for (int i = 0; i < nt * nc; i++)
@@ -629,15 +630,19 @@ int main(int argc, char **argv)
             TL_CHECK_INT(tl_cpu_ctx_threads(ctx), threads);
             char tag[64];
             snprintf(tag, sizeof tag, "%s/%d threads", isas[s], threads);
-            for (int exact = 0; exact <= 1; exact++) {
-                ops->set_exact(ctx, exact);
+            /* exact mode off; on; off with weights that keep x (q/k/v in the mixed precision) */
+            for (int mode = 0; mode <= 2; mode++) {
+                int exact = mode == 1, keep = mode == 2;
+                /* it answers whether its products can round x at all: only AVX-512 BF16's do */
+                TL_CHECK_INT(ops->set_exact(ctx, exact), !strcmp(isas[s], "avx512bf16"));
                 char mtag[80];
-                snprintf(mtag, sizeof mtag, "%s%s", tag, exact ? " exact" : "");
-                for (int dt = 0; dt < 3; dt++) {
-                    /* not exact: every product with bf16 weights rounds x, a decode's (T = 1) too */
-                    int round_x = !exact && dt == TL_BF16 && !strcmp(isas[s], "avx512bf16");
+                snprintf(mtag, sizeof mtag, "%s%s", tag, exact ? " exact" : keep ? " keep_x" : "");
+                for (int dt = keep ? TL_BF16 : 0; dt < (keep ? TL_BF16 + 1 : 3); dt++) {
+                    /* not exact: every product with bf16 weights rounds x, a decode's (T = 1) too,
+                     * unless its weight keeps x */
+                    int round_x = !exact && !keep && dt == TL_BF16 && !strcmp(isas[s], "avx512bf16");
                     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-                        check_matmul(ctx, mtag, (tl_dtype)dt, shapes[i].rows, shapes[i].cols, shapes[i].T,
+                        check_matmul(ctx, mtag, (tl_dtype)dt, shapes[i].rows, shapes[i].cols, shapes[i].T, keep,
                                      round_x);
                     for (int T = 1; T <= 13; T += 6)
                         for (int mixed = 0; mixed <= 1; mixed++)
@@ -680,8 +685,8 @@ int main(int argc, char **argv)
     TL_CHECK(all != NULL);
     if (all) {
         printf("kernels: default set %s, %d threads\n", tl_cpu_ctx_isa(all), tl_cpu_ctx_threads(all));
-        check_matmul(all, "default", TL_BF16, 300, 700, 1, 0);
-        check_matmul(all, "default", TL_BF16, 300, 700, 9, 0);   /* a new context is exact */
+        check_matmul(all, "default", TL_BF16, 300, 700, 1, 0, 0);
+        check_matmul(all, "default", TL_BF16, 300, 700, 9, 0, 0);   /* a new context is exact */
         ops->destroy(all);
     }
     return TL_TEST_END("kernels");

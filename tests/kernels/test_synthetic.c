@@ -93,7 +93,7 @@ out:
     tl_model_free(m3);
 }
 
-static int run_logits(const tl_model *m, int threads, const char *isa, int exact, float *out, int n_out)
+static int run_logits(const tl_model *m, int threads, const char *isa, tl_precision prec, float *out, int n_out)
 {
     if (isa)
         setenv("TL_CPU_ISA", isa, 1);
@@ -104,7 +104,7 @@ static int run_logits(const tl_model *m, int threads, const char *isa, int exact
     int ids[9] = {1, 17, 400, 999, 3, 3, 250, 8, 600};
     int rc = tl_engine_create(&e, m, tl_backend_cpu(), threads, 16, &err);
     if (!rc)
-        rc = tl_engine_set_exact(e, exact, &err);
+        rc = tl_engine_set_precision(e, prec, &err);
     if (!rc)
         rc = tl_engine_prefill(e, ids, 8, &err);
     if (!rc) {
@@ -134,21 +134,22 @@ static void check_engine(void)
     float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
     float *g = malloc(sizeof(float) * (size_t)n);
     /* the portable set never rounds activations: it is the exact mode whatever the setting */
-    TL_CHECK(run_logits(m, 2, "generic", 0, g, n) == 0);
-    for (int exact = 1; exact >= 0; exact--) {
-        TL_CHECK(run_logits(m, 1, NULL, exact, a, n) == 0);
-        TL_CHECK(run_logits(m, 2, NULL, exact, b, n) == 0);
+    TL_CHECK(run_logits(m, 2, "generic", TL_PRECISION_BF16, g, n) == 0);
+    for (tl_precision p = TL_PRECISION_MIXED; p <= TL_PRECISION_BF16; p++) {
+        int exact = p == TL_PRECISION_EXACT;
+        TL_CHECK(run_logits(m, 1, NULL, p, a, n) == 0);
+        TL_CHECK(run_logits(m, 2, NULL, p, b, n) == 0);
         TL_CHECK_MSG(!memcmp(a, b, sizeof(float) * (size_t)n), "logits differ between 1 and 2 threads");
         double worst = 0, scale = 0;
         for (int i = 0; i < n; i++) {
             worst = fmax(worst, fabs((double)a[i] - g[i]));
             scale = fmax(scale, fabs((double)g[i]));
         }
-        /* docs/accuracy.md: exact within 2e-3 of float64, bf16 activations within 1e-2 */
+        /* docs/accuracy.md: exact within 2e-3 of float64, the modes that round within 1e-2 */
         double tol = exact ? 1e-4 : 1e-2;
-        TL_CHECK_MSG(scale > 0 && worst <= tol * scale, "portable vs vectorized logits%s: %g of %g",
-                     exact ? " (exact)" : " (bf16 activations)", worst, scale);
-        printf("synthetic tiny: default kernels vs portable, %s: %.3g relative\n", exact ? "exact" : "bf16 activations",
+        TL_CHECK_MSG(scale > 0 && worst <= tol * scale, "portable vs vectorized logits (%s): %g of %g",
+                     tl_precision_name(p), worst, scale);
+        printf("synthetic tiny: default kernels vs portable, %s: %.3g relative\n", tl_precision_name(p),
                worst / scale);
     }
     free(a);

@@ -55,6 +55,19 @@ static int argmax(const float *x, int n)
     return b;
 }
 
+/* The exact precision: the goldens are transformers' float32 logits (docs/accuracy.md). */
+static int exact_engine(tl_engine **e, const tl_model *m, tl_error *err)
+{
+    if (tl_engine_create(e, m, tl_backend_cpu(), 0, 0, err))
+        return -1;
+    if (tl_engine_set_precision(*e, TL_PRECISION_EXACT, err)) {
+        tl_engine_free(*e);
+        *e = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static int is_eos(int id) { return id == 128001 || id == 128008 || id == 128009; }
 
 /* Greedy continuation of up to max tokens (stops after an end-of-turn id); returns its length. */
@@ -62,7 +75,7 @@ static int run_greedy(const tl_model *m, const int *ids, int n, int *out, int ma
 {
     tl_error err;
     tl_engine *e = NULL;
-    if (tl_engine_create(&e, m, tl_backend_cpu(), 0, 0, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    if (exact_engine(&e, m, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
     int k = 0;
     if (tl_engine_prefill(e, ids, n, &err) == 0) {
         while (k < max) {
@@ -114,7 +127,7 @@ int main(int argc, char **argv)
         float *want = (float *)slurp(path, &len);
         TL_CHECK_MSG(want && len == (size_t)V * sizeof(float), "%s: expected %d floats", path, V);
         tl_engine *e = NULL;
-        rc = tl_engine_create(&e, m, tl_backend_cpu(), 0, 0, &err);
+        rc = exact_engine(&e, m, &err);
         TL_CHECK_MSG(rc == 0, "%s", err.msg);
         if (want && len == (size_t)V * sizeof(float) && rc == 0) {
             rc = tl_engine_prefill(e, ids, n, &err);
@@ -142,7 +155,7 @@ int main(int argc, char **argv)
         /* 2. one position at a time: the reference's top 20 at every position */
         const cJSON *top = cJSON_GetObjectItem(pr, "top20");
         e = NULL;
-        rc = tl_engine_create(&e, m, tl_backend_cpu(), 0, 0, &err);
+        rc = exact_engine(&e, m, &err);
         TL_CHECK_MSG(rc == 0, "%s", err.msg);
         for (int t = 0; rc == 0 && t < n; t++) {
             rc = t == 0 ? tl_engine_prefill(e, ids, 1, &err) : tl_engine_decode(e, ids[t], &err);

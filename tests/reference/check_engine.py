@@ -11,7 +11,9 @@ With --kv-cache bf16 the reference rounds K (after RoPE) and V to bf16 as the ca
 
 For each pass the error is max|tokenloop - ref| / max|ref| over the vocabulary at that position
 (ref: float64 NumPy over the whole sequence so far, no cache); it must be <= TOL. Greedy passes
-also check that the token tokenloop fed is the argmax of the reference logits before it.
+also check that the token tokenloop fed is the argmax of the reference logits before it, or a
+token whose reference score lies within TOL (the same relative measure) of the argmax's: scores
+that close are a tie at the precision TOL promises, and each such step is printed.
 """
 import os
 import subprocess
@@ -101,7 +103,7 @@ def main():
         print(f"engine_dump wrote {len(records)} records for {len(expanded)} passes")
         print(f"check_engine {name}: 0 passed, 1 failed")
         return 1
-    tokens, passed, failed, worst, row, prev_ref = [], 0, 0, 0.0, 0, None
+    tokens, passed, failed, ties, worst, row, prev_ref = [], 0, 0, 0, 0.0, 0, None
     for (kind, pos, fed), (_, arg) in zip(records, expanded):
         pos, fed = int(pos), int(fed)
         if kind == "prefill":
@@ -115,13 +117,18 @@ def main():
             return 1
         elif kind == "greedy":
             want = int(np.argmax(prev_ref))
+            gap = (prev_ref[want] - prev_ref[fed]) / np.max(np.abs(prev_ref)) if 0 <= fed < vocab else np.inf
             if fed == want:
                 passed += 1
+            elif gap <= tol:
+                passed += 1
+                ties += 1
+                print(f"greedy at position {len(tokens)}: tokenloop fed {fed}, reference argmax {want}: their "
+                      f"reference scores {gap:.3g} apart (relative), within {tol:g}: a tie at this precision")
             else:
                 failed += 1
-                s = np.sort(prev_ref)
-                print(f"greedy at position {len(tokens)}: tokenloop fed {fed}, reference argmax {want} "
-                      f"(reference top-2 gap {s[-1] - s[-2]:.3g})")
+                print(f"greedy at position {len(tokens)}: tokenloop fed {fed}, reference argmax {want}: their "
+                      f"reference scores {gap:.3g} apart (relative), more than {tol:g}")
             tokens.append(fed)
         if len(tokens) != pos:
             print(f"{kind}: tokenloop reports position {pos}, the replay has {len(tokens)} tokens")
@@ -138,7 +145,8 @@ def main():
             failed += 1
             print(f"{kind} at position {pos - 1}: relative error {err:.3g} > {tol:g}")
         prev_ref, row = ref, row + 1
-    print(f"{name}: worst relative error {worst:.3g} (tolerance {tol:g}) over {row} passes")
+    print(f"{name}: worst relative error {worst:.3g} (tolerance {tol:g}) over {row} passes, "
+          f"{ties} greedy tie{'' if ties == 1 else 's'}")
     print(f"check_engine {name}: {passed} passed, {failed} failed")
     return 1 if failed or passed == 0 else 0
 

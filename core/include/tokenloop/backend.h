@@ -89,9 +89,10 @@ typedef struct tl_backend_ops {
     int (*set_async)(void *ctx, int on, tl_error *err);
     /* Optional: the precision of products with bf16 weights (docs/accuracy.md). A backend with
      * this operation starts exact (fp32 activations); on == 0 lets it round the activations to
-     * bf16 where that is faster. NULL: no exact mode (CUDA: its prefill GEMM rounds them).
-     * Call it between passes. */
-    void (*set_exact)(void *ctx, int on);
+     * bf16 where that is faster, except in products whose weight has keep_x set. Returns 1 when
+     * its products do round then, 0 when they never do (kernels without bf16 arithmetic). NULL:
+     * no exact mode (CUDA: its prefill GEMM rounds them). Call it between passes. */
+    int (*set_exact)(void *ctx, int on);
 } tl_backend_ops;
 
 const tl_backend_ops *tl_backend_cpu(void);

@@ -56,11 +56,21 @@ double tl_engine_last_unsynced_ms(const tl_engine *e);
 int tl_engine_set_async(tl_engine *e, int on, tl_error *err);
 int tl_engine_async(const tl_engine *e);   /* 1: the launches return before the work is done */
 
-/* The exact mode (docs/accuracy.md): products with bf16 weights keep fp32 activations. On by
- * default on the CPU; off, products with bf16 weights round them to bf16 (half the arithmetic
- * on AVX-512 BF16). A backend without the mode (CUDA) refuses to turn it on. Between passes. */
-int tl_engine_set_exact(tl_engine *e, int on, tl_error *err);
-int tl_engine_exact(const tl_engine *e);
+/* What a product with bf16 weights reads as its input x (docs/accuracy.md). On AVX-512 BF16
+ * an fp32-level x costs two VDPBF16PS per 32 weights, a rounded one one. Rounding q/k/v's
+ * input moves the logits most (softmax exponentiates q.k's error), so the default keeps it. */
+typedef enum {
+    TL_PRECISION_MIXED,    /* the CPU's default: q/k/v keep fp32-level x, every other product rounds */
+    TL_PRECISION_EXACT,    /* every product keeps fp32-level x (--exact) */
+    TL_PRECISION_BF16,     /* every product rounds x to bf16, as llama.cpp (--bf16-activations) */
+    TL_PRECISION_DEVICE,   /* a backend's own rules (CUDA: rounds x only in prefills over 16 tokens) */
+} tl_precision;
+/* A backend without the choice (CUDA) refuses EXACT and keeps DEVICE for the others.
+ * Between passes. 0, or -1 with err. */
+int tl_engine_set_precision(tl_engine *e, tl_precision p, tl_error *err);
+tl_precision tl_engine_precision(const tl_engine *e);   /* EXACT where the kernels never round */
+const char *tl_precision_name(tl_precision p);   /* "mixed", "exact", "bf16", "device" */
+const char *tl_precision_text(tl_precision p);   /* one line saying what the products read */
 /* The KV cache's element type: TL_F32 (the default) or TL_BF16, which halves the bytes a
  * decode step reads from the cache and rounds K (after RoPE) and V to bf16 (docs/accuracy.md).
  * Replaces the cache: every position is dropped. 0, or -1 with err (a backend without it). */

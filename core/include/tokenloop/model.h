@@ -56,6 +56,7 @@ typedef struct tl_weight {
     tl_dtype dtype;
     int64_t rows, cols;
     int mapped;                 /* data points into a file's mapping (page cache, 4 KiB pages) */
+    int keep_x;                 /* products keep fp32-level x where others round it (engine.h) */
 } tl_weight;
 
 /* Bytes of w's data: rows * tl_dtype_row_bytes(dtype, cols). */

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include "tokenloop/error.h"
+#include "tokenloop/engine.h"
 #include "tokenloop/model.h"
 #include "tokenloop/sampler.h"
 #include "tokenloop/streamer.h"
@@ -35,7 +36,7 @@ typedef struct tl_session_opts {
     void *clock_ctx;
     double bandwidth_gbs;       /* > 0: use this instead of probing (the floor) */
     int async;                  /* 1: the engine's asynchronous mode (tl_engine_set_async) */
-    int bf16_activations;       /* 1: bf16 products round activations (tl_engine_set_exact 0) */
+    tl_precision precision;     /* 0: TL_PRECISION_MIXED (tl_engine_set_precision) */
     int kv_bf16;                /* 1: a bf16 KV cache (tl_engine_set_kv_dtype); 0: fp32 */
     const char *dtype;          /* "q8_0", "q4_0", "bf16", ...: convert the weights on load; NULL: as loaded */
 } tl_session_opts;
