@@ -25,7 +25,7 @@
 
 static const char usage[] =
     "usage: tokenloop bench (--model DIR | --synthetic NAME) [--prompt-tokens N] [--new-tokens N]\n"
-    "                       [--threads N] [--device cpu|cuda] [--async] [--bf16-activations]\n"
+    "                       [--threads N] [--device cpu|cuda] [--async] [--exact | --bf16-activations]\n"
     "                       [--dtype bf16|f16|f32|q8_0|q4_0] [--kv-cache fp32|bf16] [--seed S] [--json]\n"
     "       tokenloop bench --tokenizer ...   (the tokenizer benchmark; see its --help)\n"
     "       tokenloop bench --template ...    (the template engine benchmark; see its --help)\n"
@@ -39,15 +39,17 @@ static const char usage[] =
     "  llama-3.1-8b, tiny); no file is read. --threads: CPU threads (default: all cores).\n"
     "  --async: the CPU queues each pass to a worker thread as a GPU stream does; the decode\n"
     "  steps are then also timed the wrong way, before synchronizing (always so on cuda).\n"
-    "  --bf16-activations: every product with bf16 weights rounds the activations to bf16,\n"
-    "  as llama.cpp and a bf16 transformers run do (default: fp32; docs/accuracy.md).\n"
+    "  --exact: fp32 activations in every product with bf16 weights. Default: q/k/v keep them and\n"
+    "  the other products round them to bf16. --bf16-activations: every product rounds them, as\n"
+    "  llama.cpp and a bf16 transformers run do (docs/accuracy.md).\n"
     "  --dtype: convert the weights after loading (llama.cpp's Q8_0/Q4_0 blocks): the step reads\n"
     "  fewer bytes, and the floor is computed from those.\n"
     "  --kv-cache bf16: K and V kept in bf16 (default fp32): half the cache's bytes a step.\n";
 
 typedef struct bench_opts {
     const char *model_dir, *synthetic, *device, *dtype;
-    int prompt_tokens, new_tokens, threads, json, async, bf16, kv_bf16;
+    int prompt_tokens, new_tokens, threads, json, async, prec_flags, kv_bf16;
+    tl_precision prec;
     unsigned long long seed;
 } bench_opts;
 
@@ -72,8 +74,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             o->json = 1;
         } else if (!strcmp(a, "--async")) {
             o->async = 1;
-        } else if (!strcmp(a, "--bf16-activations")) {
-            o->bf16 = 1;
+        } else if (cli_precision_flag(a, &o->prec, &o->prec_flags)) {
+            continue;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--synthetic") || !strcmp(a, "--device") ||
                    !strcmp(a, "--prompt-tokens") || !strcmp(a, "--new-tokens") ||
                    !strcmp(a, "--threads") || !strcmp(a, "--seed") || !strcmp(a, "--dtype") ||
@@ -116,6 +118,8 @@ static int parse(int argc, char **argv, bench_opts *o)
     }
     if (strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
         return cli_fail(2, "--device: '%s' is not cpu or cuda", o->device);
+    if (o->prec_flags > 1)
+        return cli_fail(2, "bench: give at most one of --exact and --bf16-activations");
     return 0;
 }
 
@@ -270,7 +274,7 @@ int cmd_bench(int argc, char **argv)
     /* The KV cache holds exactly this run: the 8B shape stays within a small machine. */
     tl_engine *e = NULL;
     if (tl_engine_create(&e, m, be, o.threads, (int)need, &err) || (o.async && tl_engine_set_async(e, 1, &err)) ||
-        (o.bf16 && tl_engine_set_exact(e, 0, &err)) || (o.kv_bf16 && tl_engine_set_kv_dtype(e, TL_BF16, &err))) {
+        (o.prec != TL_PRECISION_MIXED && tl_engine_set_precision(e, o.prec, &err)) || (o.kv_bf16 && tl_engine_set_kv_dtype(e, TL_BF16, &err))) {
         tl_engine_free(e);
         tl_model_free(m);
         return cli_fail(1, "%s", err.msg);
@@ -382,7 +386,7 @@ int cmd_bench(int argc, char **argv)
         cJSON_AddNumberToObject(j, "tpot_ms_min", best);
         cJSON_AddItemToObject(j, "tpot_ms", cJSON_CreateDoubleArray(tpot, o.new_tokens));
         cJSON_AddBoolToObject(j, "async", tl_engine_async(e));
-        cJSON_AddBoolToObject(j, "exact", tl_engine_exact(e));
+        cJSON_AddStringToObject(j, "precision", tl_precision_name(tl_engine_precision(e)));
         cJSON_AddStringToObject(j, "kv_cache", tl_engine_kv_dtype(e) == TL_BF16 ? "bf16" : "fp32");
         if (unsynced_med >= 0)
             cJSON_AddNumberToObject(j, "unsynced_tpot_ms_median", unsynced_med);
@@ -430,9 +434,7 @@ int cmd_bench(int argc, char **argv)
         if (copied)
             printf("weights        %sB copied from the file's mapping into 2 MiB pages at load (%.2f s "
                    "with the load)\n", si(b3, sizeof b3, (double)copied), t_load);
-        printf("precision      %s\n", tl_engine_exact(e) ? "exact: fp32 activations in every product (docs/accuracy.md)"
-                                                          : "products with bf16 weights round activations to bf16 "
-                                                            "(docs/accuracy.md)");
+        printf("precision      %s (docs/accuracy.md)\n", tl_precision_text(tl_engine_precision(e)));
         printf("prefill        %d tokens: TTFT %.1f ms (%.1f tokens/s)\n", o.prompt_tokens, ttft,
                o.prompt_tokens / ttft * 1e3);
         printf("decode         %d tokens: TPOT median %.2f ms, p90 %.2f ms, best %.2f ms (%.2f tokens/s)\n",

@@ -23,8 +23,8 @@ static const char usage[] =
     "                          [--max-new-tokens N]\n"
     "                          [--greedy | --temperature T --top-k K --top-p P] [--seed S] [--top N]\n"
     "                          [--stop STR]... [--stream-mode hf|server] [--device cpu|cuda]\n"
-    "                          [--threads N] [--async] [--bf16-activations] [--dtype D]\n"
-    "                          [--kv-cache fp32|bf16] [--json]\n"
+    "                          [--threads N] [--async] [--exact | --bf16-activations]\n"
+    "                          [--dtype D] [--kv-cache fp32|bf16] [--json]\n"
     "  Generates one forward pass at a time. The first pass (the prefill) reads the whole prompt\n"
     "  and chooses the first new token; each later pass (decode) reads one token.\n"
     "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL, else the\n"
@@ -50,8 +50,7 @@ static const char usage[] =
     "  --async            queue each pass's operations to a worker thread, as a GPU stream does,\n"
     "                     so the clock read before synchronizing (wrong reading 2) means\n"
     "                     something on the CPU too (CUDA always works this way)\n"
-    "  --bf16-activations round the activations to bf16 in every product with bf16 weights,\n"
-    "                     as llama.cpp does: half the arithmetic (docs/accuracy.md)\n"
+    CLI_PRECISION_USAGE
     "  --kv-cache bf16    keep K and V in bf16: half the cache's bytes a step, K and V rounded\n"
     "                     (default fp32: the logits transformers gives in float32; docs/accuracy.md)\n"
     "  --dtype D          convert the weights on load: bf16, f16, f32, q8_0 or q4_0 (llama.cpp's\n"
@@ -214,7 +213,7 @@ static void print_json(tl_session *s)
      * the lm_head's kernel as it wrote the scores (CPU, AVX-512 BF16) */
     cJSON_AddBoolToObject(o, "pass_includes_sampler_stats", tl_session_pass_stats(s));
     cJSON_AddBoolToObject(o, "async", tl_engine_async(tl_session_engine(s)));
-    cJSON_AddBoolToObject(o, "exact", tl_engine_exact(tl_session_engine(s)));
+    cJSON_AddStringToObject(o, "precision", tl_precision_name(tl_engine_precision(tl_session_engine(s))));
     cJSON_AddItemToObject(o, "floor_ms", num_or_null(r.floor_ms));
     cJSON_AddItemToObject(o, "bandwidth_gbs", num_or_null(r.bandwidth_gbs));
     cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);
@@ -266,7 +265,8 @@ int cmd_generate(int argc, char **argv)
     const char *model = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
     const char *device = NULL, *stop[TL_MAX_STOP];
     const char *dtype = NULL;
-    int n_stop = 0, json = 0, async = 0, bf16 = 0, kv_bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
+    tl_precision prec = TL_PRECISION_MIXED;
+    int n_stop = 0, json = 0, async = 0, prec_flags = 0, kv_bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
     long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
     double temperature = 1, top_p = 1;
     tl_stream_mode mode = TL_STREAM_HF;
@@ -280,7 +280,7 @@ int cmd_generate(int argc, char **argv)
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--greedy")) { greedy = 1; continue; }
         if (!strcmp(a, "--async")) { async = 1; continue; }
-        if (!strcmp(a, "--bf16-activations")) { bf16 = 1; continue; }
+        if (cli_precision_flag(a, &prec, &prec_flags)) continue;
         if (!strcmp(a, "--no-generation-prompt")) { gen_prompt = 0; continue; }
         if (!strcmp(a, "--no-parse-special-in-content")) { parse_special = 0; continue; }
         static const char *const with_value[] = {"--model", "--ids", "--prompt", "--system", "--messages",
@@ -343,6 +343,7 @@ int cmd_generate(int argc, char **argv)
     }
     int n_sources = (ids_arg != NULL) + (prompt != NULL) + (messages != NULL);
     if (n_sources != 1) return cli_fail(2, "generate: give exactly one of --ids, --prompt, --messages");
+    if (prec_flags > 1) return cli_fail(2, "generate: give at most one of --exact and --bf16-activations");
     if (system && !prompt) return cli_fail(2, "--system: only with --prompt");
     if (greedy && (have_t || have_k || have_p)) return cli_fail(2, "--greedy: cannot be combined with --temperature/--top-k/--top-p");
     if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_fail(2, "--device: %s: expected cpu or cuda", device);
@@ -363,7 +364,7 @@ int cmd_generate(int argc, char **argv)
     tl_error err = {{0}};
     tl_session *s = NULL;
     tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads, .async = async,
-                         .bf16_activations = bf16, .kv_bf16 = kv_bf16, .dtype = dtype};
+                         .precision = prec, .kv_bf16 = kv_bf16, .dtype = dtype};
     int status = 1;
     char *msgs = NULL;
     if (tl_session_open(&s, &o, &err)) goto fail;

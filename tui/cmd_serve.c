@@ -29,7 +29,7 @@
 
 static const char usage[] =
     "usage: tokenloop serve [--model DIR] [--host ADDR] [--port N] [--slots N] [--queue N]\n"
-    "                       [--api-key KEY] [--threads N]\n"
+    "                       [--api-key KEY] [--threads N] [--exact | --bf16-activations]\n"
     "  An OpenAI-compatible chat server on the iterator streamer: POST /v1/chat/completions\n"
     "  (messages, stream, max_tokens / max_completion_tokens, temperature (0: greedy), top_p,\n"
     "  top_k, seed, stop, logprobs + top_logprobs (<= 20), stream_options.include_usage);\n"
@@ -47,7 +47,8 @@ static const char usage[] =
     "  --slots N     requests served at once, each with its own KV cache, all on one copy of\n"
     "                the weights (default 1)\n"
     "  --queue N     requests that may wait for a slot (default 8); past that, 429 + Retry-After\n"
-    "  --api-key K   require \"Authorization: Bearer K\"\n";
+    "  --api-key K   require \"Authorization: Bearer K\"\n"
+    CLI_PRECISION_USAGE;
 
 enum { MAX_BODY = 8 << 20, MAX_SLOTS = 64 };
 
@@ -791,7 +792,7 @@ int serve_start(server **out, const serve_opts *o, tl_error *err)
     }
     base_name(o->model_dir ? o->model_dir : "model", srv->model_id, sizeof srv->model_id);
     srv->max_queue = o->queue;
-    tl_session_opts so = {.model_dir = o->model_dir, .threads = o->threads};
+    tl_session_opts so = {.model_dir = o->model_dir, .threads = o->threads, .precision = o->precision};
     tl_model *m = o->model;
     if (!m) {
         if (tl_session_open(&srv->slots[0].s, &so, err)) {
@@ -846,6 +847,8 @@ int cmd_serve(int argc, char **argv)
 {
     const char *model = getenv("TOKENLOOP_MODEL"), *host = "127.0.0.1", *key = NULL;
     long port = 8080, threads = 0, slots = 1, queue = 8;
+    tl_precision prec = TL_PRECISION_MIXED;
+    int prec_flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -854,6 +857,7 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--model") && has_val) model = argv[++i];
         else if (!strcmp(a, "--host") && has_val) host = argv[++i];
         else if (!strcmp(a, "--api-key") && has_val) key = argv[++i];
+        else if (cli_precision_flag(a, &prec, &prec_flags)) continue;
         else if ((!strcmp(a, "--port") || !strcmp(a, "--threads") || !strcmp(a, "--slots") ||
                   !strcmp(a, "--queue")) && has_val) {
             const char *v = argv[++i];
@@ -873,6 +877,8 @@ int cmd_serve(int argc, char **argv)
             return cli_fail(2, "%s: unknown option", a);
         }
     }
+    if (prec_flags > 1)
+        return cli_fail(2, "serve: give at most one of --exact and --bf16-activations");
     struct in_addr probe;
     if (inet_pton(AF_INET, host, &probe) != 1)
         return cli_fail(2, "--host %s: expected an IPv4 address such as 127.0.0.1", host);
@@ -891,7 +897,7 @@ int cmd_serve(int argc, char **argv)
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     serve_opts o = {.model_dir = model, .host = host, .port = (int)port, .slots = (int)slots,
-                    .queue = (int)queue, .threads = (int)threads, .api_key = key};
+                    .queue = (int)queue, .threads = (int)threads, .api_key = key, .precision = prec};
     server *srv;
     if (serve_start(&srv, &o, &err)) return cli_fail(1, "%s", err.msg);
     fprintf(stderr, "tokenloop serve: %s on http://%s:%u, %d slot%s (POST /v1/chat/completions; Ctrl-C stops)\n",

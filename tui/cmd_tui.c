@@ -19,14 +19,15 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tokenloop tui [--model DIR] [--prompt TEXT] [--system TEXT] [--device cpu|cuda]\n"
-            "                     [--threads N] [--async] [--bf16-activations] [--dtype D] [--lang en|vi]\n"
-            "                     [--kv-cache fp32|bf16] [--mono] [--bench-frame [N]]\n"
+            "                     [--threads N] [--async] [--exact | --bf16-activations] [--dtype D]\n"
+            "                     [--lang en|vi] [--kv-cache fp32|bf16] [--mono] [--bench-frame [N]]\n"
             "  Steps through generation one forward pass at a time. Without --model: $TOKENLOOP_MODEL,\n"
             "  else the bundled model (assets/models/tl-mini-instruct).\n"
             "  --async          queue each pass to a worker thread as a GPU stream does, so the Timing\n"
             "                   pane's unsynchronized reading (trap 2) shows on the CPU too\n"
-            "  --bf16-activations  round activations to bf16 in products with bf16 weights\n"
-            "                   (a faster prefill; docs/accuracy.md)\n"
+            "  --exact          fp32 activations in every product with bf16 weights (default: only\n"
+            "                   q/k/v keep them, the rest round them to bf16; docs/accuracy.md)\n"
+            "  --bf16-activations  round them in every product, q/k/v too, as llama.cpp does\n"
             "  --dtype D        convert the weights on load: bf16, f16, f32, q8_0 or q4_0 (llama.cpp's\n"
             "                   blocks); d in the UI cycles the file's dtype, q8_0 and q4_0\n"
             "  --kv-cache bf16  keep K and V in bf16: half the cache's bytes a step, K and V rounded\n"
@@ -58,7 +59,8 @@ static void utf8_locale(void)
 int cmd_tui(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL, *dtype = NULL;
-    int threads = 0, bench = 0, mono = 0, async = 0, bf16 = 0, kv_bf16 = 0;
+    int threads = 0, bench = 0, mono = 0, async = 0, prec_flags = 0, kv_bf16 = 0;
+    tl_precision prec = TL_PRECISION_MIXED;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
@@ -102,8 +104,8 @@ int cmd_tui(int argc, char **argv)
             mono = 1;
         } else if (!strcmp(a, "--async")) {
             async = 1;
-        } else if (!strcmp(a, "--bf16-activations")) {
-            bf16 = 1;
+        } else if (cli_precision_flag(a, &prec, &prec_flags)) {
+            continue;
         } else if (!strcmp(a, "--bench-frame")) {
             bench = 200;
             if (has && argv[i + 1][0] != '-') {
@@ -118,6 +120,8 @@ int cmd_tui(int argc, char **argv)
     }
     if (prompt && !*prompt)
         return cli_fail(2, "--prompt: empty");
+    if (prec_flags > 1)
+        return cli_fail(2, "tui: give at most one of --exact and --bf16-activations");
     if (!bench && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return cli_fail(2, "tui: needs a terminal on stdin and stdout (tokenloop generate runs headless)");
 
@@ -137,7 +141,7 @@ int cmd_tui(int argc, char **argv)
     so.device = device;
     so.threads = threads;
     so.async = async;
-    so.bf16_activations = bf16;
+    so.precision = prec;
     so.kv_bf16 = kv_bf16;
     so.dtype = dtype;
     tl_session *s = NULL;

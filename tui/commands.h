@@ -3,6 +3,8 @@
 #ifndef TOKENLOOP_COMMANDS_H
 #define TOKENLOOP_COMMANDS_H
 
+#include "tokenloop/engine.h"
+
 int cmd_info(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -21,5 +23,14 @@ int cmd_bench_sampler(int argc, char **argv);
 
 /* "tokenloop: <what>" on stderr; returns status. */
 int cli_fail(int status, const char *fmt, ...);
+/* --exact or --bf16-activations (docs/accuracy.md): 1 with *p set and *seen counted, 0 when a
+ * is neither. The caller refuses *seen > 1. */
+int cli_precision_flag(const char *a, tl_precision *p, int *seen);
+#define CLI_PRECISION_USAGE \
+    "  --exact            fp32 activations in every product with bf16 weights (twice the\n" \
+    "                     arithmetic of the default on AVX-512 BF16; the logits transformers\n" \
+    "                     gives in float32). Default: only q/k/v keep them, the other products\n" \
+    "                     round them to bf16 (docs/accuracy.md)\n" \
+    "  --bf16-activations round them in every product, q/k/v too, as llama.cpp does\n"
 
 #endif

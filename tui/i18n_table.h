@@ -251,6 +251,7 @@
 
 /* the weights' dtype (key d) and the Timing pane's table of dtypes */
 {" · %s weights", " · trọng số %s"},
+{" · precision %s", " · độ chính xác %s"},
 {"converting the weights to %s…", "đang đổi trọng số sang %s…"},
 {"weights stay %s: %s", "trọng số giữ nguyên %s: %s"},
 {"weights %s (%s a step): the %d tokens on %s are kept in the Timing table; Space or r prefills again (converted in %s)", "trọng số %s (%s mỗi bước): %d token trên %s được giữ trong bảng Timing; Space hoặc r để prefill lại (đổi mất %s)"},

@@ -234,7 +234,9 @@ int lesson_serve_request(void *ctx, tl_session *s, tl_lesson_served *out, tl_err
     if (!body)
         return -1;
     tl_model *m = (tl_model *)tl_session_model(s);   /* read only: the server's slot shares the weights */
-    serve_opts o = {.model = m, .model_dir = m->dir[0] ? m->dir : "model", .port = 0, .slots = 1, .queue = 0};
+    tl_precision p = tl_engine_precision(tl_session_engine(s));   /* the numbers the class saw */
+    serve_opts o = {.model = m, .model_dir = m->dir[0] ? m->dir : "model", .port = 0, .slots = 1, .queue = 0,
+                    .precision = p == TL_PRECISION_DEVICE ? TL_PRECISION_MIXED : p};   /* the slot is on the CPU */
     server *srv;
     if (serve_start(&srv, &o, err)) {
         free(body);

@@ -36,6 +36,18 @@ int cli_fail(int status, const char *fmt, ...)
     return status;
 }
 
+int cli_precision_flag(const char *a, tl_precision *p, int *seen)
+{
+    if (!strcmp(a, "--exact"))
+        *p = TL_PRECISION_EXACT;
+    else if (!strcmp(a, "--bf16-activations"))
+        *p = TL_PRECISION_BF16;
+    else
+        return 0;
+    ++*seen;
+    return 1;
+}
+
 static void print_usage(FILE *f)
 {
     fprintf(f, "usage: tokenloop [COMMAND] [OPTIONS]   (no command: the TUI)\n\ncommands:\n");

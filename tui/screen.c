@@ -156,11 +156,15 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
         snprintf(s, sizeof s, "T %s \xC2\xB7 top-k %d \xC2\xB7 top-p %s", tv, v->top_k, pv);
     }
     /* converted weights are named: every figure on screen is about them, not the file's */
-    char dt[64] = "";
+    char dt[64] = "", pr[64] = "";
     if (v->dtype[0] && strcmp(v->dtype, v->file_dtype))
         snprintf(dt, sizeof dt, T(" \xC2\xB7 %s weights"), v->dtype);
-    snprintf(t, sizeof t, " tokenloop \xC2\xB7 %s \xC2\xB7 %s%s \xC2\xB7 %s \xC2\xB7 %s%s", v->model_name, v->device, dt, s,
-             v->stream_server ? T("server stream") : T("hf stream"), ui->mono ? T(" \xC2\xB7 mono") : "");
+    /* the CPU's precision too, last (the lessons' settings come first on a narrow terminal):
+     * the scores depend on it; a device keeps its own */
+    if (v->precision[0] && strcmp(v->precision, "device"))
+        snprintf(pr, sizeof pr, T(" \xC2\xB7 precision %s"), v->precision);
+    snprintf(t, sizeof t, " tokenloop \xC2\xB7 %s \xC2\xB7 %s%s \xC2\xB7 %s \xC2\xB7 %s%s%s", v->model_name, v->device, dt, s,
+             v->stream_server ? T("server stream") : T("hf stream"), ui->mono ? T(" \xC2\xB7 mono") : "", pr);
     Draw_fill(w, 0, 0, cols, Theme_attr(TA_TITLE));
     Draw_text(w, 0, 0, cols, t, Theme_attr(TA_TITLE));
     if (L.tabbed) {

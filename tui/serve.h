@@ -5,6 +5,7 @@
 #define TOKENLOOP_SERVE_H
 
 #include "tokenloop/error.h"
+#include "tokenloop/engine.h"
 #include "tokenloop/model.h"
 
 typedef struct server server;
@@ -16,6 +17,7 @@ typedef struct serve_opts {
     int port;                /* 0: a free one (serve_port says which) */
     int slots, queue, threads;
     const char *api_key;     /* NULL: none asked */
+    tl_precision precision;  /* each slot's engine (tl_session_opts.precision) */
 } serve_opts;
 
 /* Listening when it returns 0; each connection is served on its own thread. */

@@ -67,6 +67,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
 
     basename_of(m->dir[0] ? m->dir : "synthetic", v->model_name, sizeof v->model_name);
     snprintf(v->device, sizeof v->device, "%s", e ? tl_engine_device(e) : "?");
+    snprintf(v->precision, sizeof v->precision, "%s", e ? tl_precision_name(tl_engine_precision(e)) : "");
     v->vocab_size = m->cfg.vocab_size;
 
     tl_sampling sp = tl_session_sampling(s);

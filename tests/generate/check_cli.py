@@ -68,11 +68,20 @@ def main():
         bf16_cpu = " avx512_bf16" in f.read()
     check(d["pass_includes_sampler_stats"] is (bf16_cpu and d["dtype"] == "bf16"),
           f"pass_includes_sampler_stats {d['pass_includes_sampler_stats']} (cpu bf16 {bf16_cpu}, {d['dtype']})")
+    # the precision (docs/accuracy.md): mixed by default where the kernels round activations,
+    # exact where they never do (AVX2), and as asked
+    check(d["precision"] == ("mixed" if bf16_cpu else "exact"), f"default precision {d['precision']}")
+    rx = run(exe, "--model", llama, "--ids", "128000,9906,11,1917,0", "--greedy", "--max-new-tokens", "6", "--json",
+             "--exact")
+    dx = json.loads(rx.stdout) if rx.returncode == 0 else {}
+    check(dx.get("precision") == "exact", f"--exact: {dx.get('precision')} {rx.stderr.strip()}")
     r2 = run(exe, "--model", llama, "--ids", "128000,9906,11,1917,0", "--greedy", "--max-new-tokens", "6", "--json",
-             env={"TL_CPU_ISA": "avx2"})
+             "--bf16-activations", env={"TL_CPU_ISA": "avx2"})
     d2 = json.loads(r2.stdout) if r2.returncode == 0 else {}
     check(d2.get("pass_includes_sampler_stats") is False, "no statistics in the pass with the AVX2 kernels")
-    check(d2.get("generated_ids") == d["generated_ids"], "the same greedy tokens with and without them")
+    check(d2.get("precision") == "exact", f"AVX2 never rounds: {d2.get('precision')}")
+    # exact both ways, so that the statistics are the only difference
+    check(d2.get("generated_ids") == dx.get("generated_ids"), "the same greedy tokens with and without them")
 
     # the streamed stdout is what the JSON says was printed, for the same seed; metrics on stderr
     args = ["--model", llama, "--prompt", "Hi there", "--system", "Be brief.", "--max-new-tokens", "12", "--seed", "5"]
@@ -149,6 +158,7 @@ def main():
         (["--model", llama, "--system", "x", "--ids", "1"], 2),
         (["--model", llama, "--ids", "1", "--dtype", "q5_k"], 2),
         (["--model", llama, "--ids", "1", "--dtype"], 2),
+        (["--model", llama, "--ids", "1", "--exact", "--bf16-activations"], 2),
     ]
     # --dtype: the weights converted on load; the JSON says which, and the bytes a step reads
     r = run(exe, "--model", llama, "--ids", "128000,791", "--max-new-tokens", "2", "--json")

@@ -249,8 +249,9 @@ def logits(dump, model, tol):
 
 def generate(exe, model, tol):
     tol = float(tol)
+    # --exact: the float64 reference's terms, at the exact precision's tolerance (docs/accuracy.md)
     r = subprocess.run([exe, "generate", "--model", model, "--ids", ",".join(map(str, SHORT)), "--greedy",
-                        "--max-new-tokens", "8", "--top", "5", "--json"], capture_output=True, text=True)
+                        "--max-new-tokens", "8", "--top", "5", "--json", "--exact"], capture_output=True, text=True)
     check(r.returncode == 0, f"generate: {r.returncode} {r.stderr}")
     if r.returncode:
         return finish("gguf generate")

@@ -49,7 +49,8 @@ def check(ok, what):
 def start_tokenloop(model, *args):
     """tokenloop generate in the background, so that generate() runs beside it: each run spends
     most of its ~0.7 s starting up (the bandwidth probe of --json's metrics, a fixed 0.2 s)."""
-    cmd = [tokenloop, "generate", "--model", model, "--json", "--threads", "2"] + list(args)
+    # --exact: generate() runs in float32, so every product keeps fp32 activations (docs/accuracy.md)
+    cmd = [tokenloop, "generate", "--model", model, "--json", "--threads", "2", "--exact"] + list(args)
     return cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

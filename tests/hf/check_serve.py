@@ -37,7 +37,15 @@ from serve_common import check, env, start, stop  # noqa: E402
 from serve_common import finish as finish_test  # noqa: E402 (the tests use "finish" for finish_reason)
 
 env = env()
-srv, base = start(exe, "--api-key", KEY, "--threads", "2")
+# bad command lines: exit 2 and one line naming the option, before any socket is opened
+for args, what in ((["--bogus"], "--bogus"), (["--port", "x"], "--port"), (["--slots", "0"], "--slots"),
+                   (["--port"], "--port"), (["--exact", "--bf16-activations"], "at most one of"),
+                   (["--host", "localhost"], "--host")):
+    p = subprocess.run([exe, "serve"] + args, capture_output=True, text=True, env=env, timeout=30)
+    last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
+    check(p.returncode == 2 and last.startswith("tokenloop: ") and what in last,
+          "serve %s: exit %d, %r" % (" ".join(args), p.returncode, last))
+srv, base = start(exe, "--api-key", KEY, "--threads", "2", "--exact")   # torch runs float32
 client = OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0, timeout=120)
 
 
@@ -54,7 +62,7 @@ def raw(method, path, body=None, key=KEY):
 def generate(q, *extra):
     mode = [] if "--temperature" in extra else ["--greedy"]
     p = subprocess.run([exe, "generate", "--model", bundled, "--prompt", q] + mode + ["--stream-mode", "server",
-                        "--json", "--top", "1", "--threads", "2"] + list(extra), capture_output=True, text=True,
+                        "--json", "--top", "1", "--threads", "2", "--exact"] + list(extra), capture_output=True, text=True,
                        env=env)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
@@ -114,7 +122,7 @@ try:
                             capture_output=True, text=True, env=env)
         ids = json.loads(tk.stdout)["ids"]
         p = subprocess.run([exe, "generate", "--model", bundled, "--ids", ",".join(map(str, ids)), "--greedy",
-                            "--stream-mode", "server", "--max-new-tokens", "24", "--json", "--top", "1"],
+                            "--stream-mode", "server", "--max-new-tokens", "24", "--json", "--top", "1", "--exact"],
                            capture_output=True, text=True, env=env)
         ref = json.loads(p.stdout)
         r = client.completions.create(model="x", prompt=text, temperature=0, max_tokens=24)
@@ -311,7 +319,7 @@ finally:
 
 # --slots 2 --queue 1: two students at once, each with a KV cache of their own on one copy of the
 # weights; a third request waits for a slot, a fourth is told to come back (429 + Retry-After)
-srv, base = start(exe, "--slots", "2", "--queue", "1", "--threads", "1")
+srv, base = start(exe, "--slots", "2", "--queue", "1", "--threads", "1", "--exact")
 client = OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
 try:
     def seeded(seed, n=600):

@@ -33,6 +33,8 @@ if r.returncode == 0:
     check(j["synthetic"] is True and j["model"] == "tiny" and j["dtype"] == "bf16", "model fields")
     check(j["device"] == "cpu" and j["threads"] == 2, "device and threads")
     check(j["kv_cache"] == "fp32", "the default KV cache")
+    with open("/proc/cpuinfo") as f:   # the default precision where the kernels round x, else exact
+        check(j["precision"] == ("mixed" if " avx512_bf16" in f.read() else "exact"), "precision %s" % j["precision"])
     check(np.isclose(j["tpot_ms_median"], np.median(t), rtol=1e-9), "median")
     check(np.isclose(j["tpot_ms_p90"], np.percentile(t, 90), rtol=1e-9), "p90")
     check(j["ttft_ms"] > 0 and (t > 0).all(), "positive times")
@@ -71,6 +73,12 @@ if r.returncode == 0:
 r = run("--synthetic", "tiny", "--new-tokens", "2", "--prompt-tokens", "3")
 check(r.returncode == 0 and "TPOT / floor" in r.stdout and "TTFT" in r.stdout, "text output")
 
+# the precision flags: named in the JSON and in the text
+r = run("--synthetic", "tiny", "--prompt-tokens", "3", "--new-tokens", "2", "--exact", "--json")
+check(r.returncode == 0 and json.loads(r.stdout)["precision"] == "exact", "--exact: " + r.stderr)
+r = run("--synthetic", "tiny", "--prompt-tokens", "3", "--new-tokens", "2", "--exact")
+check(r.returncode == 0 and "precision      exact: fp32 activations in every product" in r.stdout, "--exact text")
+
 r = run("--help")
 check(r.returncode == 0 and "--synthetic" in r.stdout, "--help")
 
@@ -88,6 +96,7 @@ bad = [
     (("--model", "/nonexistent/model"), 1, "/nonexistent/model"),
     (("--synthetic", "tiny", "--dtype", "q5_k"), 2, "--dtype"),
     (("--synthetic", "tiny", "--dtype"), 2, "--dtype"),
+    (("--synthetic", "tiny", "--exact", "--bf16-activations"), 2, "at most one of"),
     (("--synthetic", "tiny", "--kv-cache", "f16"), 2, "--kv-cache"),
     (("--synthetic", "tiny", "--kv-cache"), 2, "--kv-cache"),
     # tiny's feed-forward is 688 wide: not whole 32-value blocks

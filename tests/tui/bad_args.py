@@ -29,6 +29,7 @@ cases = [
     (["tui", "--dtype"], 2, "--dtype"),
     (["tui", "--kv-cache", "fp16", "--model", model], 2, "--kv-cache"),
     (["tui", "--kv-cache"], 2, "--kv-cache"),
+    (["tui", "--exact", "--bf16-activations", "--model", model], 2, "at most one of"),
     # the test model's widths (64, 176) are no multiple of 32: the conversion says which matrix
     (["tui", "--dtype", "q4_0", "--model", model, "--bench-frame", "1"], 1, "width is not a multiple of 32"),
     (["tui", "--model", "/nonexistent/model", "--bench-frame", "1"], 1, "/nonexistent/model"),
