@@ -7,8 +7,9 @@ Writes one set of random bf16 weights of a published Llama shape (seeded) twice:
 Face directory (config.json + model.safetensors) for `tokenloop bench --model`, and as a GGUF
 file (the `gguf` package, the tensor names and Q/K row order of llama.cpp's converter, the Llama
 3 tokenizer from assets/tokenizer, llama3 RoPE factors) for llama.cpp through llama-cpp-python.
-Then, each round, in a fresh process each: llama.cpp, tokenloop (exact, the default), tokenloop
---bf16-activations: TTFT of a 32- and a 512-token prompt, TPOT (median of 16 decode steps).
+Then, each round, in a fresh process each: llama.cpp, tokenloop (the default precision, mixed),
+tokenloop --exact, tokenloop --bf16-activations: TTFT of a 32- and a 512-token prompt, TPOT
+(median of 16 decode steps).
 Prints a Markdown table with min/median/max over the rounds, and the ratios: each round's
 tokenloop figure over the llama.cpp figure of the same round (this shared machine's memory
 bandwidth switches between about 36 and 65 GB/s within seconds, so only measurements taken
@@ -23,8 +24,9 @@ Needs Python packages of its own: run it with tools/bench/venv.sh's interpreter 
 its bundled source, about 25 minutes on 2 cores, once).
 
 Both sides use every core (2 threads here). Not equal on purpose: llama.cpp keeps its KV cache
-in f16, tokenloop in fp32 (at these lengths the cache is <2% of a step's bytes); llama.cpp's
-prefill rounds activations to bf16, as tokenloop's does only with --bf16-activations.
+in f16, tokenloop in fp32 (at these lengths the cache is <2% of a step's bytes); llama.cpp
+rounds every product's activations to bf16, tokenloop every product's but q/k/v's by default,
+every product's with --bf16-activations, none with --exact (docs/accuracy.md).
 """
 import argparse
 import datetime
@@ -315,7 +317,7 @@ def main():
         if kind == "llama":
             res = run_llama(rest[0], int(rest[1]), int(rest[2]), int(rest[3]))
         else:
-            extra = ["--bf16-activations"] if rest[5:] == ["bf16"] else []
+            extra = {"bf16": ["--bf16-activations"], "exact": ["--exact"]}.get(rest[5] if rest[5:] else "", [])
             res = run_tokenloop(rest[0], rest[1], int(rest[2]), int(rest[3]), int(rest[4]), extra)
         print(json.dumps(res))
         return 0
@@ -324,6 +326,7 @@ def main():
     hf, gg = prepare(a.shape, a.dir)
     sides = {"llama.cpp": lambda p, n: in_child(["llama", gg, p, n, a.threads]),
              "tokenloop": lambda p, n: in_child(["tl", a.tokenloop, hf, p, n, a.threads]),
+             "tokenloop --exact": lambda p, n: in_child(["tl", a.tokenloop, hf, p, n, a.threads, "exact"]),
              "tokenloop --bf16-activations": lambda p, n: in_child(["tl", a.tokenloop, hf, p, n, a.threads,
                                                                      "bf16"])}
     res = {s: {"tpot": [], "ttft32": [], "ttft512": [], "ratio": []} for s in sides}
@@ -356,7 +359,7 @@ def main():
               "rounds; in brackets the ratio of the medians above:", "",
               "| tokenloop mode | TPOT | TTFT 32 | TTFT 512 |", "|---|---|---|---|"]
     L = med["llama.cpp"]
-    for s in ("tokenloop", "tokenloop --bf16-activations"):
+    for s in ("tokenloop", "tokenloop --exact", "tokenloop --bf16-activations"):
         cells = []
         for k in ("tpot", "ttft32", "ttft512"):
             pairs = stats([a / b for a, b in zip(res[s][k], res["llama.cpp"][k])])
@@ -364,8 +367,9 @@ def main():
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     lines += ["", "TPOT ÷ floor is tokenloop bench's own: each decode step over a plain read of the same "
               "weights right after it (median of the steps). llama.cpp keeps its KV cache in f16, tokenloop "
-              "in fp32 (at these lengths under 1% of a step's bytes); llama.cpp rounds activations to bf16 "
-              "before its bf16 dot products, as tokenloop does with --bf16-activations (docs/accuracy.md)."]
+              "in fp32 (at these lengths under 1% of a step's bytes). llama.cpp rounds activations to bf16 "
+              "before its bf16 dot products; tokenloop's default (mixed) does so in every product but q/k/v, "
+              "--bf16-activations in every product, --exact in none (docs/accuracy.md)."]
     nbytes, tl, hf_mb, counts = tokenizer_rounds(a.tokenloop, corpus_text(a.dir), a.rounds)
     lines += ["", f"Tokenizer encode, MB/s, {nbytes / 1e6:.1f} MB of man pages in 26 languages "
               f"(tests/tokenizer/corpus), one thread each, median (min–max) of {a.rounds} runs:", "",
