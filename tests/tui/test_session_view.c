@@ -270,6 +270,10 @@ int main(int argc, char **argv)
     TL_CHECK_NEAR(v->pass_mean_ms, (v->step_ms[0] + v->step_ms[1]) / 2, 1e-9);
     /* the timing pane names what those passes include: the sampler's statistics or not */
     TL_CHECK_INT(v->pass_stats, tl_session_step_at(s, 1)->stats_in_pass && tl_session_step_at(s, 2)->stats_in_pass);
+    /* the title names the precision the engine runs at (the session's default: mixed, or exact
+     * where the kernels never round) */
+    TL_CHECK_STR(v->precision, tl_precision_name(tl_engine_precision(tl_session_engine(s))));
+    TL_CHECK(!strcmp(v->precision, "mixed") || !strcmp(v->precision, "exact"));
     tl_metrics_report mr = tl_session_metrics(s);
     TL_CHECK_NEAR(v->ttft_ms, mr.ttft_ms, 0);
     TL_CHECK_NEAR(v->floor_ms, mr.floor_ms, 0);
