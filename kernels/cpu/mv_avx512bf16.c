@@ -27,20 +27,22 @@
 #define MV_PF_ROW 4096               /* one 2048-wide row ahead */
 #define MV_PF_TILE 1024              /* each of the tile's eight streams */
 
-/* One row, four accumulators along k (fewer chains wait on each other's latency). */
+/* One row, four accumulators along k (fewer chains wait on each other's latency); with two
+ * halves the lo terms go to four more, so no chain is longer than with one. */
 MV_INLINE void mv_row(const tl_cpu_mm *a, int64_t r, const int halves)
 {
     const uint16_t *xh = a->xpack, *xl = a->xpack + a->cols_pad;
     const int64_t cols = a->cols;
     const uint16_t *w = (const uint16_t *)a->w + (size_t)r * (size_t)cols;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    __m512 lo0 = acc0, lo1 = acc0, lo2 = acc0, lo3 = acc0;
     int64_t k = 0;
-#define MV_STEP(ACC, U)                                                                       \
+#define MV_STEP(ACC, LO, U)                                                                   \
     do {                                                                                      \
         __m512bh wv = (__m512bh)_mm512_loadu_si512(w + k + 32 * (U));                        \
         ACC = _mm512_dpbf16_ps(ACC, wv, (__m512bh)_mm512_loadu_si512(xh + k + 32 * (U)));     \
         if (halves == 2)                                                                      \
-            ACC = _mm512_dpbf16_ps(ACC, wv, (__m512bh)_mm512_loadu_si512(xl + k + 32 * (U))); \
+            LO = _mm512_dpbf16_ps(LO, wv, (__m512bh)_mm512_loadu_si512(xl + k + 32 * (U)));   \
     } while (0)
     for (; k + 128 <= cols; k += 128) {
         const char *pf = (const char *)(w + k) + MV_PF_ROW;   /* past the row: the next one */
@@ -48,10 +50,10 @@ MV_INLINE void mv_row(const tl_cpu_mm *a, int64_t r, const int halves)
         _mm_prefetch(pf + 64, _MM_HINT_T1);
         _mm_prefetch(pf + 128, _MM_HINT_T1);
         _mm_prefetch(pf + 192, _MM_HINT_T1);
-        MV_STEP(acc0, 0);
-        MV_STEP(acc1, 1);
-        MV_STEP(acc2, 2);
-        MV_STEP(acc3, 3);
+        MV_STEP(acc0, lo0, 0);
+        MV_STEP(acc1, lo1, 1);
+        MV_STEP(acc2, lo2, 2);
+        MV_STEP(acc3, lo3, 3);
     }
 #undef MV_STEP
     for (; k < cols; k += 32) {   /* x is zero-padded to cols_pad; the weights are masked */
@@ -59,9 +61,12 @@ MV_INLINE void mv_row(const tl_cpu_mm *a, int64_t r, const int halves)
         __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(m, w + k);
         acc0 = _mm512_dpbf16_ps(acc0, wv, (__m512bh)_mm512_loadu_si512(xh + k));
         if (halves == 2)
-            acc0 = _mm512_dpbf16_ps(acc0, wv, (__m512bh)_mm512_loadu_si512(xl + k));
+            lo0 = _mm512_dpbf16_ps(lo0, wv, (__m512bh)_mm512_loadu_si512(xl + k));
     }
-    a->out[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+    __m512 sum = _mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3));
+    if (halves == 2)
+        sum = _mm512_add_ps(sum, _mm512_add_ps(_mm512_add_ps(lo0, lo1), _mm512_add_ps(lo2, lo3)));
+    a->out[r] = _mm512_reduce_add_ps(sum);
 }
 
 /* MV_TILE rows r.., one accumulator each: every x vector is loaded once for all of them. */
