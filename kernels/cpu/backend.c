@@ -142,13 +142,17 @@ static void cpu_unload(void *ctx, tl_weight *dev)
 
 #define MM_MAX 3   /* products of one x in one dispatch: q/k/v */
 
-/* Items are chunks of rows of each matrix in turn: item i of matrix m covers rows
- * i*chunk.. of it; first[m] is matrix m's first item. */
+#define MM_GUIDED_MAX 64   /* items of one matrix in a decode's guided split */
+
+/* Items are chunks of rows of each matrix in turn; first[m] is matrix m's first item. Item i
+ * of matrix m covers rows i*chunk.. of it, or with guided, rows bound[m][i].. bound[m][i+1]. */
 typedef struct {
     const tl_cpu_mm *mm;
     tl_cpu_mm_fn fn;
     int64_t chunk;
     int first[MM_MAX + 1];
+    int guided;
+    int32_t bound[MM_MAX][MM_GUIDED_MAX + 1];
     tl_cpu_mv_scores_fn fn_scores;   /* matmul_scores: the kernel, and each thread's accumulator */
     tl_cpu_scores *const *slots;
 } mm_job;
@@ -173,7 +177,12 @@ static void mm_item(void *arg, int item, int tid)
     while (item >= j->first[m + 1])
         m++;
     const tl_cpu_mm *mm = &j->mm[m];
-    int64_t r0 = (int64_t)(item - j->first[m]) * j->chunk;
+    int k = item - j->first[m];
+    if (j->guided) {
+        mm_rows(j, mm, j->bound[m][k], j->bound[m][k + 1], tid);
+        return;
+    }
+    int64_t r0 = (int64_t)k * j->chunk;
     int64_t r1 = r0 + j->chunk < mm->rows ? r0 + j->chunk : mm->rows;
     mm_rows(j, mm, r0, r1, tid);
 }
@@ -278,6 +287,38 @@ static int pack_x_q8(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, in
     return 0;
 }
 
+/* A decode's split of each matrix's rows into j (bound, first), guided: each round of n items
+ * takes half of what is left, so the first items are long streams (fewer restarts of the
+ * prefetchers) and the last ones short (the threads finish together: with 16 equal chunks a
+ * thread, the other waited half a chunk at the end of each product, 30-60 us for gate/up).
+ * Whole-step medians 1.148 -> 1.131 of a read of the weights (1B shape, 2 threads, 60 steps in
+ * alternation at 55-65 GB/s, faster in 44 of 60 pairs). 1, or 0 when a matrix would need more
+ * than MM_GUIDED_MAX items (many threads): then the uniform split. */
+static int split_guided(mm_job *j, const tl_cpu_mm *mm, int nw, int n)
+{
+    const int64_t unit = 4, min_rows = 16;
+    for (int m = 0; m < nw; m++) {
+        int64_t rows = mm[m].rows > 0 ? mm[m].rows : 0, r = 0;
+        int k = 0;
+        j->bound[m][0] = 0;
+        while (r < rows) {
+            int64_t size = (rows - r) / (2 * n);
+            size = (size + unit - 1) / unit * unit;
+            if (size < min_rows)
+                size = min_rows;
+            for (int t = 0; t < n && r < rows; t++) {
+                if (k == MM_GUIDED_MAX)
+                    return 0;
+                r = r + size < rows ? r + size : rows;
+                j->bound[m][++k] = (int32_t)r;
+            }
+        }
+        j->first[m + 1] = j->first[m] + k;
+    }
+    j->guided = 1;
+    return 1;
+}
+
 /* out[i][T, W[i].rows] = x[T, cols] . W[i]^T for nw <= MM_MAX weights of one dtype and width:
  * x is packed once and every matrix's rows go to the threads in one dispatch, so q/k/v (or
  * gate/up) cost one hand-off instead of three (two). With slots (matmul_scores: one product,
@@ -352,17 +393,20 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
                 mm_rows(&j, &mm[i], 0, mm[i].rows, 0);
         return;
     }
-    /* Contiguous chunks of rows, several per thread, handed out as threads come for them. */
-    int64_t pieces = T == 1 ? 16 : 4;
-    int64_t chunk = rows / (n * pieces);
-    int64_t min_chunk = T == 1 ? 16 : 64;
-    if (chunk < min_chunk)
-        chunk = min_chunk;
-    int64_t unit = mm[0].panels ? 8 : 4;   /* the kernels' row tiles */
-    chunk = (chunk + unit - 1) / unit * unit;
-    j.chunk = chunk;
-    for (int i = 0; i < nw; i++)
-        j.first[i + 1] = j.first[i] + (int)((mm[i].rows > 0 ? mm[i].rows + chunk - 1 : 0) / chunk);
+    /* A decode's rows in a guided split (split_guided); a prefill's in contiguous chunks of
+     * one size, several per thread, handed out as threads come for them. */
+    if (T > 1 || !split_guided(&j, mm, nw, n)) {
+        int64_t pieces = T == 1 ? 16 : 4;
+        int64_t chunk = rows / (n * pieces);
+        int64_t min_chunk = T == 1 ? 16 : 64;
+        if (chunk < min_chunk)
+            chunk = min_chunk;
+        int64_t unit = mm[0].panels ? 8 : 4;   /* the kernels' row tiles */
+        chunk = (chunk + unit - 1) / unit * unit;
+        j.chunk = chunk;
+        for (int i = 0; i < nw; i++)
+            j.first[i + 1] = j.first[i] + (int)((mm[i].rows > 0 ? mm[i].rows + chunk - 1 : 0) / chunk);
+    }
     tl_pool_for(c->pool, j.first[nw], mm_item, &j);
 }
 
