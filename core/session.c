@@ -202,7 +202,7 @@ static int make_engine(tl_session *s, const tl_model *m, tl_engine **out, tl_err
     tl_engine *e;
     if (tl_engine_create(&e, m, s->be, s->opts.threads, s->opts.capacity, err)) return -1;
     if ((s->opts.async && tl_engine_set_async(e, 1, err)) ||
-        (s->opts.precision != TL_PRECISION_MIXED && tl_engine_set_precision(e, s->opts.precision, err)) ||
+        tl_engine_set_precision(e, s->opts.precision, err) ||
         (s->opts.kv_bf16 && tl_engine_set_kv_dtype(e, TL_BF16, err))) {
         tl_engine_free(e);
         return -1;

@@ -266,7 +266,7 @@ int cmd_generate(int argc, char **argv)
     const char *device = NULL, *stop[TL_MAX_STOP];
     const char *dtype = NULL;
     tl_precision prec = TL_PRECISION_MIXED;
-    int n_stop = 0, json = 0, async = 0, prec_flags = 0, kv_bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
+    int n_stop = 0, json = 0, async = 0, kv_bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
     long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
     double temperature = 1, top_p = 1;
     tl_stream_mode mode = TL_STREAM_HF;
@@ -280,7 +280,9 @@ int cmd_generate(int argc, char **argv)
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--greedy")) { greedy = 1; continue; }
         if (!strcmp(a, "--async")) { async = 1; continue; }
-        if (cli_precision_flag(a, &prec, &prec_flags)) continue;
+        int pf = cli_precision_flag(a, &prec);
+        if (pf < 0) return 2;
+        if (pf) continue;
         if (!strcmp(a, "--no-generation-prompt")) { gen_prompt = 0; continue; }
         if (!strcmp(a, "--no-parse-special-in-content")) { parse_special = 0; continue; }
         static const char *const with_value[] = {"--model", "--ids", "--prompt", "--system", "--messages",
@@ -343,7 +345,6 @@ int cmd_generate(int argc, char **argv)
     }
     int n_sources = (ids_arg != NULL) + (prompt != NULL) + (messages != NULL);
     if (n_sources != 1) return cli_fail(2, "generate: give exactly one of --ids, --prompt, --messages");
-    if (prec_flags > 1) return cli_fail(2, "generate: give at most one of --exact and --bf16-activations");
     if (system && !prompt) return cli_fail(2, "--system: only with --prompt");
     if (greedy && (have_t || have_k || have_p)) return cli_fail(2, "--greedy: cannot be combined with --temperature/--top-k/--top-p");
     if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_fail(2, "--device: %s: expected cpu or cuda", device);

@@ -848,7 +848,7 @@ int cmd_serve(int argc, char **argv)
     const char *model = getenv("TOKENLOOP_MODEL"), *host = "127.0.0.1", *key = NULL;
     long port = 8080, threads = 0, slots = 1, queue = 8;
     tl_precision prec = TL_PRECISION_MIXED;
-    int prec_flags = 0;
+    int pf;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -857,7 +857,9 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--model") && has_val) model = argv[++i];
         else if (!strcmp(a, "--host") && has_val) host = argv[++i];
         else if (!strcmp(a, "--api-key") && has_val) key = argv[++i];
-        else if (cli_precision_flag(a, &prec, &prec_flags)) continue;
+        else if ((pf = cli_precision_flag(a, &prec)) != 0) {
+            if (pf < 0) return 2;
+        }
         else if ((!strcmp(a, "--port") || !strcmp(a, "--threads") || !strcmp(a, "--slots") ||
                   !strcmp(a, "--queue")) && has_val) {
             const char *v = argv[++i];
@@ -877,8 +879,6 @@ int cmd_serve(int argc, char **argv)
             return cli_fail(2, "%s: unknown option", a);
         }
     }
-    if (prec_flags > 1)
-        return cli_fail(2, "serve: give at most one of --exact and --bf16-activations");
     struct in_addr probe;
     if (inet_pton(AF_INET, host, &probe) != 1)
         return cli_fail(2, "--host %s: expected an IPv4 address such as 127.0.0.1", host);

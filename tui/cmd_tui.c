@@ -59,7 +59,7 @@ static void utf8_locale(void)
 int cmd_tui(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL, *dtype = NULL;
-    int threads = 0, bench = 0, mono = 0, async = 0, prec_flags = 0, kv_bf16 = 0;
+    int threads = 0, bench = 0, mono = 0, async = 0, kv_bf16 = 0, pf;
     tl_precision prec = TL_PRECISION_MIXED;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -104,8 +104,9 @@ int cmd_tui(int argc, char **argv)
             mono = 1;
         } else if (!strcmp(a, "--async")) {
             async = 1;
-        } else if (cli_precision_flag(a, &prec, &prec_flags)) {
-            continue;
+        } else if ((pf = cli_precision_flag(a, &prec)) != 0) {
+            if (pf < 0)
+                return 2;
         } else if (!strcmp(a, "--bench-frame")) {
             bench = 200;
             if (has && argv[i + 1][0] != '-') {
@@ -120,8 +121,6 @@ int cmd_tui(int argc, char **argv)
     }
     if (prompt && !*prompt)
         return cli_fail(2, "--prompt: empty");
-    if (prec_flags > 1)
-        return cli_fail(2, "tui: give at most one of --exact and --bf16-activations");
     if (!bench && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return cli_fail(2, "tui: needs a terminal on stdin and stdout (tokenloop generate runs headless)");
 

@@ -23,9 +23,9 @@ int cmd_bench_sampler(int argc, char **argv);
 
 /* "tokenloop: <what>" on stderr; returns status. */
 int cli_fail(int status, const char *fmt, ...);
-/* --exact or --bf16-activations (docs/accuracy.md): 1 with *p set and *seen counted, 0 when a
- * is neither. The caller refuses *seen > 1. */
-int cli_precision_flag(const char *a, tl_precision *p, int *seen);
+/* --exact or --bf16-activations (docs/accuracy.md): 1 with *p set, 0 when a is neither, -1
+ * (said on stderr) when *p already holds the other one. */
+int cli_precision_flag(const char *a, tl_precision *p);
 #define CLI_PRECISION_USAGE \
     "  --exact            fp32 activations in every product with bf16 weights (twice the\n" \
     "                     arithmetic of the default on AVX-512 BF16; the logits transformers\n" \

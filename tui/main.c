@@ -36,15 +36,18 @@ int cli_fail(int status, const char *fmt, ...)
     return status;
 }
 
-int cli_precision_flag(const char *a, tl_precision *p, int *seen)
+int cli_precision_flag(const char *a, tl_precision *p)
 {
+    tl_precision q;
     if (!strcmp(a, "--exact"))
-        *p = TL_PRECISION_EXACT;
+        q = TL_PRECISION_EXACT;
     else if (!strcmp(a, "--bf16-activations"))
-        *p = TL_PRECISION_BF16;
+        q = TL_PRECISION_BF16;
     else
         return 0;
-    ++*seen;
+    if (*p != TL_PRECISION_MIXED && *p != q)
+        return cli_fail(-1, "give at most one of --exact and --bf16-activations");
+    *p = q;
     return 1;
 }
 
