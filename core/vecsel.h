@@ -51,9 +51,9 @@ typedef struct {
 
 /* tl_logit_stats gathered piece by piece, by one thread each: vs_acc_add for each piece of
  * scores already written (any order), or the CPU's decode kernel through vs_acc_scores as it
- * writes them; vs_acc_finish over all the threads'
- * accumulators once every piece is in. The sums are the kernels' accumulator
- * (kernels/cpu/scores.h); the best k are kept here, as tl_topk keeps them. */
+ * writes them; vs_acc_finish over all the threads' accumulators once every piece is in. The
+ * sums are the kernels' accumulator (kernels/cpu/scores.h); the best k are kept here, as
+ * tl_topk keeps them. */
 typedef struct vs_acc {
     tl_cpu_scores s;     /* first: its offer() finds the list from it */
     vs_topbuf b;

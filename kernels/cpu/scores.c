@@ -93,6 +93,6 @@ void tl_cpu_scores_add(tl_cpu_scores *s, const float *v, int64_t id0, int n)
         s->w += (double)e * d;
         float ts = d * (s->scale * TL_LOG2E), es = ts >= TL_SCORES_EXP_MIN * TL_LOG2E ? exp2f(ts) : 0.0f;
         s->zs += es;
-        s->ws += (double)es * ts * 0.693147180559945309;
+        s->ws += (double)es * ts * LN2;
     }
 }
