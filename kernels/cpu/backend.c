@@ -9,6 +9,8 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,17 +144,25 @@ static void cpu_unload(void *ctx, tl_weight *dev)
 
 #define MM_MAX 3   /* products of one x in one dispatch: q/k/v */
 
-#define MM_GUIDED_MAX 64   /* items of one matrix in a decode's guided split */
+#define MM_RANGES 64   /* threads a decode's stolen split serves; more: the uniform split */
+
+/* One thread's share of a decode's rows, [lo, hi) packed as lo | hi << 32 in the job's row
+ * space (every matrix's rows one after another): the owner takes from lo, a thief from hi. */
+typedef struct {
+    alignas(64) _Atomic uint64_t span;
+} mm_range;
 
 /* Items are chunks of rows of each matrix in turn; first[m] is matrix m's first item. Item i
- * of matrix m covers rows i*chunk.. of it, or with guided, rows bound[m][i].. bound[m][i+1]. */
+ * of matrix m covers rows i*chunk.. of it. With ranges (a decode), item i is range i instead:
+ * base[m] is matrix m's first row in the job's row space. */
 typedef struct {
     const tl_cpu_mm *mm;
     tl_cpu_mm_fn fn;
     int64_t chunk;
     int first[MM_MAX + 1];
-    int guided;
-    int32_t bound[MM_MAX][MM_GUIDED_MAX + 1];
+    int nw, nranges;
+    int64_t base[MM_MAX + 1];
+    mm_range *ranges;
     tl_cpu_mv_scores_fn fn_scores;   /* matmul_scores: the kernel, and each thread's accumulator */
     tl_cpu_scores *const *slots;
 } mm_job;
@@ -170,18 +180,67 @@ static void mm_rows(const mm_job *j, const tl_cpu_mm *mm, int64_t r0, int64_t r1
     }
 }
 
+/* Rows [a, b) of the job's row space, cut at the matrices' borders. */
+static void mm_span(const mm_job *j, int64_t a, int64_t b, int tid)
+{
+    for (int m = 0; m < j->nw && a < b; m++) {
+        int64_t lo = a > j->base[m] ? a : j->base[m], hi = b < j->base[m + 1] ? b : j->base[m + 1];
+        if (lo < hi)
+            mm_rows(j, &j->mm[m], lo - j->base[m], hi - j->base[m], tid);
+    }
+}
+
+static inline uint64_t span_pack(uint32_t lo, uint32_t hi) { return (uint64_t)lo | (uint64_t)hi << 32; }
+
+/* Range `item` of a decode, front to back in steps of an eighth of what is left (each step
+ * follows the last in memory, so the thread's weights are one stream), then the back half of
+ * what another range has left, while any has 16 rows or more: a thread that finished early
+ * takes over half the remaining work of one that is behind, and again if it finishes first. */
+static void mm_range_item(mm_job *j, int item, int tid)
+{
+    _Atomic uint64_t *own = &j->ranges[item].span;
+    uint64_t s = atomic_load_explicit(own, memory_order_relaxed);
+    for (;;) {
+        uint32_t lo = (uint32_t)s, hi = (uint32_t)(s >> 32);
+        if (lo >= hi)
+            break;
+        uint32_t step = (hi - lo) / 8 < 16 ? 16 : (hi - lo) / 8;
+        uint32_t to = hi - lo < step ? hi : lo + step;
+        if (atomic_compare_exchange_weak_explicit(own, &s, span_pack(to, hi), memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            mm_span(j, lo, to, tid);
+            s = atomic_load_explicit(own, memory_order_relaxed);
+        }
+    }
+    for (int d = 1; d < j->nranges; d++) {
+        _Atomic uint64_t *other = &j->ranges[(item + d) % j->nranges].span;
+        s = atomic_load_explicit(other, memory_order_relaxed);
+        for (;;) {
+            uint32_t lo = (uint32_t)s, hi = (uint32_t)(s >> 32);
+            if (lo >= hi)
+                break;
+            uint32_t take = hi - lo <= 16 ? hi - lo : ((hi - lo) / 2 + 3) / 4 * 4;
+            if (atomic_compare_exchange_weak_explicit(other, &s, span_pack(lo, hi - take), memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                mm_span(j, hi - take, hi, tid);
+                s = atomic_load_explicit(other, memory_order_relaxed);
+            }
+        }
+    }
+}
+
 static void mm_item(void *arg, int item, int tid)
 {
     mm_job *j = arg;
+    if (j->ranges) {
+        mm_range_item(j, item, tid);
+        return;
+    }
     int m = 0;
     while (item >= j->first[m + 1])
         m++;
     const tl_cpu_mm *mm = &j->mm[m];
     int k = item - j->first[m];
-    if (j->guided) {
-        mm_rows(j, mm, j->bound[m][k], j->bound[m][k + 1], tid);
-        return;
-    }
     int64_t r0 = (int64_t)k * j->chunk;
     int64_t r1 = r0 + j->chunk < mm->rows ? r0 + j->chunk : mm->rows;
     mm_rows(j, mm, r0, r1, tid);
@@ -287,35 +346,28 @@ static int pack_x_q8(cpu_ctx *c, tl_cpu_mm *mm, const float *x, int64_t cols, in
     return 0;
 }
 
-/* A decode's split of each matrix's rows into j (bound, first), guided: each round of n items
- * takes half of what is left, so the first items are long streams (fewer restarts of the
- * prefetchers) and the last ones short (the threads finish together: with 16 equal chunks a
- * thread, the other waited half a chunk at the end of each product, 30-60 us for gate/up).
- * Whole-step medians 1.148 -> 1.131 of a read of the weights (1B shape, 2 threads, 60 steps in
- * alternation at 55-65 GB/s, faster in 44 of 60 pairs). 1, or 0 when a matrix would need more
- * than MM_GUIDED_MAX items (many threads): then the uniform split. */
-static int split_guided(mm_job *j, const tl_cpu_mm *mm, int nw, int n)
+/* A decode's rows, as one contiguous range a thread (mm_range_item). Each thread's weights
+ * are then one long stream; the guided split before (rounds of items halving in size, any
+ * thread taking the next) began a new stream at each of about 14 items a matrix, and each new
+ * stream waits for the prefetchers to ramp up again. At 60-65 GB/s that cost o_proj 1.20-1.29x
+ * a plain read of its bytes, 1.01-1.04x now (1B shape, 2 threads, tools/bench/decode_vs_read.c,
+ * the two builds alternated); `bench --synthetic llama-3.2-1b` TPOT / floor 1.115 and 1.154
+ * before, 1.082-1.110 after. 0 when the row space or the threads do not fit the ranges. */
+static int split_ranges(mm_job *j, mm_range *ranges, const tl_cpu_mm *mm, int nw, int n)
 {
-    const int64_t unit = 4, min_rows = 16;
-    for (int m = 0; m < nw; m++) {
-        int64_t rows = mm[m].rows > 0 ? mm[m].rows : 0, r = 0;
-        int k = 0;
-        j->bound[m][0] = 0;
-        while (r < rows) {
-            int64_t size = (rows - r) / (2 * n);
-            size = (size + unit - 1) / unit * unit;
-            if (size < min_rows)
-                size = min_rows;
-            for (int t = 0; t < n && r < rows; t++) {
-                if (k == MM_GUIDED_MAX)
-                    return 0;
-                r = r + size < rows ? r + size : rows;
-                j->bound[m][++k] = (int32_t)r;
-            }
-        }
-        j->first[m + 1] = j->first[m] + k;
+    j->base[0] = 0;
+    for (int m = 0; m < nw; m++)
+        j->base[m + 1] = j->base[m] + (mm[m].rows > 0 ? mm[m].rows : 0);
+    int64_t total = j->base[nw];
+    if (n > MM_RANGES || total > (int64_t)UINT32_MAX)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        int64_t a = total * i / n / 8 * 8, b = i + 1 == n ? total : total * (i + 1) / n / 8 * 8;
+        atomic_init(&ranges[i].span, span_pack((uint32_t)a, (uint32_t)b));
     }
-    j->guided = 1;
+    j->nw = nw;
+    j->nranges = n;
+    j->ranges = ranges;
     return 1;
 }
 
@@ -393,9 +445,10 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
                 mm_rows(&j, &mm[i], 0, mm[i].rows, 0);
         return;
     }
-    /* A decode's rows in a guided split (split_guided); a prefill's in contiguous chunks of
-     * one size, several per thread, handed out as threads come for them. */
-    if (T > 1 || !split_guided(&j, mm, nw, n)) {
+    /* A decode's rows in one range a thread (split_ranges); a prefill's in contiguous chunks
+     * of one size, several per thread, handed out as threads come for them. */
+    mm_range ranges[MM_RANGES];
+    if (T > 1 || !split_ranges(&j, ranges, mm, nw, n)) {
         int64_t pieces = T == 1 ? 16 : 4;
         int64_t chunk = rows / (n * pieces);
         int64_t min_chunk = T == 1 ? 16 : 64;
@@ -407,7 +460,7 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
         for (int i = 0; i < nw; i++)
             j.first[i + 1] = j.first[i] + (int)((mm[i].rows > 0 ? mm[i].rows + chunk - 1 : 0) / chunk);
     }
-    tl_pool_for(c->pool, j.first[nw], mm_item, &j);
+    tl_pool_for(c->pool, j.ranges ? j.nranges : j.first[nw], mm_item, &j);
 }
 
 /* ---- attention: one (token, kv head) pair per work item ---- */

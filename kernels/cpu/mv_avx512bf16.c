@@ -23,9 +23,13 @@
  * hardware prefetchers alone kept the product 4% behind a plain read of the same bytes when
  * the machine gives about 37 GB/s, and 10-25% behind when it gives 60-67 GB/s; with these
  * distances 0-4% (2 threads, the 1B shape's lm_head and down_proj timed against
- * tl_bandwidth_read in alternation). Into L1, or 8 KiB and more ahead, it was slower. */
+ * tl_bandwidth_read in alternation). Into L1, or 8 KiB and more ahead, it was slower. With
+ * two halves a row takes longer to consume and the best lead in bytes is shorter: at 60-65
+ * GB/s the exact mode's lm_head went from 1.26x to 1.03x the read, gate/up from 1.26x to 1.05x
+ * (4 KiB -> 2 KiB; 1 and 1.5 KiB were no better; tools/bench/decode_vs_read.c). */
 #define MV_PF_ROW 4096               /* one 2048-wide row ahead */
-#define MV_PF_TILE 1024              /* each of the tile's eight streams */
+#define MV_PF_ROW2 2048              /* the same, x in two halves */
+#define MV_PF_TILE 1024              /* each of the tile's eight streams (512 and 2048: no better) */
 
 /* One row, four accumulators along k (fewer chains wait on each other's latency); with two
  * halves the lo terms go to four more, so no chain is longer than with one. */
@@ -45,7 +49,7 @@ MV_INLINE void mv_row(const tl_cpu_mm *a, int64_t r, const int halves)
             LO = _mm512_dpbf16_ps(LO, wv, (__m512bh)_mm512_loadu_si512(xl + k + 32 * (U)));   \
     } while (0)
     for (; k + 128 <= cols; k += 128) {
-        const char *pf = (const char *)(w + k) + MV_PF_ROW;   /* past the row: the next one */
+        const char *pf = (const char *)(w + k) + (halves == 2 ? MV_PF_ROW2 : MV_PF_ROW);
         _mm_prefetch(pf, _MM_HINT_T1);
         _mm_prefetch(pf + 64, _MM_HINT_T1);
         _mm_prefetch(pf + 128, _MM_HINT_T1);
