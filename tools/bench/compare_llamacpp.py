@@ -14,6 +14,11 @@ Prints a Markdown table with min/median/max over the rounds, and the ratios: eac
 tokenloop figure over the llama.cpp figure of the same round (this shared machine's memory
 bandwidth switches between about 36 and 65 GB/s within seconds, so only measurements taken
 close together compare), median and range over the rounds, and the ratio of the medians.
+Each decode step is also timed against a plain read right after it, as tokenloop bench does
+with its weights; for llama.cpp, of as many bytes in 2 MiB pages (and, reported beside it, of
+the GGUF's own page-cache pages), with the same loop loaded from build/libtokenloop_read.so
+beside the tokenloop binary's directory: the ratio of those TPOT / floor figures compares the
+two engines at the same memory rate.
 --readme replaces the part of that file between the peer-llamacpp markers with the tables.
 Last, the tokenizer: encode throughput of `tokenloop bench --tokenizer --file` and of the
 `tokenizers` library (Rust) on the same text, the 16 MB man-page corpus of
@@ -220,8 +225,45 @@ def prepare(shape, d):
 
 # ---- the runs -------------------------------------------------------------------------------
 
-def run_llama(gguf_path, n_prompt, n_new, threads):
-    """One fresh llama.cpp context: TTFT of n_prompt tokens, then n_new decode steps (ms each)."""
+def weight_readers(lib_path, gguf_path, threads):
+    """Two plain reads, each timed with tokenloop bench's own floor loop (tl_bandwidth_read from
+    build/libtokenloop_read.so) in `threads` threads, returning ms: of the GGUF's tensor bytes
+    (the page-cache pages, 4 KiB each, that llama.cpp has mapped), and of as many bytes of
+    anonymous memory in 2 MiB pages, the kind tokenloop keeps its weights in."""
+    import ctypes
+    import mmap
+    import gguf
+    import numpy as np
+
+    class Region(ctypes.Structure):
+        _fields_ = [("p", ctypes.c_void_p), ("n", ctypes.c_size_t)]
+    lib = ctypes.CDLL(lib_path)
+    lib.tl_bandwidth_read.restype = ctypes.c_double
+    lib.tl_bandwidth_read.argtypes = [ctypes.POINTER(Region), ctypes.c_int, ctypes.c_int]
+    start = gguf.GGUFReader(gguf_path).data_offset
+    with open(gguf_path, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    data = np.frombuffer(m, dtype=np.uint8)   # read-only; only its address goes to C
+    own = Region(data.ctypes.data + start, len(m) - start)
+    huge_page = 2 << 20
+    anon = mmap.mmap(-1, own.n + huge_page, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)   # private: THP
+    base = np.frombuffer(anon, dtype=np.uint8)
+    off = -base.ctypes.data % huge_page
+    span = own.n // huge_page * huge_page
+    anon.madvise(mmap.MADV_HUGEPAGE, off, span)
+    base[off:off + own.n] = 1   # real pages, not the shared zero page
+    ref = Region(base.ctypes.data + off, own.n)
+
+    def read(region):
+        return lib.tl_bandwidth_read(ctypes.byref(region), 1, threads) * 1e3
+    read.keep = (m, data, anon, base)   # the mappings live as long as the readers
+    return (lambda: read(own)), (lambda: read(ref))
+
+
+def run_llama(gguf_path, n_prompt, n_new, threads, read_lib):
+    """One fresh llama.cpp context: TTFT of n_prompt tokens, then n_new decode steps (ms each),
+    each followed by a plain read of the weights' bytes: the floor beside each step, as tokenloop
+    bench measures its own."""
     from llama_cpp import Llama
     import random
     llm = Llama(model_path=gguf_path, n_ctx=1024, n_batch=512, n_ubatch=512, n_threads=threads,
@@ -233,12 +275,21 @@ def run_llama(gguf_path, n_prompt, n_new, threads):
     t0 = time.perf_counter()
     llm.eval(ids)
     ttft = (time.perf_counter() - t0) * 1e3
-    steps = []
+    read_own, read_huge = weight_readers(read_lib, gguf_path, threads) if n_new else (None, None)
+    steps, huge, own = [], [], []
     for i in range(n_new):
         t0 = time.perf_counter()
         llm.eval([rnd.randrange(0, 128000)])
         steps.append((time.perf_counter() - t0) * 1e3)
-    return {"ttft_ms": ttft, "tpot_ms_median": statistics.median(steps) if steps else None}
+        # llama.cpp's threads keep polling for work a while after a pass: a read begun at once
+        # shares the two cores with them (2-3% slower at 36 GB/s). 20 ms later it no longer
+        # does; tokenloop's pool polls at most ~50 us, so its bench reads at once.
+        time.sleep(0.05)
+        huge.append(steps[-1] / read_huge())
+        own.append(steps[-1] / read_own())
+    med = lambda xs: statistics.median(xs) if xs else None
+    return {"ttft_ms": ttft, "tpot_ms_median": med(steps), "tpot_over_floor": med(huge),
+            "tpot_over_own_read": med(own)}
 
 
 def run_tokenloop(exe, hf, n_prompt, n_new, threads, extra):
@@ -315,7 +366,7 @@ def main():
     if a.child:
         kind, rest = a.child[0], a.child[1:]
         if kind == "llama":
-            res = run_llama(rest[0], int(rest[1]), int(rest[2]), int(rest[3]))
+            res = run_llama(rest[0], int(rest[1]), int(rest[2]), int(rest[3]), rest[4])
         else:
             extra = {"bf16": ["--bf16-activations"], "exact": ["--exact"]}.get(rest[5] if rest[5:] else "", [])
             res = run_tokenloop(rest[0], rest[1], int(rest[2]), int(rest[3]), int(rest[4]), extra)
@@ -324,12 +375,15 @@ def main():
     if a.rounds < 3:
         ap.error("--rounds: at least 3")
     hf, gg = prepare(a.shape, a.dir)
-    sides = {"llama.cpp": lambda p, n: in_child(["llama", gg, p, n, a.threads]),
+    read_lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(a.tokenloop))), "libtokenloop_read.so")
+    if not os.path.exists(read_lib):
+        ap.error(f"{read_lib}: not built (the README's test command builds it beside the tokenloop binary)")
+    sides = {"llama.cpp": lambda p, n: in_child(["llama", gg, p, n, a.threads, read_lib]),
              "tokenloop": lambda p, n: in_child(["tl", a.tokenloop, hf, p, n, a.threads]),
              "tokenloop --exact": lambda p, n: in_child(["tl", a.tokenloop, hf, p, n, a.threads, "exact"]),
              "tokenloop --bf16-activations": lambda p, n: in_child(["tl", a.tokenloop, hf, p, n, a.threads,
                                                                      "bf16"])}
-    res = {s: {"tpot": [], "ttft32": [], "ttft512": [], "ratio": []} for s in sides}
+    res = {s: {"tpot": [], "ttft32": [], "ttft512": [], "ratio": [], "own": []} for s in sides}
     for r in range(a.rounds):
         order = list(sides) if r % 2 == 0 else list(sides)[::-1]   # alternate who goes first
         for s in order:
@@ -337,6 +391,7 @@ def main():
             res[s]["tpot"].append(m["tpot_ms_median"])
             res[s]["ttft32"].append(m["ttft_ms"])
             res[s]["ratio"].append(m.get("tpot_over_floor"))
+            res[s]["own"].append(m.get("tpot_over_own_read"))
             res[s]["ttft512"].append(sides[s](512, 0)["ttft_ms"])
             log(f"round {r + 1}: {s}: TPOT {m['tpot_ms_median']:.1f} ms, TTFT(32) {m['ttft_ms']:.0f} ms, "
                 f"TTFT(512) {res[s]['ttft512'][-1]:.0f} ms")
@@ -348,7 +403,7 @@ def main():
              f"`{' '.join(['tools/bench/compare_llamacpp.py'] + sys.argv[1:])}` "
              f"(llama-cpp-python {pkg_version('llama_cpp')}, gguf {pkg_version('gguf')}, {platform.python_version()}).",
              "", "Median (min–max) over the rounds, ms:", "",
-             "| engine | TPOT | tokens/s | TTFT 32 tokens | TTFT 512 tokens | tokenloop's TPOT ÷ floor |",
+             "| engine | TPOT | tokens/s | TTFT 32 tokens | TTFT 512 tokens | TPOT ÷ floor |",
              "|---|---|---|---|---|---|"]
     for s in sides:
         t = stats(res[s]["tpot"])
@@ -357,16 +412,24 @@ def main():
                      f"{fmt(stats(res[s]['ttft512']))} | {'–' if rat[1] is None else f'{rat[1]:.2f}'} |")
     lines += ["", "tokenloop ÷ llama.cpp, below 1 is faster: each round's pair, median (min–max) over the "
               "rounds; in brackets the ratio of the medians above:", "",
-              "| tokenloop mode | TPOT | TTFT 32 | TTFT 512 |", "|---|---|---|---|"]
+              "| tokenloop mode | TPOT | TPOT ÷ floor | TTFT 32 | TTFT 512 |", "|---|---|---|---|---|"]
     L = med["llama.cpp"]
     for s in ("tokenloop", "tokenloop --exact", "tokenloop --bf16-activations"):
         cells = []
-        for k in ("tpot", "ttft32", "ttft512"):
+        for k in ("tpot", "ratio", "ttft32", "ttft512"):
             pairs = stats([a / b for a, b in zip(res[s][k], res["llama.cpp"][k])])
             cells.append(f"{pairs[1]:.2f} ({pairs[0]:.2f}–{pairs[2]:.2f}) [{med[s][k] / L[k]:.2f}]")
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
-    lines += ["", "TPOT ÷ floor is tokenloop bench's own: each decode step over a plain read of the same "
-              "weights right after it (median of the steps). llama.cpp keeps its KV cache in f16, tokenloop "
+    own = stats(res["llama.cpp"]["own"])[1]
+    lines += ["", "TPOT ÷ floor: each decode step over a plain read of as many bytes right after it, median of "
+              "the steps, the read being tokenloop bench's own loop in as many threads. tokenloop's is tokenloop "
+              "bench's: a read of its weights, which it keeps in 2 MiB pages. llama.cpp's, this script's: a "
+              "read of the same number of bytes of 2 MiB pages after each step (build/libtokenloop_read.so "
+              "through ctypes); over a read of llama.cpp's own weights instead, the GGUF's page-cache pages "
+              f"(4 KiB) it has mapped, which read slower when memory is fast, its median is "
+              f"{'–' if own is None else f'{own:.2f}'}. This machine's memory rate switches between about 36 and "
+              "65 GB/s within seconds, so the two TPOTs of a round may have met different rates; the ratio "
+              "of the TPOT ÷ floor figures compares the engines at the same rate. llama.cpp keeps its KV cache in f16, tokenloop "
               "in fp32 (at these lengths under 1% of a step's bytes). llama.cpp rounds activations to bf16 "
               "before its bf16 dot products; tokenloop's default (mixed) does so in every product but q/k/v, "
               "--bf16-activations in every product, --exact in none (docs/accuracy.md)."]
