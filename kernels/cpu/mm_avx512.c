@@ -18,6 +18,7 @@ static inline __m512 a5_load_bf16(const void *w, int64_t k)
 #define MM_TB 6
 #define MM_ZERO() _mm512_setzero_ps()
 #define MM_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define MM_ADD(a, b) _mm512_add_ps(a, b)
 #define MM_HSUM(v) _mm512_reduce_add_ps(v)
 #define MM_LOADX(p) _mm512_loadu_ps(p)
 #define MM_LOADW_F32(w, k) _mm512_loadu_ps((const float *)(w) + (k))
@@ -27,6 +28,7 @@ static inline __m512 a5_load_bf16(const void *w, int64_t k)
 #define MM_HSUM4(a, b, c, d, out) _mm_storeu_ps(out, tl_a5_sum4(a, b, c, d))
 #define MM_STOREX(p, v) _mm512_storeu_ps(p, v)
 #include "mm_tmpl.h"
+#include "mv_tmpl.h"
 #include "attn_tmpl.h"
 #define ATT_BF16
 #include "attn_tmpl.h"
@@ -42,7 +44,7 @@ static int supported(void)
 const tl_cpu_isa tl_cpu_isa_avx512 = {
     .name = "avx512",
     .supported = supported,
-    .mm = {tl_cpu_mm_f32_avx512, tl_cpu_mm_f16_avx512, tl_cpu_mm_bf16_avx512, tl_cpu_mm_q8_0_avx2,
+    .mm = {tl_cpu_mm_f32_avx512, tl_cpu_mm_f16_avx512, tl_cpu_mv_bf16_avx512, tl_cpu_mm_q8_0_avx2,
            tl_cpu_mm_q4_0_avx2},   /* AVX-512F without VNNI: the AVX2 integer products */
     .qbias = {[TL_Q4_0] = 8},
     .qpack = tl_cpu_qpack_avx2,
