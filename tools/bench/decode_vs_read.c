@@ -6,9 +6,9 @@
  * memory rate changes within seconds, so only a product and the read beside it compare: the
  * medians of those ratios are printed, with the read's rate. kernels/cpu/README.md quotes it.
  *
- *   cmake --build build && cc -O2 -Icore/include tools/bench/decode_vs_read.c \
- *       build/libtokenloop_core.a -lm -lpthread -lcjson -lpcre2-8 -lutf8proc -ldl -o /tmp/dvr
- *   /tmp/dvr [rounds] [mixed|exact|bf16]      (default: 20, mixed)
+ *   cmake --build build --target decode_vs_read     (CMake builds it with everything else)
+ *   build/decode_vs_read [rounds] [mixed|exact|bf16]      (default: 20, mixed)
+ *   TL_CPU_ISA=avx2 build/decode_vs_read ...               (another kernel set)
  */
 #include <stdio.h>
 #include <stdlib.h>

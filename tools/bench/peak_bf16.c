@@ -3,8 +3,8 @@
  * counted as 64 flop an instruction (16 lanes x 2 products x multiply + add). The prefill
  * kernels' GFLOP/s are set against this (kernels/cpu/README.md).
  *
- *   cc -O2 -mavx512f -mavx512bf16 -pthread tools/bench/peak_bf16.c -o /tmp/peak_bf16
- *   /tmp/peak_bf16 [threads]        (default: 1, then every core)
+ *   cmake --build build --target peak_bf16     (CMake builds it on x86-64 with everything else)
+ *   build/peak_bf16 [threads]        (default: 1, then every core)
  */
 #include <immintrin.h>
 #include <pthread.h>
