@@ -16,6 +16,7 @@
 
 #include "tokenloop/engine.h"
 #include "tokenloop/file.h"
+#include "tokenloop/metrics.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/tokenizer.h"
 
@@ -227,12 +228,6 @@ static const char *first_stop_string(const tl_session *s)
     return n > 0 ? v[0] : NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median_decode_ms(tl_session *s)
 {
     int n = tl_session_n_steps(s), k = 0;
@@ -243,8 +238,7 @@ static double median_decode_ms(tl_session *s)
         return NAN;
     for (int i = 1; i < n; i++)
         v[k++] = tl_session_step_at(s, i)->ms;
-    qsort(v, (size_t)k, sizeof *v, cmp_double);
-    double m = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    double m = tl_median(v, k);
     free(v);
     return m;
 }
@@ -304,9 +298,7 @@ static double unsynced_percent(tl_session *s)
         }
         r[k++] = 100 * u / p;
     }
-    if (k)
-        qsort(r, (size_t)k, sizeof *r, cmp_double);
-    double med = k ? (k % 2 ? r[k / 2] : 0.5 * (r[k / 2 - 1] + r[k / 2])) : NAN;
+    double med = k ? tl_median(r, k) : NAN;
     free(r);
     return med;
 }

@@ -140,6 +140,12 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double tl_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* The unsynchronized reading of a typical pass: a launch that another program preempted
  * now and then must not hide what the reading measures (the launch, not the work). */
 static double median(const double *v, int n)
@@ -147,8 +153,7 @@ static double median(const double *v, int n)
     double *c = malloc(sizeof(double) * (size_t)n);
     if (!c) return v[n / 2];
     memcpy(c, v, sizeof(double) * (size_t)n);
-    qsort(c, (size_t)n, sizeof(double), by_value);
-    double r = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    double r = tl_median(c, n);
     free(c);
     return r;
 }

@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "commands.h"
+#include "tokenloop/metrics.h"
 #include "tokenloop/sampler.h"
 #include "tokenloop/topk.h"
 
@@ -65,18 +66,6 @@ static void make_scores(float *v, int n, int shape)
             v[rng % (uint64_t)n] = 20.0f - 1.5f * (float)j;
         }
     }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
 typedef struct {
@@ -170,7 +159,7 @@ int cmd_bench_sampler(int argc, char **argv)
                     if (r >= 0) t[r] = dt;
                 }
                 tl_sampler_free(s);
-                med[f] = median(t, reps);
+                med[f] = tl_median(t, reps);
             }
             if (rc) break;
             const char *name = c < n_set ? settings[c].name : "tl_topk k64";

@@ -240,8 +240,7 @@ static void mm_item(void *arg, int item, int tid)
     while (item >= j->first[m + 1])
         m++;
     const tl_cpu_mm *mm = &j->mm[m];
-    int k = item - j->first[m];
-    int64_t r0 = (int64_t)k * j->chunk;
+    int64_t r0 = (int64_t)(item - j->first[m]) * j->chunk;
     int64_t r1 = r0 + j->chunk < mm->rows ? r0 + j->chunk : mm->rows;
     mm_rows(j, mm, r0, r1, tid);
 }

@@ -72,5 +72,11 @@ int main(void)
     TL_CHECK_NEAR(r.tpot_ms, 8, 1e-9);
     TL_CHECK_NEAR(r.ttft_ms, 8, 1e-9);
     tl_metrics_free(m);
+
+    /* tl_median: odd and even counts, unsorted input, one value */
+    double odd[] = {5, -1, 3, 9, 0}, even[] = {4, 1, 3, 2}, one[] = {7};
+    TL_CHECK_NEAR(tl_median(odd, 5), 3, 0);
+    TL_CHECK_NEAR(tl_median(even, 4), 2.5, 0);
+    TL_CHECK_NEAR(tl_median(one, 1), 7, 0);
     return TL_TEST_END("generate_metrics");
 }

@@ -18,6 +18,7 @@
 #include "tokenloop/backend.h"
 #include "tokenloop/bandwidth.h"
 #include "tokenloop/engine.h"
+#include "tokenloop/metrics.h"
 #include "tokenloop/model.h"
 #include "tokenloop/synthetic.h"
 
@@ -29,18 +30,6 @@ static double now_s(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* The weights of one kind, every layer (kind 4: the lm_head; 5: all of them). */
@@ -139,8 +128,8 @@ int main(int argc, char **argv)
            "plain read of its bytes just before), and the read's rate\n",
            tl_precision_name(tl_engine_precision(e)), rounds);
     for (int k = 0; k < KINDS; k++)
-        printf("%-11s %6.3f x   read %5.1f GB/s (median)\n", kind_name[k], median(ratio[k], rounds),
-               median(gbs[k], rounds));
+        printf("%-11s %6.3f x   read %5.1f GB/s (median)\n", kind_name[k], tl_median(ratio[k], rounds),
+               tl_median(gbs[k], rounds));
     ops->destroy(ctx);
     tl_engine_free(e);
     tl_model_free(m);

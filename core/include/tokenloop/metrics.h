@@ -32,6 +32,8 @@ void tl_metrics_token(tl_metrics *m, double pass_ms, double unsynced_ms);
 double tl_metrics_token_gap(tl_metrics *m, double pass_ms, double unsynced_ms, double t_begin, int joined);
 /* Forget the last n tokens (rewind). */
 void tl_metrics_drop(tl_metrics *m, int n);
+/* The median of v[0..n-1], n >= 1; sorts v in place. */
+double tl_median(double *v, int n);
 /* Bytes a decode step reads, and the bandwidth (bytes/s) to divide them by (<= 0: unknown). */
 void tl_metrics_set_floor(tl_metrics *m, double step_bytes, double bandwidth_bytes_per_s);
 
