@@ -7,7 +7,8 @@
  * scores (the report's rows, and top-k's cut when k <= TL_MAX_TOP), one float exp per token
  * whose sums (in double) give the softmax, its entropy and the draw, and only where the cut
  * needs more than the best few a pass collecting the tokens above a threshold. Nothing is
- * sorted: top-k's k-th score and top-p's boundary come from quickselects on those few.
+ * sorted: top-k's k-th score and top-p's boundary come from quickselects on those few, and
+ * a nucleus of more than a few thousand candidates is first cut by buckets of scores.
  * On the CPU the pass itself can bring the best 64 and those sums (tl_logit_stats, gathered by
  * the lm_head's kernel as it writes the scores): tl_sampler_choose_with then starts from them,
  * and greedy, top-k <= 64 and a nucleus inside the best 64 read no score beyond them.
@@ -28,6 +29,11 @@
  * 1 - top_p by this much of the total: float sums are within ~1e-6 of the reference's, so
  * every token left out is one the reference cuts too. */
 #define TOP_P_MARGIN 1e-4
+
+/* A nucleus cut over more candidates than this goes through buckets of scores first
+ * (nucleus_buckets): a quickselect that sums the mass on each side reads them many times. */
+#define NUCLEUS_BUCKET_MIN 2048
+#define NUCLEUS_BUCKETS 4096
 
 struct tl_sampler {
     int vocab;
@@ -57,6 +63,7 @@ struct tl_sampler {
     int cut_k, cut_p;   /* the rule that says which are kept */
     float kth, xb;      /* kept: logit >= kth (top-k); after (xb, ib) in top-p order (top-p) */
     int ib;
+    double *bmass;   /* a long nucleus cut: e summed per bucket of scores (NUCLEUS_BUCKETS) */
 };
 
 static uint64_t splitmix(uint64_t *s)
@@ -110,7 +117,8 @@ tl_sampler *tl_sampler_create(int vocab_size, tl_sampling p)
     s->keys = malloc(sizeof(uint64_t) * (size_t)vocab_size);
     s->ec = malloc(sizeof(float) * (size_t)vocab_size);
     s->ek = malloc(sizeof(float) * (size_t)vocab_size);
-    if (!s->e || !s->bsum || !s->cand || !s->keys || !s->ec || !s->ek) {
+    s->bmass = malloc(sizeof(double) * NUCLEUS_BUCKETS);
+    if (!s->e || !s->bsum || !s->cand || !s->keys || !s->ec || !s->ek || !s->bmass) {
         tl_sampler_free(s);
         return NULL;
     }
@@ -127,6 +135,7 @@ void tl_sampler_free(tl_sampler *s)
     free(s->keys);
     free(s->ec);
     free(s->ek);
+    free(s->bmass);
     free(s);
 }
 
@@ -162,6 +171,16 @@ static uint64_t rank_key(float x, int id)
     return (uint64_t)u << 32 | (uint32_t)id;
 }
 
+/* rank_key without a branch, for long lists of scores of both signs, where the branch would
+ * be a coin toss: the same keys. */
+static uint64_t rank_key_mixed(float x, int id)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u ^= (0u - (u >> 31)) | 0x80000000u;   /* negative: every bit flips; else the sign's */
+    return (uint64_t)u << 32 | (uint32_t)id;
+}
+
 static void swap64(uint64_t *a, int i, int j)
 {
     uint64_t t = a[i];
@@ -181,8 +200,11 @@ static void swap2(uint64_t *a, float *ev, int i, int j)
 }
 
 /* Moves a median of three of a[l..r) to a[r-1], then the larger keys before it: returns the
- * pivot's place p, a[l..p) above it, a[p+1..r) below. Keys are distinct (they hold the id). */
-static int partition(uint64_t *a, float *ev, int l, int r)
+ * pivot's place p, a[l..p) above it, a[p+1..r) below. Keys are distinct (they hold the id).
+ * Inlined into each selection, so that select_top's has no companion to move: left to itself
+ * GCC stopped inlining it once process() grew, and top-k 1000 lost ~20 us a step. */
+#define SEL_INLINE static inline __attribute__((always_inline))
+SEL_INLINE int partition(uint64_t *a, float *ev, int l, int r)
 {
     int m = l + (r - l) / 2;
     if (a[m] < a[l]) swap2(a, ev, m, l);
@@ -212,7 +234,7 @@ static void select_top(uint64_t *a, int n, int k)
  * it, plus `below` (all ranked under a[]), exceeds lim_z; ea[] holds their e. That mass only
  * grows with the rank, so a quickselect on it finds the boundary; the kept ones end up in
  * a[0..return). */
-static int select_nucleus(uint64_t *a, float *ea, int n, double below, double lim_z)
+SEL_INLINE int select_nucleus(uint64_t *a, float *ea, int n, double below, double lim_z, int keep_one)
 {
     int l = 0, r = n;
     while (l < r) {
@@ -226,7 +248,7 @@ static int select_nucleus(uint64_t *a, float *ea, int n, double below, double li
             r = p;
         }
     }
-    if (l == 0 && n > 0) {   /* the most likely token always stays */
+    if (l == 0 && n > 0 && keep_one) {   /* the most likely token always stays */
         int best = 0;
         for (int j = 1; j < n; j++)
             if (a[j] > a[best]) best = j;
@@ -378,6 +400,78 @@ static int cut_top_k(tl_sampler *s, const float *logits, int k)
         if (logits[(uint32_t)a[j]] >= s->kth) swap64(a, n++, j);
     for (int j = 0; j < n; j++) s->cand[j] = (int)(uint32_t)a[j];
     return n;
+}
+
+/* select_nucleus for many candidates cand[0..n): their rank keys go into NUCLEUS_BUCKETS
+ * buckets (the keys' range split evenly), each bucket's mass is summed, and the walk up from
+ * the least likely bucket finds the one the cut falls in. The buckets above it stay whole,
+ * those below go, and the boundary bucket's tokens are bucketed again, finer, until few are
+ * left for select_nucleus. The keys hold the id below the score, so a level of equal scores
+ * (an untrained model's unused tokens) is split by id as transformers' stable sort orders it.
+ * Leaves the kept tokens in cand[0..return) with their e in ec[], and the lowest kept rank key
+ * in *low. */
+static int nucleus_buckets(tl_sampler *s, const float *logits, int n, double below, double lim_z, uint64_t *low)
+{
+    uint64_t *a = s->keys;
+    float *ea = s->ek;
+    for (int j = 0; j < n; j++) {
+        a[j] = rank_key_mixed(key(logits[s->cand[j]]), s->cand[j]);
+        ea[j] = ce(s, j);
+    }
+    /* cand[] and ec[] are free from here: the kept tokens go there */
+    int kept = 0, m = n;
+    uint64_t lo = UINT64_MAX;
+    double *mass = s->bmass;
+    while (m > NUCLEUS_BUCKET_MIN) {
+        uint64_t kmin = UINT64_MAX, kmax = 0;
+        for (int j = 0; j < m; j++) {
+            kmin = a[j] < kmin ? a[j] : kmin;
+            kmax = a[j] > kmax ? a[j] : kmax;
+        }
+        int shift = 0;
+        while (((kmax - kmin) >> shift) >= NUCLEUS_BUCKETS) shift++;
+        int top = (int)((kmax - kmin) >> shift), B = 0;
+        memset(mass, 0, sizeof(double) * (size_t)(top + 1));
+        /* a run of tokens in one bucket (a level of equal scores) adds in a register: through
+         * memory each add would wait for the last one's store */
+        uint64_t prev = 0;
+        double run = 0;
+        for (int j = 0; j < m; j++) {
+            uint64_t b = (a[j] - kmin) >> shift;
+            if (b != prev) {
+                mass[prev] += run;
+                run = 0;
+                prev = b;
+            }
+            run += ea[j];
+        }
+        mass[prev] += run;
+        /* the boundary: the first bucket, from the bottom, whose mass takes the sum past
+         * lim_z; at the top without passing, everything may go (select_nucleus keeps the best) */
+        while (B < top && !(below + mass[B] > lim_z)) below += mass[B++];
+        int nb = 0;
+        for (int j = 0; j < m; j++) {   /* without branches: which way a token goes is a coin toss */
+            uint64_t k = a[j];
+            int b = (int)((k - kmin) >> shift);
+            float e = ea[j];
+            s->cand[kept] = (int)(uint32_t)k;
+            s->ec[kept] = e;
+            kept += b > B;
+            lo = b > B && k < lo ? k : lo;
+            a[nb] = k;   /* nb <= j: nothing unread is overwritten */
+            ea[nb] = e;
+            nb += b == B;
+        }
+        m = nb;
+    }
+    int kb = select_nucleus(a, ea, m, below, lim_z, kept == 0);
+    for (int j = 0; j < kb; j++) {
+        s->cand[kept] = (int)(uint32_t)a[j];
+        s->ec[kept++] = ea[j];
+        lo = a[j] < lo ? a[j] : lo;
+    }
+    *low = lo;
+    return kept;
 }
 
 /* Relative to the mass of the best few, what the rest of the vocabulary may hold and still be
@@ -556,17 +650,23 @@ static int process(tl_sampler *s, const float *logits, const tl_logit_stats *st,
             s->nlist = n - j;
             return s->nlist;
         }
-        uint64_t *a = s->keys;
-        for (int j = 0; j < n; j++) {
-            a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
-            s->ek[j] = ce(s, j);
-        }
-        int kept = select_nucleus(a, s->ek, n, tail, lim * z);
-        uint64_t low = a[0];
-        for (int j = 0; j < kept; j++) {
-            s->cand[j] = (int)(uint32_t)a[j];
-            s->ec[j] = s->ek[j];   /* a full pass's e[] holds them too */
-            if (a[j] < low) low = a[j];
+        int kept;
+        uint64_t low;
+        if (n > NUCLEUS_BUCKET_MIN) {
+            kept = nucleus_buckets(s, logits, n, tail, lim * z, &low);
+        } else {
+            uint64_t *a = s->keys;
+            for (int j = 0; j < n; j++) {
+                a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
+                s->ek[j] = ce(s, j);
+            }
+            kept = select_nucleus(a, s->ek, n, tail, lim * z, 1);
+            low = a[0];
+            for (int j = 0; j < kept; j++) {
+                s->cand[j] = (int)(uint32_t)a[j];
+                s->ec[j] = s->ek[j];   /* a full pass's e[] holds them too */
+                if (a[j] < low) low = a[j];
+            }
         }
         s->nlist = kept;
         s->cut_p = 1;

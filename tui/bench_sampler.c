@@ -104,6 +104,9 @@ int cmd_bench_sampler(int argc, char **argv)
         {"T1 k0 p1", {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}},
         {"T0.8 k200 p1", {.temperature = 0.8f, .top_k = 200, .top_p = 1.0f}},
         {"T0.7 k1000 p0.95", {.temperature = 0.7f, .top_k = 1000, .top_p = 0.95f}},
+        {"T1 k0 p0.999", {.temperature = 1.0f, .top_k = 0, .top_p = 0.999f}},
+        {"T1.5 k0 p0.99", {.temperature = 1.5f, .top_k = 0, .top_p = 0.99f}},
+        {"T1 k5000 p1", {.temperature = 1.0f, .top_k = 5000, .top_p = 1.0f}},
     };
     const int n_set = (int)(sizeof settings / sizeof *settings);
     float *v = malloc(sizeof(float) * (size_t)vocab * N_VARIANTS);

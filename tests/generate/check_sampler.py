@@ -247,6 +247,12 @@ def cases(dump, work):
     compare(dump, work, "llama_vocab_tail_top_p", tail, t=0.6, p=0.9, draws=1000)
     # (nearly every token kept: a selection over 128,000 distinct scores, ~5 ms a draw)
     compare(dump, work, "llama_vocab_tail_top_p_wide", tail, t=2.0, p=0.999, draws=40)
+    # an untrained model's unused tokens: 120,000 equal scores below a few thousand distinct
+    # ones, and a wide nucleus whose cut runs through that level: the sampler's buckets of
+    # scores, then of ids within the level (the lower ids go first)
+    unused = (rng.standard_normal(128256) * 0.7 + 1.0).astype(np.float32)
+    unused[rng.choice(128256, 120000, replace=False)] = -0.25
+    compare(dump, work, "llama_vocab_unused_level_top_p", unused, t=1.5, p=0.99, draws=300)
     # top-k past the 64 best with a wide cut: the threshold pass and a selection on keys
     compare(dump, work, "llama_vocab_top_k_1000_top_p", big, t=0.7, k=1000, p=0.95, draws=1000)
     # a tie with the k-th (k < 64) going on past the 64th

@@ -167,7 +167,7 @@ check(r.returncode == 0 and not r.stderr, "bench --sampler exits 0 quietly: " + 
 if r.returncode == 0:
     j = json.loads(r.stdout)
     rows = j["cases"]
-    check(j["vocab"] == 3000 and j["reps"] == 5 and len(rows) == 3 * 7, "sampler rows: %d" % len(rows))
+    check(j["vocab"] == 3000 and j["reps"] == 5 and len(rows) == 3 * 10, "sampler rows: %d" % len(rows))
     by = {(c["scores"], c["setting"]): c for c in rows}
     for shape in ("peaked", "gaussian", "flat"):
         g, full = by.get((shape, "greedy")), by.get((shape, "T1 k0 p1"))
@@ -175,8 +175,10 @@ if r.returncode == 0:
         check(full is not None and full["kept"] == 3000, shape + ": no cut keeps the vocabulary")
         k200 = by.get((shape, "T0.8 k200 p1"))
         check(k200 is not None and k200["kept"] == (3000 if shape == "flat" else 200), shape + ": top-k 200 (ties kept)")
+        k5000 = by.get((shape, "T1 k5000 p1"))   # a top-k past the vocabulary cuts nothing
+        check(k5000 is not None and k5000["kept"] == 3000, shape + ": top-k 5000 of 3000 keeps them all")
     timed = [c for c in rows if "after_pass_median_us" in c]
-    check(len(timed) == 3 * 6 and all(c["median_us"] >= 0 and c["model_median_us"] >= 0 and
+    check(len(timed) == 3 * 9 and all(c["median_us"] >= 0 and c["model_median_us"] >= 0 and
                                       c["after_pass_median_us"] >= 0 for c in timed), "timings present")
     check(j["worst_median_us"] == max(c["median_us"] for c in rows), "worst median")
     check(j["worst_after_pass_median_us"] == max(c["after_pass_median_us"] for c in timed), "worst after the pass")
