@@ -1,7 +1,9 @@
 /* The AVX-512 BF16 decode row loop against a plain read, on one long stream a thread: no
  * engine, no dispatch, no product boundaries. Every thread takes one contiguous share of a
  * 1 GiB buffer (2 MiB pages) and runs, in each round, these loops over it in turn:
- *   read        the floor's loop (core/bandwidth.c): eight 64-bit sums, no prefetch
+ *   read        tl_bandwidth_read, the floor's own read (core/bandwidth.c): eight 64-bit sums
+ *               a line, no prefetch, the same contiguous shares (its threads start anew for
+ *               each call)
  *   mv          mv_avx512bf16.c's row loop: 2048-column rows, x loaded from L1, L2 prefetch
  *               4 KiB ahead
  *   mv, no pf   the same without the software prefetch
@@ -23,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tokenloop/bandwidth.h"
 #include "tokenloop/metrics.h"
 
 #define BYTES ((size_t)1 << 30)
@@ -46,15 +49,6 @@ static double now_s(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static uint64_t read_loop(const uint64_t *p, size_t n)
-{
-    uint64_t a[8] = {0};
-    for (size_t i = 0; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            a[j] += p[i + j];
-    return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
 }
 
 /* One row: four accumulators along k, as mv_row does with x in one half. */
@@ -91,7 +85,6 @@ static void run_share(int tid)
     const uint16_t *w = g_w + (size_t)tid * share / 2;
     uint64_t r = 0;
     switch (g_loop) {
-    case 0: r = read_loop((const uint64_t *)(const void *)w, share / 8); break;
     case 1: r = mv_loop(w, share / (COLS * 2), 1, 0); break;
     case 2: r = mv_loop(w, share / (COLS * 2), 0, 0); break;
     default: r = mv_loop(w, share / (COLS * 2), 1, 1); break;
@@ -113,6 +106,11 @@ static void *worker(void *arg)
 
 static double run_loop(int loop)
 {
+    if (loop == 0) {
+        size_t share = BYTES / (size_t)g_threads / (COLS * 2) * (COLS * 2);
+        tl_mem_region all = {g_w, share * (size_t)g_threads};
+        return tl_bandwidth_read(&all, 1, g_threads);
+    }
     g_loop = loop;
     double t0 = now_s();
     pthread_barrier_wait(&g_go);
