@@ -167,16 +167,6 @@ static uint64_t rank_key(float x, int id)
 {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
-    u = (u & 0x80000000u) ? ~u : u | 0x80000000u;
-    return (uint64_t)u << 32 | (uint32_t)id;
-}
-
-/* rank_key without a branch, for long lists of scores of both signs, where the branch would
- * be a coin toss: the same keys. */
-static uint64_t rank_key_mixed(float x, int id)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
     u ^= (0u - (u >> 31)) | 0x80000000u;   /* negative: every bit flips; else the sign's */
     return (uint64_t)u << 32 | (uint32_t)id;
 }
@@ -415,7 +405,7 @@ static int nucleus_buckets(tl_sampler *s, const float *logits, int n, double bel
     uint64_t *a = s->keys;
     float *ea = s->ek;
     for (int j = 0; j < n; j++) {
-        a[j] = rank_key_mixed(key(logits[s->cand[j]]), s->cand[j]);
+        a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
         ea[j] = ce(s, j);
     }
     /* cand[] and ec[] are free from here: the kept tokens go there */
