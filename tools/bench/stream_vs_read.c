@@ -4,10 +4,12 @@
  *   read        tl_bandwidth_read, the floor's own read (core/bandwidth.c): eight 64-bit sums
  *               a line, no prefetch, the same contiguous shares (its threads start anew for
  *               each call)
- *   mv          mv_avx512bf16.c's row loop: 2048-column rows, x loaded from L1, L2 prefetch
- *               4 KiB ahead
- *   mv, no pf   the same without the software prefetch
- *   mv, x regs  the same with x held in four registers (not a product: x repeats every 128
+ *   mv          the decode kernel itself (tl_cpu_mv_bf16_avx512bf16, x rounded to bf16, the
+ *               default precision's products): 2048-column rows, x from L1, L2 prefetch 4 KiB
+ *               ahead
+ *   copy        a copy of its row loop, as it is (to check the copy against the kernel)
+ *   copy, no pf the copy without the software prefetch
+ *   copy, x regs the copy with x held in four registers (not a product: x repeats every 128
  *               columns): the bound on what loading x less often could buy
  * Each loop's time is divided by the read's in the same round, and the medians are printed
  * for the rounds whose read ran below and above 45 GB/s, since this machine's memory rate
@@ -27,18 +29,21 @@
 
 #include "tokenloop/bandwidth.h"
 #include "tokenloop/metrics.h"
+#include "mm.h"
 
 #define BYTES ((size_t)1 << 30)
 #define COLS 2048
 #define PF 4096
-#define LOOPS 4
+#define LOOPS 5
 #define MAX_THREADS 64
 #define MAX_ROUNDS 5000
 #define INL static inline __attribute__((always_inline, target("avx512f,avx512bf16")))
 
-static const char *const loop_name[LOOPS] = {"read", "mv", "mv, no pf", "mv, x regs"};
+static const char *const loop_name[LOOPS] = {"read", "mv", "copy", "copy, no pf", "copy, x regs"};
 
 static uint16_t *g_w;
+static size_t g_share;              /* bytes a thread streams: whole rows */
+static float *g_out[MAX_THREADS];   /* the kernel's outputs, a share's rows each */
 static uint16_t g_x[COLS] __attribute__((aligned(64)));
 static int g_threads, g_loop, g_stop;
 static pthread_barrier_t g_go, g_done;
@@ -51,7 +56,8 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* One row: four accumulators along k, as mv_row does with x in one half. */
+/* A copy of the kernel's row loop (mv_avx512bf16.c's mv_row, x in one half), so that the
+ * prefetch and x's loads can be varied. */
 INL float mv_row(const uint16_t *w, int pf, int xregs, const __m512bh *xr)
 {
     __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -81,13 +87,16 @@ __attribute__((target("avx512f,avx512bf16"))) static uint64_t mv_loop(const uint
 
 static void run_share(int tid)
 {
-    size_t share = BYTES / (size_t)g_threads / (COLS * 2) * (COLS * 2);
-    const uint16_t *w = g_w + (size_t)tid * share / 2;
-    uint64_t r = 0;
-    switch (g_loop) {
-    case 1: r = mv_loop(w, share / (COLS * 2), 1, 0); break;
-    case 2: r = mv_loop(w, share / (COLS * 2), 0, 0); break;
-    default: r = mv_loop(w, share / (COLS * 2), 1, 1); break;
+    const uint16_t *w = g_w + (size_t)tid * g_share / 2;
+    int64_t rows = (int64_t)(g_share / (COLS * 2));
+    uint64_t r;
+    if (g_loop == 1) {
+        tl_cpu_mm a = {.out = g_out[tid], .w = w, .rows = rows, .cols = COLS, .T = 1, .xpack = g_x,
+                       .cols_pad = COLS, .halves = 1};
+        tl_cpu_mv_bf16_avx512bf16(&a, 0, rows);
+        r = (uint64_t)(int64_t)g_out[tid][rows - 1];
+    } else {
+        r = mv_loop(w, (size_t)rows, g_loop != 3, g_loop == 4);
     }
     g_sink[tid] = r;
 }
@@ -107,8 +116,7 @@ static void *worker(void *arg)
 static double run_loop(int loop)
 {
     if (loop == 0) {
-        size_t share = BYTES / (size_t)g_threads / (COLS * 2) * (COLS * 2);
-        tl_mem_region all = {g_w, share * (size_t)g_threads};
+        tl_mem_region all = {g_w, g_share * (size_t)g_threads};
         return tl_bandwidth_read(&all, 1, g_threads);
     }
     g_loop = loop;
@@ -139,6 +147,12 @@ int main(int argc, char **argv)
         return 1;
     }
     madvise(g_w, BYTES, MADV_HUGEPAGE);
+    g_share = BYTES / (size_t)g_threads / (COLS * 2) * (COLS * 2);
+    for (int i = 0; i < g_threads; i++)
+        if (!(g_out[i] = malloc(g_share / (COLS * 2) * sizeof(float)))) {
+            fprintf(stderr, "stream_vs_read: out of memory\n");
+            return 1;
+        }
     for (size_t i = 0; i < BYTES / 2; i++)   /* bf16 values in [1, 2): no overflow in the sums */
         g_w[i] = (uint16_t)(0x3f80 | (((i * 2654435761u) >> 20) & 0x7f));
     for (int i = 0; i < COLS; i++)
