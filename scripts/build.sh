@@ -25,4 +25,4 @@ if [ -n "$select" ]; then
   echo "build.sh: for ctest $select, only ${targets[*]:1}"
 fi
 cmake --build "$dir" -j"$(nproc)" "${targets[@]}" 2>&1 | grep -v '^\[' || true
-test -x "$dir/tui/tokenloop"
+test -x "$dir/cli/tokenloop"

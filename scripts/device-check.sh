@@ -105,12 +105,12 @@ else
     t_b=$(date +%s)
     run_timed 300 cmake --build "$build" -j"$jobs" --target "${targets[@]}" 2>&1 | grep -Ev '^\[|^-- |^Consolidate' 
     rc=${PIPESTATUS[0]}
-    if [ "$rc" -ne 0 ] || [ ! -x "$build/tui/tokenloop" ]; then
+    if [ "$rc" -ne 0 ] || [ ! -x "$build/cli/tokenloop" ]; then
         fail build "cmake --build exit $rc"
     else
         built=1
         record build ok "$(($(date +%s) - t_b)) s; CUDA backend $([ "$have_cuda" -gt 0 ] && echo ON || echo OFF); deps: $deps"
-        "$build/tui/tokenloop" --version
+        "$build/cli/tokenloop" --version
     fi
 fi
 dump=$build/tests/gpu/gpu_dump
@@ -131,7 +131,7 @@ else
     rc=$?
     cat "$bw_json"
     [ "$rc" -eq 0 ] && record bandwidth ok "" || fail bandwidth "gpu_dump --bandwidth exit $rc"
-    TL_CUDA_STATS=1 run_timed 180 "$build/tui/tokenloop" bench --synthetic llama-3.1-8b --device cuda \
+    TL_CUDA_STATS=1 run_timed 180 "$build/cli/tokenloop" bench --synthetic llama-3.1-8b --device cuda \
         --prompt-tokens 30 --new-tokens 64 --json >"$bench_json"
     rc=$?
     cat "$bench_json"
@@ -174,7 +174,7 @@ rm -f "$q4_json"
 if [ "$device" = 0 ]; then
     record bench-8b-q4_0 skipped "$no_device"
 else
-    TL_CUDA_STATS=1 run_timed 150 "$build/tui/tokenloop" bench --synthetic llama-3.1-8b --device cuda --dtype q4_0 \
+    TL_CUDA_STATS=1 run_timed 150 "$build/cli/tokenloop" bench --synthetic llama-3.1-8b --device cuda --dtype q4_0 \
         --prompt-tokens 30 --new-tokens 64 --json >"$q4_json"
     rc=$?
     cat "$q4_json"
@@ -199,7 +199,7 @@ elif [ -z "$san" ]; then
     record memcheck skipped "compute-sanitizer not found"
 else
     run_timed 120 "$san" --tool memcheck --leak-check full --error-exitcode 3 \
-        "$build/tui/tokenloop" bench --synthetic tiny --device cuda --prompt-tokens 20 --new-tokens 8 \
+        "$build/cli/tokenloop" bench --synthetic tiny --device cuda --prompt-tokens 20 --new-tokens 8 \
         >"$out/memcheck.log" 2>&1
     rc=$?
     tail -25 "$out/memcheck.log"

@@ -4,4 +4,4 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh"
 "$root/scripts/build.sh" "$root/build"
-exec "$root/build/tui/tokenloop" "$@"
+exec "$root/build/cli/tokenloop" "$@"

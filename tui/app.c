@@ -799,6 +799,7 @@ static int app_init(tl_app *a, tl_session *s, const tl_app_opts *o)
     a->ui.prompt_scroll = -1;
     tl_session_set_top_n(s, TL_MAX_TOP);
     LessonCtl_init(&a->lesson, a->ui.lang);
+    a->lesson.server = o->lesson_server;
     welcome_open(a);
     tl_error err;
     if (tl_session_set_user(s, o->system, o->user ? o->user : "", &err)) {

@@ -1,7 +1,4 @@
 /* Lessons in the TUI, through core's lesson player (tokenloop/lesson.h). */
-#ifdef TL_HAVE_SERVE
-#include "lesson_serve.h"
-#endif
 #include "lesson_ctl.h"
 
 #include <stdio.h>
@@ -137,9 +134,8 @@ int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui
                 set_text(c, ui, t);
                 return 1;
             }
-#ifdef TL_HAVE_SERVE
-            tl_lesson_set_server(c->cur, lesson_serve_request, NULL);
-#endif
+            if (c->server)
+                tl_lesson_set_server(c->cur, c->server, NULL);
             c->step = 0;
             show_step(c, s, ui);
             return 1;

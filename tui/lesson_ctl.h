@@ -5,10 +5,9 @@
 
 #include <wchar.h>
 
+#include "tokenloop/lesson.h"
 #include "tokenloop/session.h"
 #include "ui.h"
-
-typedef struct tl_lesson tl_lesson;
 
 typedef struct tl_lesson_ctl {
     char lang[8];
@@ -21,6 +20,7 @@ typedef struct tl_lesson_ctl {
     int applied;               /* a step just drove the session */
     int show_wrong;            /* -1 unchanged */
     int highlight;             /* pane index, -1 none */
+    tl_lesson_server_fn server;   /* given to each lesson started, when not NULL */
 } tl_lesson_ctl;
 
 void LessonCtl_init(tl_lesson_ctl *c, const char *lang);

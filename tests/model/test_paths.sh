@@ -34,8 +34,8 @@ probe_mode() {
   fake "$co/assets/models/tl-mini-instruct" config.json
   fake "$co/assets/tokenizer" tokenizer.json
   fake "$co/lessons" README.md
-  mkdir -p "$co/build-x/tui" "$inst/bin" "$t/bare/bin" "$t/lessons"
-  cp "$probe" "$co/build-x/tui/tokenloop"
+  mkdir -p "$co/build-x/cli" "$inst/bin" "$t/bare/bin" "$t/lessons"
+  cp "$probe" "$co/build-x/cli/tokenloop"
   cp "$probe" "$inst/bin/tokenloop"
   cp "$probe" "$t/bare/bin/tokenloop"
   idata=$(cd "$inst/bin" && mkdir -p "$rel" && cd "$rel" && pwd)
@@ -44,21 +44,21 @@ probe_mode() {
   fake "$idata/lessons" README.md
   echo x > "$t/lessons/1.json"   # a lessons folder without README.md is not the lessons
 
-  out=$("$co/build-x/tui/tokenloop")
+  out=$("$co/build-x/cli/tokenloop")
   check "checkout above the binary: model" "$(field "$out" model)" "$co/assets/models/tl-mini-instruct"
   check "checkout: tokenizer when the model has no tokenizer.json" "$(field "$out" tokenizer)" "$co/assets/tokenizer"
   check "checkout: lessons" "$(field "$out" lessons)" "$co/lessons"
   echo '{}' > "$co/assets/models/tl-mini-instruct/tokenizer.json"
-  out=$("$co/build-x/tui/tokenloop")
+  out=$("$co/build-x/cli/tokenloop")
   check "checkout: the model's own tokenizer" "$(field "$out" tokenizer)" "$co/assets/models/tl-mini-instruct"
 
   out=$(TOKENLOOP_MODEL=/somewhere/else TOKENLOOP_LESSONS=$t/co/lessons "$t/bare/bin/tokenloop")
   check "TOKENLOOP_MODEL is taken as given" "$(field "$out" model)" /somewhere/else
   check "TOKENLOOP_LESSONS" "$(field "$out" lessons)" "$t/co/lessons"
-  out=$(TOKENLOOP_MODEL= TOKENLOOP_LESSONS= "$co/build-x/tui/tokenloop")
+  out=$(TOKENLOOP_MODEL= TOKENLOOP_LESSONS= "$co/build-x/cli/tokenloop")
   check "empty TOKENLOOP_MODEL is unset" "$(field "$out" model)" "$co/assets/models/tl-mini-instruct"
   check "empty TOKENLOOP_LESSONS is unset" "$(field "$out" lessons)" "$co/lessons"
-  out=$(TOKENLOOP_LESSONS=$t/nowhere "$co/build-x/tui/tokenloop")
+  out=$(TOKENLOOP_LESSONS=$t/nowhere "$co/build-x/cli/tokenloop")
   check "TOKENLOOP_LESSONS not a folder: named" "$(field "$out" lessons-error)" "$t/nowhere: \$TOKENLOOP_LESSONS is not a folder"
 
   out=$("$inst/bin/tokenloop")
@@ -143,7 +143,7 @@ out_of_tree_mode() {
   # the configured prefix is never installed to: the installed copy must find its data from
   # where it is
   build "$work/src" "$work/b" -DCMAKE_INSTALL_PREFIX="$work/configured-prefix"
-  use_data "$work/b/tui/tokenloop" "$work/src/assets/models/tl-mini-instruct" "out-of-tree build"
+  use_data "$work/b/cli/tokenloop" "$work/src/assets/models/tl-mini-instruct" "out-of-tree build"
   finish
 }
 
@@ -151,7 +151,7 @@ installed_mode() {
   cmake=$1 workfile=$2
   work=$(cat "$workfile" 2>/dev/null)
   trap 'chmod -R u+rwx "$t" 2>/dev/null; rm -rf "$t" ${work:+"$work"} "$workfile"' EXIT
-  [ -x "$work/b/tui/tokenloop" ] || { bad "no build in $work/b (model_paths_out_of_tree makes it)"; finish; exit 1; }
+  [ -x "$work/b/cli/tokenloop" ] || { bad "no build in $work/b (model_paths_out_of_tree makes it)"; finish; exit 1; }
   "$cmake" --install "$work/b" --prefix "$t/p" > "$t/install.log" 2>&1 || { cat "$t/install.log" >&2; bad install; }
   for f in bin/tokenloop share/tokenloop/models/tl-mini-instruct/model.safetensors \
            share/tokenloop/tokenizer/tokenizer.json share/tokenloop/lessons/1-template.json; do

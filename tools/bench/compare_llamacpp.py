@@ -1,7 +1,7 @@
 """tokenloop against llama.cpp on the same weights, measured in one run, rounds alternating.
 
     tools/bench/compare_llamacpp.py [--shape llama-3.2-1b] [--rounds 3] [--dir /tmp/tokenloop-peer]
-                                    [--tokenloop build/tui/tokenloop] [--out FILE] [--readme README.md]
+                                    [--tokenloop build/cli/tokenloop] [--out FILE] [--readme README.md]
 
 Writes one set of random bf16 weights of a published Llama shape (seeded) twice: as a Hugging
 Face directory (config.json + model.safetensors) for `tokenloop bench --model`, and as a GGUF
@@ -357,7 +357,7 @@ def main():
     ap.add_argument("--shape", default="llama-3.2-1b", choices=sorted(SHAPES))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default="/tmp/tokenloop-peer")
-    ap.add_argument("--tokenloop", default=os.path.join(ROOT, "build/tui/tokenloop"))
+    ap.add_argument("--tokenloop", default=os.path.join(ROOT, "build/cli/tokenloop"))
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--out")
     ap.add_argument("--readme")

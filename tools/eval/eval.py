@@ -3,7 +3,7 @@
 held-out split (tools/corpus/gen.py, regenerated here with the training seed: facts the model
 learned, asked in phrasings it never saw; unseen number pairs for arithmetic).
 
-  eval.py --tokenloop BUILD/tui/tokenloop [--model DIR] [--seed 1234] [--limit N] [--json OUT]
+  eval.py --tokenloop BUILD/cli/tokenloop [--model DIR] [--seed 1234] [--limit N] [--json OUT]
 
 Reports: % correct greedy and sampled (generation_config's defaults: temperature 0.6, top_p 0.9,
 transformers' top_k 50; one seed per question), % stopping with "eos" within 64 new tokens,

@@ -6,7 +6,7 @@
  *      path then fails where it is opened, naming the file);
  *   2. next to the binary (/proc/self/exe): the install layout, BINDIR/../share/tokenloop/
  *      {models/tl-mini-instruct, tokenizer, lessons}; else a checkout in a directory above it,
- *      {assets/models/tl-mini-instruct, assets/tokenizer, lessons} (build-dir/tui/tokenloop);
+ *      {assets/models/tl-mini-instruct, assets/tokenizer, lessons} (build-dir/cli/tokenloop);
  *   3. the source tree recorded at configure time (TL_SOURCE_DIR), for a build directory
  *      outside the checkout;
  *   4. the data directory of the prefix configured at build time (TL_DATA_DIR), for a copy

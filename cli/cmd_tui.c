@@ -10,6 +10,9 @@
 
 #include "app.h"
 #include "commands.h"
+#ifdef TL_HAVE_SERVE
+#include "lesson_serve.h"
+#endif
 #include "tokenloop/paths.h"
 #include "tokenloop/session.h"
 
@@ -152,7 +155,10 @@ int cmd_tui(int argc, char **argv)
     }
 
     const char *nc = getenv("NO_COLOR");
-    tl_app_opts ao = {system, prompt ? prompt : default_user, lang, !mono && !(nc && *nc)};
+    tl_app_opts ao = {system, prompt ? prompt : default_user, lang, !mono && !(nc && *nc), NULL};
+#ifdef TL_HAVE_SERVE
+    ao.lesson_server = lesson_serve_request;
+#endif
     int rc = bench ? tl_tui_bench_frame(s, &ao, bench, 160, 48) : tl_tui_run(s, &ao);
     tl_session_free(s);
     return rc;

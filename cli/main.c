@@ -1,5 +1,4 @@
 /* tokenloop: dispatch to a subcommand; with no arguments, open the TUI on the bundled model. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,32 +23,6 @@ static const command commands[] = {
     {"serve", cmd_serve, "an OpenAI-compatible chat server on the iterator streamer"},
 #endif
 };
-
-int cli_fail(int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("tokenloop: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return status;
-}
-
-int cli_precision_flag(const char *a, tl_precision *p)
-{
-    tl_precision q;
-    if (!strcmp(a, "--exact"))
-        q = TL_PRECISION_EXACT;
-    else if (!strcmp(a, "--bf16-activations"))
-        q = TL_PRECISION_BF16;
-    else
-        return 0;
-    if (*p != TL_PRECISION_MIXED && *p != q)
-        return cli_fail(-1, "give at most one of --exact and --bf16-activations");
-    *p = q;
-    return 1;
-}
 
 static void print_usage(FILE *f)
 {

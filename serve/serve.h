@@ -1,5 +1,5 @@
 /* `tokenloop serve` as a component: the command runs one until a signal, and the lesson player
- * starts one inside the program for lesson 4's step (tui/lesson_serve.c). Built only with
+ * starts one inside the program for lesson 4's step (serve/lesson_serve.c). Built only with
  * libmicrohttpd (TL_HAVE_SERVE). */
 #ifndef TOKENLOOP_SERVE_H
 #define TOKENLOOP_SERVE_H
@@ -7,6 +7,8 @@
 #include "tokenloop/error.h"
 #include "tokenloop/engine.h"
 #include "tokenloop/model.h"
+
+enum { SERVE_MAX_SLOTS = 64 };
 
 typedef struct server server;
 
