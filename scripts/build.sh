@@ -14,13 +14,7 @@ dir=$1; shift
 cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 targets=()   # cmake --build's --target and its names; none: everything
 if [ -n "$select" ]; then
-  dir=$(cd "$dir" && pwd)
-  known=$(cmake --build "$dir" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
-  # shellcheck disable=SC2086  # CTEST ARGS are words
-  # every path under DIR in ctest's listing: the test commands, and the programs not built yet
-  # ("Could not find executable ...")
-  mapfile -t targets < <( (cd "$dir" && ctest -N -V $select 2>&1) | grep -o "$dir/[^\" ]*" | xargs -r -n1 basename |
-    sort -u | grep -Fx -f <(echo "$known") | grep -vx tokenloop || true)
+  mapfile -t targets < <("$root/scripts/test-targets.sh" "$dir" "$select")
   targets=(--target tokenloop "${targets[@]}")
   echo "build.sh: for ctest $select, only ${targets[*]:1}"
 fi
