@@ -73,6 +73,18 @@ void tl_metrics_tokenized(tl_metrics *m, int prompt_tokens)
     m->prompt_tokens = prompt_tokens;
 }
 
+void tl_metrics_exclude(tl_metrics *m, double ms)
+{
+    if (ms > 0) m->t0 += ms;
+}
+
+void tl_metrics_resume(tl_metrics *m, double now)
+{
+    if (m->n > 0) return;
+    tl_metrics_exclude(m, now - m->t_mark);
+    m->t_mark = now;
+}
+
 double tl_metrics_token_gap(tl_metrics *m, double pass_ms, double unsynced_ms, double t_begin, int joined)
 {
     double now = tl_metrics_now(m);

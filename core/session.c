@@ -801,6 +801,8 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
         if (!s->clock_fresh) {   /* a rerun after reset/rewind: the request starts now */
             tl_metrics_start(s->metrics);
             tl_metrics_tokenized(s->metrics, s->n_prompt);
+        } else {   /* rendered earlier and shown: the wait on screen is no part of TTFT */
+            tl_metrics_resume(s->metrics, t_begin);
         }
         s->clock_fresh = 0;
         tl_sampler_set(s->sampler, tl_sampler_get(s->sampler));   /* each run from its seed */

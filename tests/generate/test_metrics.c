@@ -71,6 +71,33 @@ int main(void)
     TL_CHECK_NEAR(r.unsynced_tpot_ms, 0.2, 1e-9);
     TL_CHECK_NEAR(r.tpot_ms, 8, 1e-9);
     TL_CHECK_NEAR(r.ttft_ms, 8, 1e-9);
+
+    /* A prompt rendered and shown, then run 5 s later (a lesson step read aloud): TTFT holds the
+     * templating and tokenizing, not the wait; a floor read between steps leaves the clock too. */
+    tl_metrics_start(m);
+    fake_now += 2;
+    tl_metrics_templated(m);
+    fake_now += 3;
+    tl_metrics_tokenized(m, 40);
+    fake_now += 5000;                 /* on screen */
+    tl_metrics_resume(m, fake_now);
+    fake_now += 20;
+    tl_metrics_token(m, 19, -1);
+    r = tl_metrics_report_get(m);
+    TL_CHECK_NEAR(r.ttft_ms, 25, 1e-9);
+    fake_now += 4;
+    tl_metrics_token(m, 3.5, -1);
+    fake_now += 30;                   /* a read of the weights, not the request's work */
+    tl_metrics_exclude(m, 30);
+    fake_now += 4;
+    tl_metrics_token(m, 3.5, -1);
+    r = tl_metrics_report_get(m);
+    TL_CHECK_NEAR(r.tpot_ms, 4, 1e-9);
+    TL_CHECK_NEAR(r.ttft_ms, 25, 1e-9);
+    tl_metrics_resume(m, fake_now + 100);   /* after the first token it changes nothing */
+    fake_now += 4;
+    tl_metrics_token(m, 3.5, -1);
+    TL_CHECK_NEAR(tl_metrics_report_get(m).tpot_ms, 4, 1e-9);
     tl_metrics_free(m);
 
     /* tl_median: odd and even counts, unsorted input, one value */

@@ -22,6 +22,14 @@ void tl_metrics_start(tl_metrics *m);
 /* The prompt was rendered / tokenized now (the time since the previous mark is charged to it). */
 void tl_metrics_templated(tl_metrics *m);
 void tl_metrics_tokenized(tl_metrics *m, int prompt_tokens);
+/* ms of wall time that belong to no request's work (a read that measures the floor between
+ * steps) leave the request's clock: every later stamp is ms earlier. */
+void tl_metrics_exclude(tl_metrics *m, double ms);
+/* The request is run at `now` (a tl_metrics_now reading): the time since the last mark (a prompt
+ * rendered and tokenized, then shown while a class read it) leaves the clock, so TTFT runs from
+ * the request, not from when the prompt appeared. Only before the first token; later it does
+ * nothing. */
+void tl_metrics_resume(tl_metrics *m, double now);
 /* A generated id is on the host now. pass_ms: the synchronized time of the pass that made it;
  * unsynced_ms: the same pass timed without synchronizing (< 0: not applicable). */
 void tl_metrics_token(tl_metrics *m, double pass_ms, double unsynced_ms);
