@@ -36,8 +36,6 @@ static char *request_body(tl_session *s, tl_error *err)
         return tl_error_set(err, "serve_request: needs a conversation (messages), not a raw prompt"), NULL;
     if (!tl_session_add_generation_prompt(s))
         return tl_error_set(err, "serve_request: chat completions always add the generation prompt; turn it on first"), NULL;
-    if (!tl_session_parse_special_in_content(s))
-        return tl_error_set(err, "serve_request: the server parses special tokens in content; turn that back on first"), NULL;
     cJSON *b = cJSON_CreateObject(), *m = cJSON_Parse(msgs);
     if (!b || !m) {
         cJSON_Delete(b);
@@ -235,7 +233,8 @@ int lesson_serve_request(void *ctx, tl_session *s, tl_lesson_served *out, tl_err
         return -1;
     tl_model *m = (tl_model *)tl_session_model(s);   /* read only: the server's slot shares the weights */
     tl_precision p = tl_engine_precision(tl_session_engine(s));   /* the numbers the class saw */
-    serve_opts o = {.model = m, .model_dir = m->dir[0] ? m->dir : "model", .port = 0, .slots = 1, .queue = 0,
+    serve_opts o = {.model = m, .model_dir = m->dir[0] ? m->dir : "model", .port = 0, .slots = 1, .queue = 0, .no_log = 1,
+                    .parse_special = tl_session_parse_special_in_content(s),   /* content as the class set it */
                     .precision = p == TL_PRECISION_DEVICE ? TL_PRECISION_MIXED : p};   /* the slot is on the CPU */
     server *srv;
     if (serve_start(&srv, &o, err)) {

@@ -40,7 +40,7 @@ env = env()
 # bad command lines: exit 2 and one line naming the option, before any socket is opened
 for args, what in ((["--bogus"], "--bogus"), (["--port", "x"], "--port"), (["--slots", "0"], "--slots"),
                    (["--port"], "--port"), (["--exact", "--bf16-activations"], "at most one of"),
-                   (["--host", "localhost"], "--host")):
+                   (["--host", "no-such-host.invalid"], "--host")):
     p = subprocess.run([exe, "serve"] + args, capture_output=True, text=True, env=env, timeout=30)
     last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
     check(p.returncode == 2 and last.startswith("tokenloop: ") and what in last,
@@ -73,6 +73,29 @@ try:
           "/health: %r" % (raw("GET", "/health"),))
     models = client.models.list()
     check([x.id for x in models.data] == ["tl-mini-instruct"], "/v1/models: %r" % models)
+    m = client.models.retrieve("tl-mini-instruct")
+    check(m.id == "tl-mini-instruct" and m.object == "model", "models.retrieve: %r" % m)
+    try:
+        client.models.retrieve("gpt-4o")
+        check(False, "models.retrieve of a model this server does not have succeeded")
+    except openai.NotFoundError as e:
+        check(e.body.get("code") == "model_not_found", "models.retrieve('gpt-4o'): %r" % e.body)
+    # no max_tokens: the budget is the rest of the context (OpenAI's), so a greedy answer ends on
+    # EOS, as generate does with a budget it never reaches
+    ref = generate("What is the capital of France?", "--max-new-tokens", "2000")
+    r = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "What is the capital of France?"}],
+                                       temperature=0)
+    ext = r.model_extra.get("tokenloop", {})
+    check(r.choices[0].finish_reason == "stop" and ext.get("stop_reason") == "eos" and ext.get("budget_source") == "context"
+          and r.choices[0].message.content == ref["streamed"] and ref["stop_reason"] == "eos",
+          "no max_tokens: %r %r, generate %r" % (r.choices[0], ext, ref["streamed"]))
+    # content as OpenAI's list of text parts, streamed: the same answer as the parts joined with "\n"
+    parts = [{"type": "text", "text": "What is the capital"}, {"type": "text", "text": "of France?"}]
+    got = "".join(ch.choices[0].delta.content or "" for ch in client.chat.completions.create(
+        model="x", messages=[{"role": "user", "content": parts}], temperature=0, max_tokens=32, stream=True) if ch.choices)
+    ref = generate("What is the capital\nof France?", "--max-new-tokens", "32")
+    check(got == ref["streamed"], "streamed text parts: %r, generate on the joined text %r" % (got, ref["streamed"]))
+    print("models.retrieve; no max_tokens ends on EOS (budget_source context); streamed text parts = the joined text")
 
     subprocess.run([sys.executable, os.path.join(root, "tools/corpus/gen.py"), "--seed", "1234", "--n", "0",
                     "--out", os.path.join(work, "held")], check=True, stdout=subprocess.DEVNULL)
