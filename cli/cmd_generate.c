@@ -24,7 +24,7 @@ static const char usage[] =
     "                          [--greedy | --temperature T --top-k K --top-p P] [--seed S] [--top N]\n"
     "                          [--stop STR]... [--stream-mode hf|server] [--device cpu|cuda]\n"
     "                          [--threads N] [--async] [--exact | --bf16-activations]\n"
-    "                          [--dtype D] [--kv-cache fp32|bf16] [--json]\n"
+    "                          [--dtype D] [--kv-cache fp32|bf16] [--json | --print-transformers-code]\n"
     "  Generates one forward pass at a time. The first pass (the prefill) reads the whole prompt\n"
     "  and chooses the first new token; each later pass (decode) reads one token.\n"
     "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL, else the\n"
@@ -56,7 +56,9 @@ static const char usage[] =
     "  --dtype D          convert the weights on load: bf16, f16, f32, q8_0 or q4_0 (llama.cpp's\n"
     "                     block formats: 8.5 and 4.5 bits a weight); fewer bytes a step, a faster\n"
     "                     pace, slightly different scores (default: as the files hold them)\n"
-    "  --json             one JSON object on stdout instead of streamed text\n";
+    "  --json             one JSON object on stdout instead of streamed text\n"
+    "  --print-transformers-code  print a Python program that runs the same request with\n"
+    "                     transformers (the TUI's c), and generate nothing\n";
 
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
@@ -266,7 +268,7 @@ int cmd_generate(int argc, char **argv)
     const char *device = NULL, *stop[TL_MAX_STOP];
     const char *dtype = NULL;
     tl_precision prec = TL_PRECISION_MIXED;
-    int n_stop = 0, json = 0, async = 0, kv_bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
+    int n_stop = 0, json = 0, print_code = 0, async = 0, kv_bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
     long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
     double temperature = 1, top_p = 1;
     tl_stream_mode mode = TL_STREAM_HF;
@@ -278,6 +280,7 @@ int cmd_generate(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--print-transformers-code")) { print_code = 1; continue; }
         if (!strcmp(a, "--greedy")) { greedy = 1; continue; }
         if (!strcmp(a, "--async")) { async = 1; continue; }
         int pf = cli_precision_flag(a, &prec);
@@ -347,6 +350,7 @@ int cmd_generate(int argc, char **argv)
     if (n_sources != 1) return cli_fail(2, "generate: give exactly one of --ids, --prompt, --messages");
     if (system && !prompt) return cli_fail(2, "--system: only with --prompt");
     if (greedy && (have_t || have_k || have_p)) return cli_fail(2, "--greedy: cannot be combined with --temperature/--top-k/--top-p");
+    if (json && print_code) return cli_fail(2, "--print-transformers-code: cannot be combined with --json");
     if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_fail(2, "--device: %s: expected cpu or cuda", device);
     int *ids = NULL, n_ids = 0;
     if (ids_arg && !ids_arg[0]) return cli_fail(2, "--ids: empty (expected comma-separated token ids)");
@@ -398,6 +402,18 @@ int cmd_generate(int argc, char **argv)
     if (tl_session_set_stop_strings(s, stop, n_stop, &err)) goto fail;
     tl_session_set_stream_mode(s, mode);
     tl_session_set_top_n(s, (int)top_n);
+    if (print_code) {   /* rendered first: the budget may come from the prompt's length */
+        if (tl_session_prepare(s, &err)) goto fail;
+        char *code = tl_session_hf_call(s);
+        if (!code) {
+            tl_error_set(&err, "--print-transformers-code: out of memory");
+            goto fail;
+        }
+        fputs(code, stdout);
+        free(code);
+        status = 0;
+        goto fail;
+    }
     /* the JSON shows each candidate's model probability (prob, prob_final); the text nothing */
     tl_session_set_report(s, json ? TL_REPORT_MODEL : 0);
     if (tl_generate(s, json ? NULL : stream_step, NULL, &err) < 0) goto fail;

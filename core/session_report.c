@@ -1,6 +1,8 @@
 /* What the session's settings are, for people and programs: tl_session_hf_call (the
  * transformers code that runs the same request, so a class can check tokenloop against a
  * notebook) and tl_session_settings_json. Built from the public getters only. */
+#define _GNU_SOURCE   /* realpath */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,9 +55,37 @@ static void put_str(sbuf *b, const char *s)
 
 static const char *py_bool(int v) { return v ? "True" : "False"; }
 
+/* Where the model was loaded from, for from_pretrained: absolute, so the program runs from any
+ * folder; a GGUF file is its folder plus gguf_file=. */
+static void put_load(sbuf *b, const tl_session *s)
+{
+    const tl_model *m = tl_session_model(s);
+    char abs[PATH_MAX];
+    const char *dir = m && m->dir[0] ? (realpath(m->dir, abs) ? abs : m->dir) : "";
+    size_t len = strlen(dir);
+    put(b, "import torch\nfrom transformers import AutoModelForCausalLM, AutoTokenizer, TextStreamer\n\n");
+    if (len > 5 && !strcmp(dir + len - 5, ".gguf")) {
+        const char *slash = strrchr(dir, '/');
+        char folder[PATH_MAX];
+        snprintf(folder, sizeof folder, "%.*s", slash ? (int)(slash - dir) : 1, slash ? dir : ".");
+        put(b, "model_dir, gguf = ");
+        put_str(b, folder);
+        put(b, ", ");
+        put_str(b, slash ? slash + 1 : dir);
+        put(b, "\ntok = AutoTokenizer.from_pretrained(model_dir, gguf_file=gguf)\n"
+               "model = AutoModelForCausalLM.from_pretrained(model_dir, gguf_file=gguf, dtype=torch.float32)\n");
+    } else {
+        put(b, "model_dir = ");
+        put_str(b, dir);
+        put(b, "\ntok = AutoTokenizer.from_pretrained(model_dir)\n"
+               "model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)\n");
+    }
+}
+
 char *tl_session_hf_call(const tl_session *s)
 {
     sbuf b = {0};
+    put_load(&b, s);
     const char *msgs = tl_session_messages(s);
     if (msgs) {
         put(&b, "messages = %s\n", msgs);
@@ -65,23 +95,36 @@ char *tl_session_hf_call(const tl_session *s)
             put(&b, "# tokenloop encodes message content as plain text (\"<|eot_id|>\" typed by a user stays text);\n"
                     "# apply_chat_template has no such switch: it parses special tokens everywhere\n");
     } else {
+        /* every id: a program that runs needs the whole prompt */
         int n = 0;
         const int *ids = tl_session_prompt_ids(s, &n);
-        put(&b, "inputs = {\"input_ids\": torch.tensor([[");
-        for (int i = 0; ids && i < n && i < 16; i++) put(&b, "%s%d", i ? ", " : "", ids[i]);
-        put(&b, "%s]])}\n# the prompt as token ids: no chat template\n", n > 16 ? ", ..." : "");
+        put(&b, "# the prompt as token ids: no chat template\n");
+        put(&b, "ids = torch.tensor([[");
+        for (int i = 0; ids && i < n; i++) put(&b, "%s%d", i ? ", " : "", ids[i]);
+        put(&b, "]])\ninputs = {\"input_ids\": ids, \"attention_mask\": torch.ones_like(ids)}\n");
     }
     tl_sampling sp = tl_session_sampling(s);
     if (!sp.greedy)
-        put(&b, "torch.manual_seed(%llu)\n# tokenloop draws from its own generator: same seed, other tokens\n",
+        put(&b, "# tokenloop draws from its own generator: same seed, other tokens\ntorch.manual_seed(%llu)\n",
             (unsigned long long)sp.seed);
+    const tl_stop_config *sc = tl_session_stop_config(s);
+    int req = tl_session_max_new_tokens(s);
+    if (req <= 0 && sc && sc->max_new_tokens > 0)
+        put(&b, "%s\n", sc->budget_source == TL_BUDGET_DEFAULT ? "# max_new_tokens: transformers' default (nothing set it)"
+                        : sc->budget_source == TL_BUDGET_CONTEXT ? "# max_new_tokens: what is left of the context"
+                                                                 : "# max_new_tokens: from generation_config.json");
+    if (tl_session_stream_mode(s) == TL_STREAM_SERVER)
+        put(&b, "# server mode is not a transformers streamer: it prints every byte at once except an\n"
+                "# unfinished UTF-8 character and a tail that could become a stop string\n");
+    int skip_prompt, skip_special;
+    tl_session_streamer_flags(s, &skip_prompt, &skip_special, NULL);
+    put(&b, "streamer = TextStreamer(tok, skip_prompt=%s, skip_special_tokens=%s)\n", py_bool(skip_prompt),
+        py_bool(skip_special));
     put(&b, "out = model.generate(**inputs");
     if (sp.greedy)
         put(&b, ", do_sample=False");
     else
         put(&b, ", do_sample=True, temperature=%.2f, top_k=%d, top_p=%.2f", sp.temperature, sp.top_k, sp.top_p);
-    const tl_stop_config *sc = tl_session_stop_config(s);
-    int req = tl_session_max_new_tokens(s);
     /* the budget the session stops at, whoever set it (generate() would find the same) */
     if (req > 0) put(&b, ", max_new_tokens=%d", req);
     else if (sc && sc->max_new_tokens > 0) put(&b, ", max_new_tokens=%d", sc->max_new_tokens);
@@ -95,19 +138,11 @@ char *tl_session_hf_call(const tl_session *s)
         }
         put(&b, "], tokenizer=tok");
     }
-    int skip_prompt, skip_special;
-    tl_session_streamer_flags(s, &skip_prompt, &skip_special, NULL);
-    put(&b, ",\n                     streamer=TextStreamer(tok, skip_prompt=%s, skip_special_tokens=%s))\n",
-        py_bool(skip_prompt), py_bool(skip_special));
-    if (req <= 0 && sc && sc->max_new_tokens > 0)
-        put(&b, "%s\n", sc->budget_source == TL_BUDGET_DEFAULT ? "# max_new_tokens: transformers' default (nothing set it)"
-                        : sc->budget_source == TL_BUDGET_CONTEXT ? "# max_new_tokens: what is left of the context"
-                                                                 : "# max_new_tokens: from generation_config.json");
-    if (tl_session_stream_mode(s) == TL_STREAM_SERVER)
-        put(&b, "# server mode is not a transformers streamer: it prints every byte at once except an\n"
-                "# unfinished UTF-8 character and a tail that could become a stop string\n");
+    put(&b, ", streamer=streamer)\n");
     put(&b, "# generate() returns prompt + answer: the answer starts after the prompt\n");
-    put(&b, "answer = tok.decode(out[0][inputs[\"input_ids\"].shape[1]:])\n");
+    put(&b, "new_ids = out[0][inputs[\"input_ids\"].shape[1]:]\n");
+    put(&b, "answer = tok.decode(new_ids, skip_special_tokens=True)\n");
+    put(&b, "print(new_ids.tolist())\n");
     if (b.oom) {
         free(b.p);
         return NULL;
