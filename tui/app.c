@@ -572,6 +572,13 @@ static void key(tl_app *a, int is_code, wint_t ch)
                  * highlighted pane LessonCtl sets itself) */
                 a->show_wrong = a->lesson.show_wrong >= 0 ? a->lesson.show_wrong : a->show_wrong;
                 a->lesson.applied = 0;
+                u->tok_sel = -1;
+                u->logit_sel = 0;
+                u->prompt_scroll = -1;
+            }
+            if (a->lesson.note[0]) {
+                say(a, "%s", a->lesson.note);
+                a->lesson.note[0] = 0;
             }
             return;
         }

@@ -57,7 +57,7 @@
 {"n           new conversation (same prompt, from the start)", "n           hội thoại mới (cùng lời nhắc, từ đầu)"},
 {"Tab / 1-6   focus a pane (a tab on small terminals)", "Tab / 1-6   chọn khung (một thẻ trên màn hình nhỏ)"},
 {"c           the same settings as a transformers call", "c           cùng thiết lập, viết thành lệnh gọi transformers"},
-{"l           lessons (PgUp/PgDn or ↑↓ scroll the narration)", "l           bài học (PgUp/PgDn hoặc ↑↓ để cuộn lời giảng)"},
+{"l           lessons: → ← steps, Esc leaves (your session back), ↑↓ scroll", "l           bài học: → ← chuyển bước, Esc thoát (phiên của bạn trở lại), ↑↓ cuộn"},
 {"q           quit (cancels a run first)", "q           thoát (hủy lượt chạy trước)"},
 {"any key closes this help", "phím bất kỳ để đóng trợ giúp"},
 
@@ -77,7 +77,9 @@
 {"action failed: ", "thao tác thất bại: "},
 {"✓ checked on this model", "✓ đã kiểm chứng trên mô hình này"},
 {"✗ expectation failed: ", "✗ kết quả không như mong đợi: "},
-{"→/Space next", "→/Space tiếp"},
+{"→/Space next · ← back · Esc leaves", "→/Space tiếp · ← lùi · Esc thoát bài học"},
+{"left the lessons: your prompt and settings are back, %s weights", "đã rời bài học: lời nhắc và thiết lập của bạn đã trở lại, trọng số %s"},
+{"left the lessons; your session could not be restored: %s", "đã rời bài học; không khôi phục được phiên của bạn: %s"},
 {"(the other keys still work)", "(các phím khác vẫn dùng được)"},
 
 /* 1 Prompt */

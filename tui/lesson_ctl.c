@@ -1,12 +1,16 @@
 /* Lessons in the TUI, through core's lesson player (tokenloop/lesson.h). */
 #include "lesson_ctl.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "i18n.h"
+#include "tokenloop/engine.h"
 #include "tokenloop/lesson.h"
+#include "tokenloop/sampler.h"
+#include "tokenloop/stop.h"
 
 #define T(s) I18n_tr(c->lang, s)
 
@@ -19,6 +23,142 @@ void LessonCtl_init(tl_lesson_ctl *c, const char *lang)
     c->step = -1;
     c->show_wrong = -1;
     c->highlight = -1;
+}
+
+/* ---- the state a step starts from ---- */
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+} mbuf;
+
+static void mput(mbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mput(mbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (need < 0 || (b->cap && !b->p))
+        return;
+    if (b->n + (size_t)need + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 512;
+        while (cap < b->n + (size_t)need + 1)
+            cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            free(b->p);
+            b->p = NULL;
+            b->cap = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)need;
+}
+
+/* Everything a key can change that a lesson step reads: the request, every setting, the
+ * weights, the engine's mode and the tokens so far. Two equal marks: the same state. */
+static char *lesson_mark(tl_session *s)
+{
+    mbuf b = {0};
+    const char *msgs = tl_session_messages(s);
+    tl_sampling sp = tl_session_sampling(s);
+    mput(&b, "%s|%d%d|%d %.6f %d %.6f %llu|%d|%d|%s|%d|", msgs ? msgs : "(ids)", tl_session_add_generation_prompt(s),
+         tl_session_parse_special_in_content(s), sp.greedy, sp.temperature, sp.top_k, sp.top_p,
+         (unsigned long long)sp.seed, tl_session_max_new_tokens(s), (int)tl_session_stream_mode(s),
+         tl_dtype_name(tl_session_dtype(s)), tl_engine_async(tl_session_engine(s)));
+    int n = 0;
+    const char *const *stop = tl_session_stop_strings(s, &n);
+    for (int i = 0; i < n; i++)
+        mput(&b, "%zu:%s", strlen(stop[i]), stop[i]);
+    const int *ids = msgs ? NULL : tl_session_prompt_ids(s, &n);
+    for (int i = 0; ids && i < n; i++)
+        mput(&b, "%d,", ids[i]);
+    mput(&b, "|");
+    ids = tl_session_generated_ids(s, &n);
+    for (int i = 0; ids && i < n; i++)
+        mput(&b, "%d,", ids[i]);
+    return b.p;
+}
+
+/* The teacher's session, kept when the first lesson starts and given back when they leave. */
+typedef struct tl_lesson_saved {
+    char *messages;            /* NULL: the prompt was ids */
+    int *ids, n_ids;
+    int gen_prompt, parse_special, max_new, stream_mode, async, n_stop;
+    char *stop[TL_MAX_STOP];
+    tl_sampling sp;
+    tl_dtype dtype;
+} tl_lesson_saved;
+
+static void saved_free(tl_lesson_saved *v)
+{
+    if (!v)
+        return;
+    free(v->messages);
+    free(v->ids);
+    for (int i = 0; i < v->n_stop; i++)
+        free(v->stop[i]);
+    free(v);
+}
+
+static tl_lesson_saved *saved_take(tl_session *s)
+{
+    tl_lesson_saved *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    const char *msgs = tl_session_messages(s);
+    int n = 0;
+    if (msgs) {
+        v->messages = strdup(msgs);
+    } else {
+        const int *ids = tl_session_prompt_ids(s, &n);
+        v->ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
+        if (v->ids) {
+            memcpy(v->ids, ids, (size_t)n * sizeof *ids);
+            v->n_ids = n;
+        }
+    }
+    v->gen_prompt = tl_session_add_generation_prompt(s);
+    v->parse_special = tl_session_parse_special_in_content(s);
+    v->max_new = tl_session_max_new_tokens(s);
+    v->stream_mode = (int)tl_session_stream_mode(s);
+    v->async = tl_engine_async(tl_session_engine(s));
+    v->sp = tl_session_sampling(s);
+    v->dtype = tl_session_dtype(s);
+    const char *const *stop = tl_session_stop_strings(s, &n);
+    for (int i = 0; i < n && i < TL_MAX_STOP; i++)
+        if ((v->stop[i] = strdup(stop[i])))
+            v->n_stop++;
+    return v;
+}
+
+/* Gives the teacher's session back; the tokens of the lessons go (the prompt changed). */
+static int saved_restore(const tl_lesson_saved *v, tl_session *s, tl_error *err)
+{
+    tl_session_reset(s);
+    if (v->dtype != tl_session_dtype(s) && tl_session_set_dtype(s, v->dtype, err))
+        return -1;
+    if (v->messages ? tl_session_set_messages(s, v->messages, err)
+                    : v->n_ids > 0 && tl_session_set_prompt_ids(s, v->ids, v->n_ids, err))
+        return -1;
+    tl_session_set_add_generation_prompt(s, v->gen_prompt);
+    tl_session_set_parse_special_in_content(s, v->parse_special);
+    tl_session_set_sampling(s, v->sp);
+    tl_session_set_max_new_tokens(s, v->max_new);
+    if (tl_session_set_stop_strings(s, (const char *const *)v->stop, v->n_stop, err))
+        return -1;
+    tl_session_set_stream_mode(s, (tl_stream_mode)v->stream_mode);
+    tl_session_set_top_n(s, TL_MAX_TOP);   /* the TUI's: a lesson may show fewer */
+    tl_error e2;
+    if (tl_engine_async(tl_session_engine(s)) != v->async)
+        tl_engine_set_async(tl_session_engine(s), v->async, &e2);
+    return tl_session_prepare(s, err);
 }
 
 static void set_text(tl_lesson_ctl *c, tl_ui *ui, char *t)
@@ -76,14 +216,43 @@ void LessonCtl_open(tl_lesson_ctl *c, tl_ui *ui)
     show_list(c, ui);
 }
 
+/* Plays step c->step: on top of the session as it is when that is what the step before left,
+ * else every step from the lesson's first again (they begin with "defaults"), so a key the
+ * teacher pressed in between (a, d, g, ...) cannot break the step. */
+static int play_step(tl_lesson_ctl *c, tl_session *s, tl_lesson_ui *lui, tl_error *err)
+{
+    int from = c->step;
+    c->show_wrong = -1;
+    if (c->step > 0) {
+        char *now = lesson_mark(s);
+        if (!c->mark || !now || c->mark_step != c->step - 1 || strcmp(now, c->mark))
+            from = 0;
+        free(now);
+    }
+    free(c->mark);
+    c->mark = NULL;
+    for (int i = from; i <= c->step; i++) {
+        tl_lesson_ui before = {"", -1};
+        if (tl_lesson_apply(c->cur, i, s, i == c->step ? lui : &before, err))
+            return -1;
+        if (i < c->step && before.show_wrong_readings >= 0)
+            c->show_wrong = before.show_wrong_readings;
+    }
+    return 0;
+}
+
 static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
 {
     tl_error err;
     tl_lesson_ui lui = {"", -1};
     char why[256] = "";
-    int rc = tl_lesson_apply(c->cur, c->step, s, &lui, &err);
+    int rc = play_step(c, s, &lui, &err);
     if (rc == 0 && tl_session_n_steps(s) == 0 && tl_session_prepare(s, &err))   /* render what the step set up */
         rc = -1;
+    if (rc == 0) {
+        c->mark = lesson_mark(s);
+        c->mark_step = c->step;
+    }
     int chk = rc ? -1 : tl_lesson_check(c->cur, c->step, s, why, sizeof why);
     char *say = tl_lesson_narrate(c->cur, c->step, c->lang, s);
     size_t cap = (say ? strlen(say) : 0) + 1024;
@@ -93,13 +262,14 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
         snprintf(t, cap, "%s \xC2\xB7 %d/%d \xC2\xB7 %s%s \xC2\xB7 %s\n%s\n%s",
                  tl_lesson_title(c->cur, c->lang), c->step + 1, tl_lesson_n_steps(c->cur),
                  rc ? T("action failed: ") : chk == 0 ? T("\xE2\x9C\x93 checked on this model") : chk == 1 ? T("\xE2\x9C\x97 expectation failed: ") : "",
-                 rc ? err.msg : chk == 1 ? why : "", T("\xE2\x86\x92/Space next"), say ? say : "",
+                 rc ? err.msg : chk == 1 ? why : "", T("\xE2\x86\x92/Space next \xC2\xB7 \xE2\x86\x90 back \xC2\xB7 Esc leaves"), say ? say : "",
                  T("(the other keys still work)"));
         set_text(c, ui, t);
     }
     free(say);
     c->applied = 1;
-    c->show_wrong = lui.show_wrong_readings;
+    if (lui.show_wrong_readings >= 0)
+        c->show_wrong = lui.show_wrong_readings;
     c->highlight = -1;
     for (int i = 0; i < PANE_COUNT; i++)
         if (!strcmp(lui.highlight, pane_names[i]))
@@ -111,10 +281,38 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
     ui->lesson_scroll = 0;
 }
 
+/* Esc: out of the lessons, and the teacher's session back as it was before the first. */
+static void leave(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
+{
+    ui->lesson_open = 0;
+    ui->lesson_highlight = -1;
+    tl_lesson_free(c->cur);
+    c->cur = NULL;
+    c->step = -1;
+    free(c->mark);
+    c->mark = NULL;
+    if (!c->saved)
+        return;
+    tl_error err;
+    if (saved_restore(c->saved, s, &err))
+        snprintf(c->note, sizeof c->note, T("left the lessons; your session could not be restored: %s"), err.msg);
+    else
+        snprintf(c->note, sizeof c->note, T("left the lessons: your prompt and settings are back, %s weights"),
+                 tl_dtype_name(tl_session_dtype(s)));
+    saved_free(c->saved);
+    c->saved = NULL;
+    c->applied = 1;
+    c->show_wrong = 0;
+    c->highlight = -1;
+}
+
 int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui *ui)
 {
-    int esc = !is_code && (ch == 27 || ch == 'l');
-    if (esc) {
+    if (!is_code && ch == 27) {
+        leave(c, s, ui);
+        return 1;
+    }
+    if (!is_code && ch == 'l') {   /* hides the strip; l again comes back to the same place */
         ui->lesson_open = 0;
         return 1;
     }
@@ -136,6 +334,8 @@ int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui
             }
             if (c->server)
                 tl_lesson_set_server(c->cur, c->server, NULL);
+            if (!c->saved)   /* the first lesson: what Esc gives back */
+                c->saved = saved_take(s);
             c->step = 0;
             show_step(c, s, ui);
             return 1;
@@ -155,12 +355,20 @@ int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui
             ui->lesson_scroll = 0;
         return 1;
     }
+    if (is_code && ch == KEY_LEFT) {   /* the step before, as the lesson leaves it */
+        if (c->step > 0)
+            c->step--;
+        show_step(c, s, ui);
+        return 1;
+    }
     if ((is_code && ch == KEY_RIGHT) || (!is_code && ch == ' ')) {
         if (c->step + 1 < tl_lesson_n_steps(c->cur)) {
             c->step++;
             show_step(c, s, ui);
         } else {   /* the end: back to the list */
             c->step = -1;
+            free(c->mark);
+            c->mark = NULL;
             show_list(c, ui);
         }
         return 1;
@@ -177,5 +385,7 @@ void LessonCtl_free(tl_lesson_ctl *c)
         free(c->titles[i]);
     free(c->titles);
     free(c->text);
+    free(c->mark);
+    saved_free(c->saved);
     memset(c, 0, sizeof *c);
 }

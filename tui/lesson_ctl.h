@@ -1,5 +1,10 @@
 /* The TUI side of the lessons: `l` lists them, Enter starts one, → / Space advances a step
- * (its actions drive the session visibly, its expectations are checked), Esc or l hides it. */
+ * (its actions drive the session visibly, its expectations are checked), ← goes back one, l
+ * hides the strip (the lesson keeps its place), Esc leaves the lessons and gives the teacher's
+ * session back (prompt, settings, weights) as it was before the first lesson started.
+ * Whatever keys were pressed in between, a step starts from the state the lesson's steps before
+ * it make: when the session is no longer what the step before left, the steps are played again
+ * from the lesson's first. */
 #ifndef TL_TUI_LESSON_CTL_H
 #define TL_TUI_LESSON_CTL_H
 
@@ -21,6 +26,10 @@ typedef struct tl_lesson_ctl {
     int show_wrong;            /* -1 unchanged */
     int highlight;             /* pane index, -1 none */
     tl_lesson_server_fn server;   /* given to each lesson started, when not NULL */
+    char *mark;                /* the session as step mark_step left it (lesson_mark) */
+    int mark_step;
+    struct tl_lesson_saved *saved;   /* the teacher's session before the lessons; NULL: none */
+    char note[192];            /* for the status line, once ("" none) */
 } tl_lesson_ctl;
 
 void LessonCtl_init(tl_lesson_ctl *c, const char *lang);

@@ -82,7 +82,7 @@ static void help(WINDOW *w, int cols, int rows, const tl_ui *ui)
         "n           new conversation (same prompt, from the start)",
         "Tab / 1-6   focus a pane (a tab on small terminals)",
         "c           the same settings as a transformers call",
-        "l           lessons (PgUp/PgDn or \xE2\x86\x91\xE2\x86\x93 scroll the narration)",
+        "l           lessons: \xE2\x86\x92 \xE2\x86\x90 steps, Esc leaves (your session back), \xE2\x86\x91\xE2\x86\x93 scroll",
         "q           quit (cancels a run first)",
     };
     /* every key must show at 80x24: the box may take the whole height, and how to close it

@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""Lessons followed with the teacher's own keys in between, in tmux at COLS x ROWS.
+
+    lesson_state.py TOKENLOOP MODEL_DIR COLS ROWS
+
+1. The recap, its instructions followed literally: question 1 says "Toggle the generation prompt
+   (a)", so `a` is pressed (the Prompt pane then says add_generation_prompt off); question 3
+   names r, question 4 names m (opened and accepted). Every question must show the check mark,
+   the narration's figures must be the session's (question 2's probability below 100%, question
+   4's 7 tokens stopped by the budget), and ← from the last question shows question 4 again,
+   checked.
+2. The teacher's session comes back: weights q8_0 (d), temperature 0.70 (T), top-k 60 (K),
+   server stream (h), max_new_tokens 33 (m) and their own question (e). Lesson 3 is played to
+   its end (its first step puts the file's weights and the defaults back, as the title bar then
+   shows), then Esc leaves the lessons: the title bar, the Stop pane's budget and the Prompt
+   pane must show the teacher's settings and question again, and the status line says so.
+Exit 77 (skip) when tmux is missing.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+TOKENLOOP, MODEL, COLS, ROWS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+SOCK = "tlstate-%d" % os.getpid()   # a second server for part 2: tlstate-PID-2
+failures = []
+
+
+def check(cond, msg):
+    print(("ok   " if cond else "FAIL ") + msg)
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+def tmux(*args, check_rc=True):
+    r = subprocess.run(["tmux", "-u", "-L", SOCK, "-f", "/dev/null"] + list(args),
+                       capture_output=True, text=True, timeout=20)
+    if check_rc and r.returncode:
+        raise RuntimeError("tmux %s: %s" % (" ".join(args), r.stderr.strip()))
+    return r.stdout
+
+
+def key(*keys):
+    for k in keys:
+        tmux("send-keys", "-t", "t", k)
+        time.sleep(0.05)
+
+
+def typed(text):
+    tmux("send-keys", "-t", "t", "-l", text)
+
+
+def capture():
+    return tmux("capture-pane", "-p", "-t", "t")
+
+
+def wait_for(pred, what, timeout=60.0):
+    """The screen once pred holds and it has not changed for 0.1 s."""
+    t0, last, frame, since = time.time(), "", None, 0.0
+    while time.time() - t0 < timeout:
+        last = capture()
+        now = time.time()
+        if pred(last):
+            if last != frame:
+                frame, since = last, now
+            elif now - since >= 0.1:
+                return last
+        else:
+            frame = None
+        time.sleep(0.04)
+    check(False, "timed out waiting for %s; screen:\n%s" % (what, last))
+    return None
+
+
+def start():
+    cmd = "%s tui --model %s --lang en; sleep 30" % (TOKENLOOP, MODEL)
+    tmux("new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-e", "LANG=C.UTF-8",
+         "-e", "LC_ALL=C.UTF-8", "sh", "-c", cmd)
+    tmux("set-option", "-t", "t", "status", "off")
+    tmux("resize-window", "-t", "t", "-x", str(COLS), "-y", str(ROWS), check_rc=False)
+    return wait_for(lambda s: "tokenloop" in s and "<|start_header_id|>" in s or "1 Prompt" in s, "the first screen")
+
+
+def open_lesson(lid):
+    key("l")   # the welcome strip goes, the lesson list comes
+    if not wait_for(lambda s: "\u25b6" in s and "1-template" in s, "the lesson list"):
+        return False
+    for _ in range(10):
+        if wait_for(lambda s: "\u25b6" in s, "the list", 5) and ("\u25b6 %s " % lid) in capture():
+            break
+        key("Down")
+    if not check(wait_for(lambda s: "\u25b6 %s " % lid in s, lid + " selected", 10) is not None, lid + " selected"):
+        return False
+    key("Enter")
+    return True
+
+
+def at_step(n, total, what):
+    mark = " %d/%d " % (n, total)
+    s = wait_for(lambda s: mark in s and ("\u2713" in s or "\u2717" in s or "action failed" in s), what, 120)
+    if s is None:
+        return None
+    check("\u2713 checked on this model" in s, "%s: checked (%s)" % (what, re.sub(r"\s+", " ", s[s.find(mark):][:160])))
+    return s
+
+
+def in_strip(pattern):
+    """pattern in the lesson strip's narration, scrolling it down (↓) until it shows."""
+    for _ in range(8):
+        m = re.search(pattern, re.sub(r"[\s\u2502]+", " ", capture()))
+        if m:
+            return m
+        key("Down")
+        time.sleep(0.2)
+    return None
+
+
+def recap():
+    if not start() or not open_lesson("7-recap"):
+        return
+    s = at_step(1, 5, "recap question 1")
+    if s is None:
+        return
+    key("a")   # "Toggle the generation prompt (a)"
+    check(wait_for(lambda s: "add_generation_prompt off" in s, "a: the generation prompt off", 10) is not None,
+          "question 1: a turns the generation prompt off")
+    key("Right")
+    s = at_step(2, 5, "recap question 2 after a")
+    if s:
+        m = in_strip(r"gave (\S+) a probability of (\S+?)%")
+        check(m is not None and m.group(1) != "<|start_header_id|>" and m.group(2) not in (">99.9", "100"),
+              "question 2: the first token and its probability are the answer's, not a header's (%s)" % (m.group(0) if m else "-"))
+    key("Right")
+    at_step(3, 5, "recap question 3")
+    key("r")   # "Run to the end (r)": it already has
+    key("Right")
+    s = at_step(4, 5, "recap question 4")
+    if s:
+        check(in_strip(r"Result: 7 tokens, max_new_tokens, budget from request") is not None,
+              "question 4: 7 tokens, stopped by the budget")
+    key("m")   # "(m)": the editor opens on 7; Enter keeps it
+    wait_for(lambda s: "max_new_tokens (0" in s, "the budget editor", 10)
+    key("Enter")
+    key("Right")
+    at_step(5, 5, "recap question 5")
+    key("Left")   # the step before
+    s = at_step(4, 5, "recap question 4 again (\u2190)")
+    if s:
+        check(in_strip(r"Result: 7 tokens, max_new_tokens, budget from request") is not None,
+              "\u2190: question 4 again, 7 tokens, budget")
+    key("q")
+
+
+def restore():
+    if not start():
+        return
+    key("Escape")   # the welcome strip
+    key("d")
+    wait_for(lambda s: "q8_0 weights" in s, "d: q8_0", 60)
+    key("T", "K", "h")
+    key("m")
+    wait_for(lambda s: "max_new_tokens (0" in s, "the budget editor", 10)
+    key("C-u")
+    typed("33")
+    key("Enter")
+    key("e")
+    key("C-u")
+    typed("Name a colour that starts with B.")
+    key("Enter")
+    # the title bar as far as the terminal shows it (the stream mode last: the Stream pane says it too)
+    title = (" tokenloop \u00b7 tl-mini-instruct \u00b7 cpu \u00b7 q8_0 weights \u00b7 T 0.70 \u00b7 top-k 60 \u00b7 top-p 0.90"
+             " \u00b7 server stream")[:COLS]
+    if not check(wait_for(lambda s: s.startswith(title) and "Name a colour that starts with B." in s, "the teacher's settings", 20)
+                 is not None, "the teacher's settings on screen before the lessons"):
+        return
+    if not open_lesson("3-pause-and-pace"):
+        return
+    s = wait_for(lambda s: " 1/5 " in s and ("\u2713" in s or "\u2717" in s), "lesson 3 step 1", 120)
+    check(s is not None and "q8_0 weights" not in s.splitlines()[0] and "T 0.70" not in s.splitlines()[0],
+          "lesson 3 runs on its own settings (title: %s)" % (s.splitlines()[0].strip() if s else "-"))
+    for n in range(2, 6):
+        key("Right")
+        wait_for(lambda s, n=n: (" %d/5 " % n) in s and ("\u2713" in s or "\u2717" in s or "action failed" in s),
+                 "lesson 3 step %d" % n, 180)
+    key("Escape")
+    s = wait_for(lambda s: "left the lessons" in s, "leaving the lessons", 60)
+    if s is None:
+        return
+    top = s.splitlines()[0]
+    check(top.startswith(title), "Esc: the title bar has the teacher's weights and settings again: %s" % top.strip())
+    if COLS < 120 or ROWS < 32:
+        key("1")
+        s = wait_for(lambda s: "\u250c\u2500 1 " in s, "the Prompt pane", 10) or s
+    check("Name a colour that starts with B." in s, "Esc: the teacher's question is the prompt again")
+    if COLS < 120 or ROWS < 32:
+        key("4")
+        s = wait_for(lambda s: "\u250c\u2500 4 " in s, "the Stream pane", 10) or s
+    check(re.search(r"4 Stream \u00b7 server mode", s) is not None, "Esc: the Stream pane is in server mode again")
+    if COLS < 120 or ROWS < 32:
+        key("5")
+        s = wait_for(lambda s: "\u250c\u2500 5 " in s, "the Stop pane", 10) or s
+    check(re.search(r"budget\s+0 of 33 new tokens", s) is not None, "Esc: the budget is the teacher's 33")
+    key("q")
+
+
+def main():
+    if not shutil.which("tmux"):
+        print("tmux not installed: skipped")
+        return 77
+    try:
+        recap()
+        tmux("kill-server", check_rc=False)
+        global SOCK
+        SOCK += "-2"
+        restore()
+    finally:
+        tmux("kill-server", check_rc=False)
+    print("%d failures" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
