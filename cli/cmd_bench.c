@@ -165,26 +165,6 @@ static int probe(tl_engine *e, int is_cpu, int threads, tl_bandwidth *out, tl_er
     return out->bytes_per_s > 0;
 }
 
-/* The weights a decode step reads, in the order it reads them (so neither the step nor the read
- * loop finds the other's last bytes in the cache): every layer, the final norm, lm_head, and
- * one embedding row when lm_head is not the embedding. Their sum is m->weight_bytes. */
-static int step_regions(const tl_model *m, tl_mem_region *r)
-{
-    int n = 0;
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        const tl_layer *L = &m->layers[l];
-        const tl_weight *w[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-            r[n++] = (tl_mem_region){w[i]->data, (size_t)tl_weight_bytes(w[i])};
-    }
-    r[n++] = (tl_mem_region){m->final_norm.data, (size_t)tl_weight_bytes(&m->final_norm)};
-    r[n++] = (tl_mem_region){m->lm_head.data, (size_t)tl_weight_bytes(&m->lm_head)};
-    if (m->lm_head.data != m->embed.data)
-        r[n++] = (tl_mem_region){m->embed.data, (size_t)tl_dtype_row_bytes(m->embed.dtype, m->embed.cols)};
-    return n;
-}
-
 /* 1234567 -> "1.23 M": the tiny shape and the 8B in one format. */
 static const char *si(char *buf, size_t n, double v)
 {
@@ -286,7 +266,7 @@ int cmd_bench(int argc, char **argv)
     double *sorted = malloc(sizeof(double) * (size_t)o.new_tokens);
     double *unsynced = malloc(sizeof(double) * (size_t)o.new_tokens);
     double *floors = malloc(sizeof(double) * (size_t)o.new_tokens);   /* ms, the read beside each step */
-    tl_mem_region *regions = malloc(sizeof(tl_mem_region) * (size_t)(9 * c->n_layers + 3));
+    tl_mem_region *regions = malloc(sizeof(tl_mem_region) * (size_t)tl_bandwidth_model_max(m));
     if (!ids || !tpot || !sorted || !unsynced || !floors || !regions) {
         free(ids); free(tpot); free(sorted); free(unsynced); free(floors); free(regions);
         tl_engine_free(e);
@@ -315,7 +295,7 @@ int cmd_bench(int argc, char **argv)
     }
     ttft = tl_engine_last_ms(e);
     int next = best_id(e);
-    int n_regions = step_regions(m, regions);
+    int n_regions = tl_bandwidth_model_regions(m, regions);
     for (int i = 0; i < o.new_tokens; i++) {
         double bytes = tl_engine_step_bytes(e);
         bytes_sum += bytes;

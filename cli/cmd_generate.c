@@ -154,11 +154,23 @@ static void print_metrics(tl_session *s)
                 r.decode_tokens_per_s, r.generated - 1);
     else
         fprintf(stderr, "TPOT n/a (needs two generated tokens)\n");
-    if (r.floor_ms > 0)
-        fprintf(stderr, "floor %.2f ms = %.3g GB read per step / %.1f GB/s; TPOT / floor %.2f"
-                        " (class reference: 16 GB / 3.35 TB/s = %.1f ms, Llama 3.1 8B bf16 on an H100)\n",
-                r.floor_ms, r.step_bytes / 1e9, r.bandwidth_gbs, r.tpot_over_floor, r.ref_floor_ms);
-    else
+    if (r.floor_ms > 0) {
+        fprintf(stderr, "floor %.2f ms = %.3g GB read per step / %.1f GB/s", r.floor_ms, r.step_bytes / 1e9,
+                r.bandwidth_gbs);
+        if (r.floor_reads > 0)
+            fprintf(stderr, " (%d reads of the weights beside the steps: %.2f-%.2f ms)", r.floor_reads,
+                    r.floor_lo_ms, r.floor_hi_ms);
+        if (r.below_floor)
+            fprintf(stderr, "; TPOT below the floor's spread: a measurement problem, no ratio");
+        else if (r.tpot_over_floor > 0)
+            fprintf(stderr, "; TPOT / floor %.2f", r.tpot_over_floor);
+        fprintf(stderr, " (class reference: 16 GB / 3.35 TB/s = %.1f ms, Llama 3.1 8B bf16 on an H100)\n",
+                r.ref_floor_ms);
+        if (r.in_cache)
+            fprintf(stderr, "the weights (%.1f MB) %s the %.1f MB last-level cache: a DRAM floor does not bind them,"
+                            " the floor is the read from cache\n", r.weight_bytes / 1e6,
+                    r.in_cache == 2 ? "fit" : "are within twice the size of", r.llc_bytes / 1e6);
+    } else
         fprintf(stderr, "floor unknown (no bandwidth figure for this device); class reference %.1f ms\n",
                 r.ref_floor_ms);
     fprintf(stderr, "wrong reading 1, prompt counted as output: %.1f tokens/s\n", r.prompt_as_output_tokens_per_s);
@@ -218,6 +230,15 @@ static void print_json(tl_session *s)
     cJSON_AddStringToObject(o, "precision", tl_precision_name(tl_engine_precision(tl_session_engine(s))));
     cJSON_AddItemToObject(o, "floor_ms", num_or_null(r.floor_ms));
     cJSON_AddItemToObject(o, "bandwidth_gbs", num_or_null(r.bandwidth_gbs));
+    /* the floor's reads of the same weights beside the steps: how many, their spread; a pace
+     * under the fastest read is a measurement problem (below_floor) and gets no ratio */
+    cJSON_AddNumberToObject(o, "floor_reads", r.floor_reads);
+    cJSON_AddItemToObject(o, "floor_lo_ms", num_or_null(r.floor_lo_ms));
+    cJSON_AddItemToObject(o, "floor_hi_ms", num_or_null(r.floor_hi_ms));
+    cJSON_AddItemToObject(o, "tpot_over_floor", num_or_null(r.tpot_over_floor));
+    cJSON_AddBoolToObject(o, "below_floor", r.below_floor);
+    cJSON_AddItemToObject(o, "llc_bytes", r.llc_bytes > 0 ? cJSON_CreateNumber(r.llc_bytes) : cJSON_CreateNull());
+    cJSON_AddStringToObject(o, "weights_in_cache", r.in_cache == 2 ? "fit" : r.in_cache == 1 ? "near" : "no");
     cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);
     cJSON_AddStringToObject(o, "dtype", tl_dtype_name(tl_session_dtype(s)));
     cJSON_AddStringToObject(o, "file_dtype", tl_dtype_name(tl_session_file_dtype(s)));

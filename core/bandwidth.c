@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -246,4 +247,70 @@ double tl_bandwidth_read(const tl_mem_region *r, int n, int threads)
     for (int i = 1; i < started; i++)
         pthread_join(th[i], NULL);
     return now_s() - t0;
+}
+
+/* ---- which bytes, and whether they stay in cache ---- */
+
+int tl_bandwidth_model_max(const tl_model *m)
+{
+    return 9 * m->cfg.n_layers + 3;
+}
+
+int tl_bandwidth_model_regions(const tl_model *m, tl_mem_region *r)
+{
+    int n = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const tl_layer *L = &m->layers[l];
+        const tl_weight *w[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
+                                &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            r[n++] = (tl_mem_region){w[i]->data, (size_t)tl_weight_bytes(w[i])};
+    }
+    r[n++] = (tl_mem_region){m->final_norm.data, (size_t)tl_weight_bytes(&m->final_norm)};
+    r[n++] = (tl_mem_region){m->lm_head.data, (size_t)tl_weight_bytes(&m->lm_head)};
+    if (m->lm_head.data != m->embed.data)   /* untied: a step also reads its token's row */
+        r[n++] = (tl_mem_region){m->embed.data, (size_t)tl_dtype_row_bytes(m->embed.dtype, m->embed.cols)};
+    return n;
+}
+
+/* "32768K" -> bytes; 0 when unreadable. */
+static double sysfs_size(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    double v = 0;
+    char unit = 0;
+    int k = fscanf(f, "%lf%c", &v, &unit);
+    fclose(f);
+    if (k < 1 || v <= 0)
+        return 0;
+    return unit == 'K' ? v * 1024 : unit == 'M' ? v * 1024 * 1024 : unit == 'G' ? v * 1024 * 1024 * 1024 : v;
+}
+
+double tl_bandwidth_llc_bytes(void)
+{
+    double best = 0;
+    for (int i = 0; i < 16; i++) {
+        char path[96], type[32] = "";
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int ok = fscanf(f, "%31s", type) == 1;
+        fclose(f);
+        if (!ok || !strcmp(type, "Instruction"))
+            continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        double b = sysfs_size(path);
+        best = b > best ? b : best;
+    }
+    return best;
+}
+
+int tl_bandwidth_cache_fit(double bytes, double llc)
+{
+    if (!(llc > 0) || !(bytes > 0))
+        return 0;
+    return bytes <= llc ? 2 : bytes <= 2 * llc ? 1 : 0;
 }

@@ -94,7 +94,8 @@ static const char *const num_fields[] = {
     "last_prob_temp", "last_prob_final", "user_tokens", "user_words", "tokens_per_word",
     "stop_string_tokens", "tokenized_count", "unsynced_tpot_ms", "pass_mean_ms", "unsynced_percent",
     "prompt_special", "served_chunks", "client_ttft_ms", "client_last_ms", "server_ttft_ms",
-    "served_prompt_tokens", "served_completion_tokens", "served_port", "dtypes_used", NULL,
+    "served_prompt_tokens", "served_completion_tokens", "served_port", "dtypes_used",
+    "floor_lo_ms", "floor_hi_ms", "floor_reads", "in_cache", "llc_mb", NULL,
 };
 static const char *const str_fields[] = {
     "stop_reason", "stop_detail", "budget_source", "text", "streamed", "held_back", "printed",
@@ -359,7 +360,9 @@ static int dtype_get(tl_session *s, const char *name, field_value *out)
     if (!r)
         return 0;
     int gen = r->generated > 0;
-    double pof = gen && r->pace_ms > 0 && r->floor_ms > 0 ? r->pace_ms / r->floor_ms : NAN;
+    /* no ratio for a pace under its floor's spread: that is a measurement problem */
+    int below = r->floor_lo_ms > 0 && r->pace_ms > 0 && r->pace_ms < r->floor_lo_ms;
+    double pof = gen && r->pace_ms > 0 && r->floor_ms > 0 && !below ? r->pace_ms / r->floor_ms : NAN;
     if (!strcmp(part, "weight_mb")) out->num = r->weight_bytes / 1e6;
     else if (!strcmp(part, "step_mb")) out->num = known(r->step_bytes) / 1e6;
     else if (!strcmp(part, "floor_ms")) out->num = known(r->floor_ms);
@@ -417,6 +420,11 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
         else if (!strcmp(name, "floor_ms")) v = known(r.floor_ms);
         else if (!strcmp(name, "bandwidth_gbs")) v = known(r.bandwidth_gbs);
         else if (!strcmp(name, "tpot_over_floor")) v = known(r.tpot_over_floor);
+        else if (!strcmp(name, "floor_lo_ms")) v = known(r.floor_lo_ms);
+        else if (!strcmp(name, "floor_hi_ms")) v = known(r.floor_hi_ms);
+        else if (!strcmp(name, "floor_reads")) v = r.floor_reads;
+        else if (!strcmp(name, "in_cache")) v = r.in_cache;
+        else if (!strcmp(name, "llc_mb")) v = r.llc_bytes > 0 ? r.llc_bytes / 1e6 : NAN;
         else if (!strcmp(name, "decode_tokens_per_s")) v = known(r.decode_tokens_per_s);
         else if (!strcmp(name, "prompt_as_output_tokens_per_s")) v = known(r.prompt_as_output_tokens_per_s);
         else if (!strcmp(name, "ref_floor_ms")) v = r.ref_floor_ms;

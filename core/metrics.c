@@ -1,6 +1,7 @@
 /* TTFT/TPOT as defined in metrics.h, from clock stamps taken when each generated id is on the
  * host. */
 #include "tokenloop/metrics.h"
+#include "tokenloop/bandwidth.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,9 @@ struct tl_metrics {
     unsigned char *joined;           /* 1: made right after the previous token, no pause */
     int n, cap;
     double step_bytes, bw;
+    double *rate;                    /* bytes/s of each floor read this request */
+    int n_rate, cap_rate;
+    double llc, weight_bytes;
 };
 
 tl_metrics *tl_metrics_create(tl_clock_fn clock, void *clock_ctx)
@@ -45,6 +49,7 @@ void tl_metrics_free(tl_metrics *m)
     free(m->unsynced);
     free(m->work);
     free(m->joined);
+    free(m->rate);
     free(m);
 }
 
@@ -56,6 +61,7 @@ void tl_metrics_start(tl_metrics *m)
     m->template_ms = m->tokenize_ms = -1;
     m->prompt_tokens = 0;
     m->n = 0;
+    m->n_rate = 0;
 }
 
 void tl_metrics_templated(tl_metrics *m)
@@ -127,6 +133,27 @@ void tl_metrics_set_floor(tl_metrics *m, double step_bytes, double bw)
 {
     m->step_bytes = step_bytes;
     m->bw = bw;
+}
+
+void tl_metrics_floor_read(tl_metrics *m, double bytes, double seconds)
+{
+    if (!(bytes > 0) || !(seconds > 0)) return;
+    if (m->n_rate == m->cap_rate) {
+        int cap = m->cap_rate ? m->cap_rate * 2 : 16;
+        double *r = realloc(m->rate, sizeof(double) * (size_t)cap);
+        if (!r) return;
+        m->rate = r;
+        m->cap_rate = cap;
+    }
+    m->rate[m->n_rate++] = bytes / seconds;
+}
+
+int tl_metrics_floor_reads(const tl_metrics *m) { return m->n_rate; }
+
+void tl_metrics_set_cache(tl_metrics *m, double llc_bytes, double weight_bytes)
+{
+    m->llc = llc_bytes;
+    m->weight_bytes = weight_bytes;
 }
 
 double tl_metrics_token_time(const tl_metrics *m, int i)
@@ -219,10 +246,27 @@ tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
         r.unsynced_applicable = m->unsynced[0] >= 0;
     }
     r.step_bytes = m->step_bytes;
-    if (m->bw > 0 && m->step_bytes > 0) {
-        r.bandwidth_gbs = m->bw / 1e9;
-        r.floor_ms = m->step_bytes / m->bw * 1e3;
-        if (r.pace_ms > 0) r.tpot_over_floor = r.pace_ms / r.floor_ms;
+    r.floor_lo_ms = r.floor_hi_ms = -1;
+    r.floor_reads = m->n_rate;
+    double bw = m->bw, fast = m->bw, slow = m->bw;
+    if (m->n_rate > 0) {   /* the reads beside the steps: their median, and their range */
+        bw = median(m->rate, m->n_rate);
+        fast = slow = m->rate[0];
+        for (int i = 1; i < m->n_rate; i++) {
+            fast = m->rate[i] > fast ? m->rate[i] : fast;
+            slow = m->rate[i] < slow ? m->rate[i] : slow;
+        }
     }
+    if (bw > 0 && m->step_bytes > 0) {
+        r.bandwidth_gbs = bw / 1e9;
+        r.floor_ms = m->step_bytes / bw * 1e3;
+        r.floor_lo_ms = m->step_bytes / fast * 1e3;
+        r.floor_hi_ms = m->step_bytes / slow * 1e3;
+        r.below_floor = r.pace_ms > 0 && r.pace_ms < r.floor_lo_ms;
+        if (r.pace_ms > 0 && !r.below_floor) r.tpot_over_floor = r.pace_ms / r.floor_ms;
+    }
+    r.llc_bytes = m->llc;
+    r.weight_bytes = m->weight_bytes;
+    r.in_cache = tl_bandwidth_cache_fit(m->weight_bytes, m->llc);
     return r;
 }

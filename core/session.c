@@ -39,6 +39,11 @@ struct tl_session {
     tl_metrics *metrics;
     double bandwidth;            /* bytes/s; 0 unknown, < 0 probe failed */
     tl_session_opts opts;
+    /* the floor on the CPU: plain reads of the current weights beside the steps */
+    tl_mem_region *regions;
+    int n_regions;
+    const tl_model *regions_of;  /* the model they describe; NULL: rebuild */
+    double region_bytes, llc;
 
     /* the request */
     char *messages;
@@ -266,6 +271,7 @@ static int setup(tl_session *s, const tl_session_opts *o, tl_error *err)
     s->steps = NULL;
     if (!s->sampler || !s->metrics) return tl_error_set(err, "session: out of memory");
     if (s->opts.bandwidth_gbs > 0) s->bandwidth = s->opts.bandwidth_gbs * 1e9;
+    s->llc = tl_bandwidth_llc_bytes();
     s->add_gen_prompt = 1;
     s->top_n = 10;
     s->report = TL_REPORT_ALL;
@@ -324,6 +330,7 @@ void tl_session_free(tl_session *s)
     for (int i = 0; i < s->n_stop; i++) free(s->stop_str[i]);
     tl_sampler_free(s->sampler);
     tl_metrics_free(s->metrics);
+    free(s->regions);
     if (s->tpl) tl_template_free(s->tpl);
     if (s->have_chat) tl_chat_config_free(&s->chat);
     if (s->tok) tl_tokenizer_free(s->tok);
@@ -779,6 +786,31 @@ static int recheck_stop(tl_session *s)
     return was != s->done ? restream(s) : 0;
 }
 
+/* On the CPU every TL_FLOOR_EVERY-th decode step is followed by a plain read of the same
+ * weights, as `tokenloop bench` follows each of its steps: the floor then follows this machine's
+ * memory rate, which moves by 2x within seconds, for a third more reading than the steps do.
+ * The read's own time leaves the request's clock. A fixed bandwidth (opts) reads nothing. */
+#define TL_FLOOR_EVERY 3
+
+static void floor_read(tl_session *s)
+{
+    if (s->opts.bandwidth_gbs > 0 || strcmp(tl_engine_device(s->e), "cpu")) return;
+    if (s->regions_of != s->m) {
+        free(s->regions);
+        s->regions = malloc(sizeof *s->regions * (size_t)tl_bandwidth_model_max(s->m));
+        s->n_regions = 0;
+        s->region_bytes = 0;
+        if (!s->regions) return;
+        s->n_regions = tl_bandwidth_model_regions(s->m, s->regions);
+        for (int i = 0; i < s->n_regions; i++) s->region_bytes += (double)s->regions[i].n;
+        s->regions_of = s->m;
+    }
+    double t0 = tl_metrics_now(s->metrics);
+    double sec = tl_bandwidth_read(s->regions, s->n_regions, s->opts.threads);
+    tl_metrics_floor_read(s->metrics, s->region_bytes, sec);
+    tl_metrics_exclude(s->metrics, tl_metrics_now(s->metrics) - t0);
+}
+
 int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
 {
     if (out) *out = NULL;
@@ -829,6 +861,7 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
     st->pos = tl_engine_pos(s->e);
     s->logits_valid = 1;
     if (append_token(s, id, st, err)) return -1;
+    if (k >= 1 && (k - 1) % TL_FLOOR_EVERY == 0) floor_read(s);
     if (out) *out = st;
     return TL_SESSION_STEPPED;
 }
@@ -1026,18 +1059,15 @@ const tl_stop_config *tl_session_stop_config(const tl_session *s) { return &s->s
 tl_metrics_report tl_session_metrics(const tl_session *s)
 {
     tl_session *w = (tl_session *)s;
-    if (w->bandwidth == 0) {
-        tl_bandwidth bw;
-        w->bandwidth = -1;
-        if (strcmp(tl_engine_device(w->e), "cpu")) {
-            double d = tl_engine_device_bandwidth(w->e, 0.2);   /* the GPU's own memory */
-            if (d > 0)
-                w->bandwidth = d;
-        } else if (tl_bandwidth_probe(&bw, w->opts.threads, 0.2, NULL) == 0) {
-            w->bandwidth = bw.bytes_per_s;
-        }
+    int cpu = !strcmp(tl_engine_device(w->e), "cpu");
+    if (w->bandwidth == 0 && !cpu) {
+        double d = tl_engine_device_bandwidth(w->e, 0.2);   /* the GPU's own memory */
+        w->bandwidth = d > 0 ? d : -1;
     }
+    if (cpu && w->bandwidth == 0 && tl_metrics_floor_reads(w->metrics) == 0)
+        floor_read(w);   /* no decode step yet: one read of the same weights now */
     tl_metrics_set_floor(w->metrics, tl_engine_step_bytes(w->e), w->bandwidth);
+    tl_metrics_set_cache(w->metrics, cpu ? w->llc : 0, (double)w->m->weight_bytes);
     return tl_metrics_report_get(w->metrics);
 }
 
@@ -1061,11 +1091,15 @@ tl_dtype tl_session_file_dtype(const tl_session *s) { return s->m_file->layers[0
 static tl_dtype_row live_row(const tl_session *s)
 {
     tl_dtype_row r = {.dtype = tl_session_dtype(s), .weight_bytes = (double)s->m->weight_bytes,
-                      .step_bytes = -1, .floor_ms = -1, .pace_ms = -1};
+                      .step_bytes = -1, .floor_ms = -1, .pace_ms = -1, .floor_lo_ms = -1, .floor_hi_ms = -1};
     if (s->n_gen > 0) {
         tl_metrics_report rep = tl_session_metrics(s);
         r.step_bytes = rep.step_bytes;
         r.floor_ms = rep.floor_ms;
+        r.floor_lo_ms = rep.floor_lo_ms;
+        r.floor_hi_ms = rep.floor_hi_ms;
+        r.floor_reads = rep.floor_reads;
+        r.in_cache = rep.in_cache;
         r.pace_ms = rep.generated >= 2 ? rep.pace_ms : -1;
         r.generated = s->n_gen;
         r.n_first = s->n_gen < TL_DTYPE_ROW_IDS ? s->n_gen : TL_DTYPE_ROW_IDS;
@@ -1080,7 +1114,8 @@ static tl_dtype_row *row_of(tl_session *s, tl_dtype dt)
     for (int i = 0; i < s->n_rows; i++)
         if (s->rows[i].dtype == dt) return &s->rows[i];
     tl_dtype_row *r = &s->rows[s->n_rows++];
-    *r = (tl_dtype_row){.dtype = dt, .step_bytes = -1, .floor_ms = -1, .pace_ms = -1};
+    *r = (tl_dtype_row){.dtype = dt, .step_bytes = -1, .floor_ms = -1, .pace_ms = -1, .floor_lo_ms = -1,
+                        .floor_hi_ms = -1};
     return r;
 }
 
@@ -1110,6 +1145,7 @@ int tl_session_set_dtype(tl_session *s, tl_dtype dt, tl_error *err)
     s->e = e;
     s->m = m;
     s->m_conv = m != s->m_file ? m : NULL;
+    s->regions_of = NULL;   /* the floor reads the new weights */
     row_of(s, dt);
     return 0;
 }

@@ -145,7 +145,8 @@ static void dtype_table(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v
         cell_bytes(lang, d->step_bytes, cell[2], sizeof cell[2]);
         Format_msLang(lang, d->floor_ms, cell[3], sizeof cell[3]);
         Format_msLang(lang, d->pace_ms, cell[4], sizeof cell[4]);
-        if (d->pace_ms > 0 && d->floor_ms > 0) {
+        int below = d->floor_lo_ms > 0 && d->pace_ms > 0 && d->pace_ms < d->floor_lo_ms;   /* no ratio */
+        if (d->pace_ms > 0 && d->floor_ms > 0 && !below) {
             Format_num(lang, d->pace_ms / d->floor_ms, 1, cell[5], sizeof cell[5]);
             strncat(cell[5], "\xC3\x97", sizeof cell[5] - strlen(cell[5]) - 1);
         } else
@@ -191,7 +192,16 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     pace_lines(w, in, &y, end, v, ui->lang);
     if (y >= end)
         return;
-    if (v->floor_ms > 0) {
+    if (v->floor_ms > 0 && v->floor_reads > 0) {   /* reads of these weights beside the steps */
+        char e[32];
+        Format_bytesLang(lang, v->step_bytes, a, sizeof a);
+        Format_bytesLang(lang, v->bandwidth_gbs * 1e9, b, sizeof b);
+        Format_msLang(lang, v->floor_ms, c, sizeof c);
+        Format_msLang(lang, v->floor_lo_ms, d, sizeof d);
+        Format_msLang(lang, v->floor_hi_ms, e, sizeof e);
+        snprintf(line, sizeof line, I18n_tr(lang, "floor %s \xC3\xB7 %s/s = %s per token (%s\xE2\x80\x93%s, %d reads of the weights beside the steps)"),
+                 a, b, c, d, e, v->floor_reads);
+    } else if (v->floor_ms > 0) {
         Format_bytesLang(lang, v->step_bytes, a, sizeof a);
         Format_bytesLang(lang, v->bandwidth_gbs * 1e9, b, sizeof b);
         Format_msLang(lang, v->floor_ms, c, sizeof c);
@@ -202,6 +212,25 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_FLOOR));
     if (y >= end)
         return;
+    if (v->below_floor) {   /* a step cannot beat a plain read of its own bytes: say so, no ratio */
+        Format_msLang(lang, v->pace_ms, a, sizeof a);
+        Format_msLang(lang, v->floor_lo_ms, b, sizeof b);
+        snprintf(line, sizeof line, I18n_tr(lang, "pace %s under the fastest read %s: a measurement problem, not a pace"), a, b);
+        Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
+        if (y >= end)
+            return;
+    }
+    if (v->in_cache) {   /* the weights stay in the last-level cache: no DRAM floor binds them */
+        Format_bytesLang(lang, v->weight_bytes, a, sizeof a);
+        Format_bytesLang(lang, v->llc_bytes, b, sizeof b);
+        snprintf(line, sizeof line,
+                 I18n_tr(lang, v->in_cache == 2 ? "weights %s fit the %s last-level cache: the DRAM floor does not bind them; the floor is a read from cache"
+                                                : "weights %s \xE2\x89\x88 the %s last-level cache: steps read part of them from cache, so the DRAM floor does not bind them"),
+                 a, b);
+        Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
+        if (y >= end)
+            return;
+    }
     Draw_text(w, y++, in.x, in.w,
               I18n_tr(lang, "ref   16 GB \xC3\xB7 3.35 TB/s \xE2\x89\x88 4.8 ms: Llama 3.1 8B bf16, H100 (class material)"),
               Theme_attr(TA_DIM));

@@ -290,6 +290,13 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->bandwidth_gbs = mr.bandwidth_gbs;
     snprintf(v->bandwidth_source, sizeof v->bandwidth_source, "%s",
              strcmp(v->device, "cpu") ? "device figure" : "probed");
+    v->floor_lo_ms = mr.floor_lo_ms;
+    v->floor_hi_ms = mr.floor_hi_ms;
+    v->floor_reads = mr.floor_reads;
+    v->below_floor = mr.below_floor;
+    v->in_cache = mr.in_cache;
+    v->llc_bytes = mr.llc_bytes;
+    v->weight_bytes = mr.weight_bytes;
     v->wrong_prompt_tps = mr.prompt_as_output_tokens_per_s;
     v->wrong_unsynced_ms = mr.unsynced_applicable ? mr.unsynced_tpot_ms : -1;
     v->async = e ? tl_engine_async(e) : 0;
@@ -305,6 +312,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         d->weight_bytes = dr[i].weight_bytes;
         d->step_bytes = dr[i].step_bytes;
         d->floor_ms = dr[i].floor_ms;
+        d->floor_lo_ms = dr[i].floor_lo_ms;
         d->pace_ms = dr[i].pace_ms;
         d->generated = dr[i].generated;
         d->current = dr[i].dtype == tl_session_dtype(s);

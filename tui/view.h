@@ -43,6 +43,7 @@ typedef struct tl_view_dtype {
     double floor_ms, pace_ms;   /* pace: the metrics' headline, without key-press pauses */
     int generated;
     int current;                /* the dtype running now */
+    double floor_lo_ms;         /* the floor's fastest read: a pace under it gets no ratio */
 } tl_view_dtype;
 
 typedef struct tl_view {
@@ -118,6 +119,10 @@ typedef struct tl_view {
     int n_step_ms;
     double floor_ms, step_bytes, bandwidth_gbs;
     char bandwidth_source[64];
+    /* the floor's reads of the same weights beside the steps (issue 38): their spread, and
+     * whether the weights stay in the last-level cache (2 fit, 1 near its size, 0 no) */
+    double floor_lo_ms, floor_hi_ms, llc_bytes, weight_bytes;
+    int floor_reads, in_cache, below_floor;
     int show_wrong;
     double wrong_prompt_tps;    /* counting the prompt as output */
     double wrong_unsynced_ms;   /* < 0: not applicable (synchronous backend) */

@@ -50,7 +50,40 @@ int main(void)
     r = tl_metrics_report_get(m);
     TL_CHECK_NEAR(r.floor_ms, 40, 1e-9);
     TL_CHECK_NEAR(r.bandwidth_gbs, 50, 1e-9);
-    TL_CHECK_NEAR(r.tpot_over_floor, 13.0 / 40, 1e-9);
+    TL_CHECK_INT(r.floor_reads, 0);
+    /* a pace of 13 ms under a 40 ms floor is a measurement problem: no ratio */
+    TL_CHECK_INT(r.below_floor, 1);
+    TL_CHECK(r.tpot_over_floor < 0);
+    tl_metrics_set_floor(m, 0.5e9, 50e9);
+    r = tl_metrics_report_get(m);
+    TL_CHECK_INT(r.below_floor, 0);
+    TL_CHECK_NEAR(r.tpot_over_floor, 13.0 / 10, 1e-9);
+    /* reads beside the steps replace the figure: 1 GB in 0.04, 0.05 and 0.02 s (25, 20, 50 GB/s):
+     * the median 25 GB/s gives 20 ms for 0.5 GB, the spread 10-25 ms */
+    tl_metrics_floor_read(m, 1e9, 0.04);
+    tl_metrics_floor_read(m, 1e9, 0.05);
+    tl_metrics_floor_read(m, 1e9, 0.02);
+    r = tl_metrics_report_get(m);
+    TL_CHECK_INT(r.floor_reads, 3);
+    TL_CHECK_NEAR(r.bandwidth_gbs, 25, 1e-9);
+    TL_CHECK_NEAR(r.floor_ms, 20, 1e-9);
+    TL_CHECK_NEAR(r.floor_lo_ms, 10, 1e-9);
+    TL_CHECK_NEAR(r.floor_hi_ms, 25, 1e-9);
+    TL_CHECK_INT(r.below_floor, 0);             /* 13 ms is inside the spread: a ratio */
+    TL_CHECK_NEAR(r.tpot_over_floor, 13.0 / 20, 1e-9);
+    tl_metrics_floor_read(m, 1e9, 0.1);         /* a fourth: 10 GB/s; the fastest stays 50 */
+    r = tl_metrics_report_get(m);
+    TL_CHECK_NEAR(r.floor_ms, 0.5e9 / 22.5e9 * 1e3, 1e-9);   /* median of 10, 20, 25, 50 */
+    TL_CHECK_NEAR(r.floor_lo_ms, 10, 1e-9);
+    /* the cache: 35.7 MB of weights against a 32 MiB cache is near it; 19 MB fits; 2.5 GB not */
+    tl_metrics_set_cache(m, 32 * 1048576.0, 35.7e6);
+    TL_CHECK_INT(tl_metrics_report_get(m).in_cache, 1);
+    tl_metrics_set_cache(m, 32 * 1048576.0, 19e6);
+    TL_CHECK_INT(tl_metrics_report_get(m).in_cache, 2);
+    tl_metrics_set_cache(m, 32 * 1048576.0, 2.5e9);
+    TL_CHECK_INT(tl_metrics_report_get(m).in_cache, 0);
+    tl_metrics_set_cache(m, 0, 19e6);
+    TL_CHECK_INT(tl_metrics_report_get(m).in_cache, 0);   /* unknown cache: no claim */
     TL_CHECK_NEAR(tl_metrics_token_time(m, 2), 127, 1e-9);
 
     tl_metrics_drop(m, 2);            /* a rewind of two steps */
@@ -60,6 +93,7 @@ int main(void)
 
     /* an asynchronous backend: launches return long before the work is done */
     tl_metrics_start(m);
+    TL_CHECK_INT(tl_metrics_floor_reads(m), 0);   /* a new request reads again */
     TL_CHECK(tl_metrics_report_get(m).template_ms < 0);               /* ids given: no templating */
     tl_metrics_tokenized(m, 10);
     for (int i = 0; i < 5; i++) {

@@ -354,7 +354,7 @@ static void test_dtypes(tl_view *v, tl_ui *ui)
     snprintf(v->dtype, sizeof v->dtype, "bf16");
     snprintf(v->file_dtype, sizeof v->file_dtype, "bf16");
     v->n_dtypes = 1;
-    v->dtypes[0] = (tl_view_dtype){"bf16", 35.7e6, 35.8e6, 1.12, 3.86, 8, 1};
+    v->dtypes[0] = (tl_view_dtype){"bf16", 35.7e6, 35.8e6, 1.12, 3.86, 8, 1, -1};
     ui->active = PANE_TIMING;
     ui->lesson_open = 0;
     resizeterm(48, 160);
@@ -364,8 +364,8 @@ static void test_dtypes(tl_view *v, tl_ui *ui)
     TL_CHECK(find_row("weights \xC2\xB7") < 0);   /* the file's dtype: no note in the title */
     v->n_dtypes = 3;
     v->dtypes[0].current = 0;
-    v->dtypes[1] = (tl_view_dtype){"q8_0", 19.0e6, 19.0e6, 0.60, 1.50, 8, 0};
-    v->dtypes[2] = (tl_view_dtype){"q4_0", 10.0e6, -1, -1, -1, 0, 1};   /* converted, not run yet */
+    v->dtypes[1] = (tl_view_dtype){"q8_0", 19.0e6, 19.0e6, 0.60, 1.50, 8, 0, -1};
+    v->dtypes[2] = (tl_view_dtype){"q4_0", 10.0e6, -1, -1, -1, 0, 1, -1};   /* converted, not run yet */
     snprintf(v->dtype, sizeof v->dtype, "q4_0");
     const int sizes[][2] = {{160, 48}, {80, 24}};
     for (int z = 0; z < 2; z++) {

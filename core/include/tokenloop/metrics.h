@@ -44,6 +44,14 @@ void tl_metrics_drop(tl_metrics *m, int n);
 double tl_median(double *v, int n);
 /* Bytes a decode step reads, and the bandwidth (bytes/s) to divide them by (<= 0: unknown). */
 void tl_metrics_set_floor(tl_metrics *m, double step_bytes, double bandwidth_bytes_per_s);
+/* A plain read of `bytes` of the weights, timed beside the steps, took `seconds`: the memory
+ * rate at that moment (tl_bandwidth_read). Once the request has reads, the floor divides by
+ * their median rate instead of set_floor's figure, and its spread is their range. A new
+ * request (tl_metrics_start) forgets them. */
+void tl_metrics_floor_read(tl_metrics *m, double bytes, double seconds);
+int tl_metrics_floor_reads(const tl_metrics *m);
+/* The last-level cache and the weights read every step, to say whether a DRAM floor binds. */
+void tl_metrics_set_cache(tl_metrics *m, double llc_bytes, double weight_bytes);
 
 typedef struct tl_metrics_report {
     int prompt_tokens, generated;
@@ -59,7 +67,17 @@ typedef struct tl_metrics_report {
     int unsynced_applicable;
     double unsynced_tpot_ms;
     double step_bytes, bandwidth_gbs, floor_ms;    /* -1 when the bandwidth is unknown */
-    double tpot_over_floor;                        /* pace / floor; -1 when either is unknown */
+    double tpot_over_floor;                        /* pace / floor; -1 when either is unknown,
+                                                    * or when the pace is below the floor */
+    /* The floor's spread: step_bytes over the fastest and the slowest read (both floor_ms for a
+     * single figure); floor_reads: how many reads beside the steps (0: set_floor's figure). */
+    double floor_lo_ms, floor_hi_ms;
+    int floor_reads;
+    /* 1 when the pace is below floor_lo_ms: a read cannot be slower than the step that reads the
+     * same bytes and more, so this is a measurement problem, and no ratio is given. */
+    int below_floor;
+    double llc_bytes, weight_bytes;   /* 0 when unknown */
+    int in_cache;                     /* tl_bandwidth_cache_fit of the weights: 2 fit, 1 near, 0 no */
     /* The headline pace: tpot_ms when the tokens came in one run; when any gap waited for a
      * key press (paused_gaps > 0), tpot_ms holds those pauses and the pace is the mean
      * synchronized decode pass (pass_mean_ms) instead. */

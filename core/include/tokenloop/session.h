@@ -194,6 +194,8 @@ typedef struct tl_dtype_row {
     double step_bytes, floor_ms, pace_ms;   /* tl_metrics_report's, -1 when unknown */
     int generated;              /* tokens of that generation; 0: none yet on these weights */
     int first_ids[TL_DTYPE_ROW_IDS], n_first;   /* its first generated ids */
+    double floor_lo_ms, floor_hi_ms;   /* the floor's spread (tl_metrics_report's) */
+    int floor_reads, in_cache;
 } tl_dtype_row;
 /* One row per dtype this session has run, in the order first used: the current dtype's row is
  * its generation now (or, while it has none, its last one). Returns the count (<= max). */
