@@ -25,8 +25,8 @@ enum { TRIM_ABOVE = 1 << 20, DISCARD_MAX = 64 << 20 };
 /* One request: its body as it arrives, its client, what the access log says about it. */
 typedef struct request {
     char *body;
-    size_t len;
-    int too_big;
+    size_t len, received;       /* kept, and arrived (a body past the limits is dropped) */
+    int too_big, past_context;
     server *srv;
     char addr[64];
     int counted;                /* client_enter took a place for it */
@@ -182,6 +182,12 @@ static enum MHD_Result complete(struct MHD_Connection *c, request *q, int raw)
     server *srv = q->srv;
     parsed_req r;
     req_error e;
+    if (q->past_context) {
+        req_error_set(&e, 400, raw ? "prompt" : "messages", "context_length_exceeded", "the body is %zu bytes; a "
+                      "request this context can hold is at most %zu (%d positions, no token over %d bytes, a byte at "
+                      "most 6 in JSON)", q->received, srv->body_limit, srv->capacity, srv->max_piece);
+        return http_error(c, &e);
+    }
     int bad = req_parse(srv, q->body ? q->body : "", q->len, raw, &r, &e);
     if (q->len > TRIM_ABOVE) {   /* the body and its parse are gone: give their pages back */
         free(q->body);
@@ -322,8 +328,14 @@ enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const char *url
         return MHD_YES;
     }
     if (*data_size) {
-        if (q->len + *data_size > MAX_BODY) q->too_big = 1;
-        else {
+        q->received += *data_size;
+        if (q->received > MAX_BODY) q->too_big = 1;
+        else if (q->received > q->srv->body_limit) q->past_context = 1;
+        if (q->too_big || q->past_context) {
+            free(q->body);   /* not kept: no memory held for a body that cannot be served */
+            q->body = NULL;
+            q->len = 0;
+        } else {
             char *nb = realloc(q->body, q->len + *data_size + 1);
             if (!nb) return MHD_NO;
             q->body = nb;

@@ -53,6 +53,7 @@ typedef struct server {
     int default_max_tokens;     /* 0: the rest of the context */
     int capacity;               /* each slot's KV positions */
     int max_piece;              /* the longest token's bytes: bytes per token at most */
+    size_t body_limit;          /* past this a body cannot fit the context: read, dropped, 400 */
     double idle_s, body_s;      /* deadlines (watch.c) */
     FILE *log;                  /* the access log; NULL: stderr */
     int no_log;

@@ -17,6 +17,8 @@
 
 /* Defaults for the deadlines (watch.c): a class's browsers reconnect as they need. */
 static const double IDLE_S = 15, BODY_S = 60;
+/* A body's bytes beyond its prompt's: the other fields, the JSON around the messages. */
+enum { BODY_SLACK = 64 << 10 };
 
 void server_log_line(server *srv, const char *fmt, ...)
 {
@@ -100,6 +102,10 @@ static int open_slots(server *srv, const serve_opts *o, tl_error *err)
     srv->defaults = tl_session_sampling(srv->slots[0].s);
     srv->capacity = tl_engine_capacity(tl_session_engine(srv->slots[0].s));
     srv->max_piece = longest_piece(tl_session_tokenizer(srv->slots[0].s));
+    /* the largest body whose prompt could fit: every token at most max_piece bytes, every byte
+     * at most 6 characters of JSON (\u00XX), and room for the other fields */
+    size_t fits = (size_t)srv->capacity * (size_t)srv->max_piece * 6 + BODY_SLACK;
+    srv->body_limit = fits < MAX_BODY ? fits : MAX_BODY;
     return 0;
 }
 

@@ -32,6 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_common import access_log, check, env, finish, start, stop  # noqa: E402
 
 bundled = os.path.join(root, "assets/models/tl-mini-instruct")
+with open(exe, "rb") as f:   # an instrumented program calls its sanitizer's init
+    SANITIZED = any(s in f.read() for s in (b"__asan_init", b"__tsan_init"))
 HI = [{"role": "user", "content": "What is the capital of France?"}]
 # temperature 2 over the whole vocabulary keeps the model off its EOS for hundreds of tokens
 LONG = {"messages": [{"role": "user", "content": "Tell me a long story."}], "temperature": 2, "top_p": 1, "top_k": 0,
@@ -106,6 +108,20 @@ def bounded_work(srv, base):
     """item 1: the burst of eight 8 MB bodies"""
     normal = {"messages": HI, "temperature": 0, "max_tokens": 8}
     check(post(base, "/v1/chat/completions", normal)[0] == 200, "a normal request before the burst")
+    # each bound on its own, below the body's: 1,100 messages need 4,400 positions (4 each); 600 KB
+    # of text is at least 4,688 tokens (none is longer than 128 bytes); the context holds 4,096
+    for name, path, body, param, word in (
+            ("1,100 messages", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w"}] * 1100},
+             "messages", "1100 messages"),
+            ("600 KB message", "/v1/chat/completions", {"messages": [{"role": "user", "content": "word " * 120000}]},
+             "messages", "600000 bytes"),
+            ("600 KB prompt", "/v1/completions", {"prompt": "word " * 120000}, "prompt", "600000 bytes")):
+        t0 = time.time()
+        code, r = post(base, path, body)
+        e = r.get("error", {})
+        check(code == 400 and e.get("code") == "context_length_exceeded" and e.get("param") == param
+              and word in e.get("message", ""), "%s: %d %r" % (name, code, r))
+        print("%s: 400 context_length_exceeded in %.3f s: %s" % (name, time.time() - t0, e.get("message")))
     before = rss_mb(srv.pid)
     many = json.dumps({"messages": [{"role": "user", "content": "w"}] * 240000}).encode()
     huge = json.dumps({"messages": [{"role": "user", "content": "word " * (8_000_000 // 5)}]}).encode()
@@ -116,33 +132,44 @@ def bounded_work(srv, base):
         t0 = time.time()
         got[i] = post(base, "/v1/chat/completions", many if i % 2 else huge) + (time.time() - t0,)
 
-    ts = [threading.Thread(target=big, args=(i,)) for i in range(8)]
-    for t in ts:
-        t.start()
-    while any(t.is_alive() for t in ts):
-        t0 = time.time()
-        code, r = post(base, "/v1/chat/completions", normal)
-        lat.append(time.time() - t0)
-        check(code == 200, "a normal request during the burst: %d %r (--queue 0: a refused body held the slot)"
-              % (code, r))
-    for t in ts:
-        t.join()
-    for i in range(8):
+    for burst in range(3):   # a normal request started with each burst, then more while it lasts
+        ts = [threading.Thread(target=big, args=(8 * burst + i,)) for i in range(8)]
+        for t in ts:
+            t.start()
+        while True:
+            t0 = time.time()
+            code, r = post(base, "/v1/chat/completions", normal)
+            lat.append(time.time() - t0)
+            check(code == 200, "a normal request during the burst: %d %r (--queue 0: a refused body held the slot)"
+                  % (code, r))
+            if not any(t.is_alive() for t in ts):
+                break
+        for t in ts:
+            t.join()
+    for i in range(24):
         code, r, took = got[i]
         check(code == 400 and r["error"]["code"] == "context_length_exceeded" and r["error"]["param"] == "messages",
               "8 MB body %d: %d %r" % (i, code, r))
     time.sleep(0.5)
     after = rss_mb(srv.pid)
-    check(lat and max(lat) < 1.0, "normal requests during the burst took %s s" % ["%.2f" % x for x in lat])
-    check(after - before < 100, "RSS %.0f MB before the burst, %.0f MB after" % (before, after))
-    print("burst of eight 8 MB bodies: 400 context_length_exceeded in %.2f-%.2f s; %d normal requests meanwhile, "
+    # Under a sanitizer the RSS is the sanitizer's (ASan's quarantine and shadow memory keep what
+    # the program freed) and every step is slower: RSS is checked only in a plain build, and the
+    # latency bound gets the 3x any time limit here has for a sanitizer
+    slow = 3.0 if SANITIZED else 1.0
+    check(lat and max(lat) < slow, "normal requests during the burst took %s s (bound %.0f s)"
+          % (["%.2f" % x for x in lat], slow))
+    check(SANITIZED or after - before < 100, "RSS %.0f MB before the burst, %.0f MB after" % (before, after))
+    print("3 bursts of eight 8 MB bodies: 400 context_length_exceeded in %.2f-%.2f s; %d normal requests meanwhile, "
           "the slowest %.2f s; RSS %.0f -> %.0f MB" % (min(g[2] for g in got.values()), max(g[2] for g in got.values()),
                                                         len(lat), max(lat), before, after))
 
 
 def seeds(base):
     """item 2: fresh seeds, reported, reproducible"""
-    req = {"messages": HI, "temperature": 1.5, "top_k": 0, "top_p": 1, "max_tokens": 24}
+    # an open question over the whole vocabulary: "What is the capital of France?" at T=1.5 gave
+    # "The capital of France is Paris." twice in four, which fresh seeds can do
+    req = {"messages": [{"role": "user", "content": "Tell me a story about a dragon."}], "temperature": 1.5,
+           "top_k": 0, "top_p": 1, "max_tokens": 24}
     answers = [post(base, "/v1/chat/completions", req)[1] for _ in range(4)]
     texts = [a["choices"][0]["message"]["content"] for a in answers]
     used = [a["tokenloop"]["seed"] for a in answers]
@@ -341,7 +368,8 @@ def main():
         as_text = special_tokens(base, False)
         check(srv.poll() is None, "the server is still running")
         log = access_log(srv)
-        check(len(log) >= 20 and all(" POST /v1/chat/completions " in x or " GET /health " in x for x in log) and
+        check(len(log) >= 20 and all(" POST /v1/chat/completions " in x or " POST /v1/completions " in x or
+                                     " GET /health " in x for x in log) and
               any(" 400 " in x for x in log) and any(" 200 prompt_tokens=" in x and "ttft_ms=" in x for x in log),
               "the access log: %d lines, %r" % (len(log), log[:3]))
     finally:
