@@ -43,10 +43,37 @@ static inline __m256 a2_load_bf16(const void *w, int64_t k)
 #define MM_STOREX(p, v) _mm256_storeu_ps(p, v)
 #include "mm_tmpl.h"
 #include "mv_tmpl.h"
+#include "gemm_avx2.h"
 #include "attn_tmpl.h"
 #define ATT_BF16
 #include "attn_tmpl.h"
 #undef ATT_BF16
+
+/* A prefill of GA_MIN_T tokens or more: the packed GEMM (gemm_avx2.h); fewer: mm_tmpl.h's tiles,
+ * and one token the decode loop (mv_tmpl.h). */
+static void mm_f32(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    if (a->T >= GA_MIN_T)
+        ga_rows(a, r0, r1, TL_F32);
+    else
+        tl_cpu_mm_f32_avx2(a, r0, r1);
+}
+
+static void mm_f16(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    if (a->T >= GA_MIN_T)
+        ga_rows(a, r0, r1, TL_F16);
+    else
+        tl_cpu_mm_f16_avx2(a, r0, r1);
+}
+
+static void mm_bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    if (a->T >= GA_MIN_T)
+        ga_rows(a, r0, r1, TL_BF16);
+    else
+        tl_cpu_mv_bf16_avx2(a, r0, r1);
+}
 
 /* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c" */
 static int has_f16c(void)
@@ -64,7 +91,7 @@ static int supported(void)
 const tl_cpu_isa tl_cpu_isa_avx2 = {
     .name = "avx2",
     .supported = supported,
-    .mm = {tl_cpu_mm_f32_avx2, tl_cpu_mm_f16_avx2, tl_cpu_mv_bf16_avx2, tl_cpu_mm_q8_0_avx2, tl_cpu_mm_q4_0_avx2},
+    .mm = {mm_f32, mm_f16, mm_bf16, tl_cpu_mm_q8_0_avx2, tl_cpu_mm_q4_0_avx2},
     .qbias = {[TL_Q4_0] = 8},
     .qpack = tl_cpu_qpack_avx2,
     .attn = tl_cpu_attn_avx2,
