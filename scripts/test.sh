@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The README's test command: every test, in a Release build (warnings are errors), then again
-# under AddressSanitizer + UndefinedBehaviorSanitizer, then the threaded parts under
-# ThreadSanitizer, then each fuzz harness for a short while. ctest's summary is the last thing printed.
+# The README's test command: the threaded parts under ThreadSanitizer, the suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer, each fuzz harness for a short while, then a Release
+# build (warnings are errors) where the kernel, engine, quantization and lesson tests run with the
+# AVX2 and the portable kernels forced, and last every test. ctest's summary of the whole suite is
+# the last thing printed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh"
@@ -22,6 +24,14 @@ CC=clang cmake -S "$root" -B "$root/build-fuzz" -DTL_FUZZ=ON -DCMAKE_BUILD_TYPE=
 cmake --build "$root/build-fuzz" -j"$jobs" 2>&1 | grep -v '^\[' || true
 (cd "$root/build-fuzz" && ctest -L fuzz --output-on-failure -j"$jobs")
 
-echo "== release build: the whole suite"
+echo "== release build"
 "$root/scripts/build.sh" "$root/build" -DTL_WERROR=ON
-cd "$root/build" && ctest --output-on-failure -j"$jobs"
+cd "$root/build"
+# Most laptops have AVX2 and no AVX-512, some only the portable kernels: the kernel, engine,
+# quantization and lesson tests again with each of those sets forced, whatever this CPU has.
+for isa in avx2 generic; do
+  echo "== release build: kernel, engine, quant and lesson tests with TL_CPU_ISA=$isa"
+  TL_CPU_ISA=$isa ctest -R '^(kernels_|engine_|quant_|lesson_)' --output-on-failure -j"$jobs"
+done
+echo "== release build: the whole suite"
+ctest --output-on-failure -j"$jobs"
