@@ -48,14 +48,14 @@ static jv from_digits(J *j, int neg, const char *d, size_t n)
         return v_int(neg ? (long long)(0ull - u) : (long long)u);
     }
     if (n > MAX_DIGITS)
-        jfail(j, JE_VALUE, "Exceeds the limit (%d digits) for integer string conversion; use "
+        jinja_fail(j, JE_VALUE, "Exceeds the limit (%d digits) for integer string conversion; use "
               "sys.set_int_max_str_digits() to increase the limit", MAX_DIGITS);
-    char *p = jalloc(j, n + 2);
+    char *p = jinja_alloc(j, n + 2);
     size_t k = 0;
     if (neg) p[k++] = '-';
     memcpy(p + k, d, n);
     p[k + n] = 0;
-    jstr *s = jalloc(j, sizeof *s);
+    jstr *s = jinja_alloc(j, sizeof *s);
     s->p = p;
     s->len = k + n;
     s->nsp = 0;
@@ -65,26 +65,26 @@ static jv from_digits(J *j, int neg, const char *d, size_t n)
     return v;
 }
 
-jv big_parse(J *j, const char *s, size_t n)
+jv jinja_big_parse(J *j, const char *s, size_t n)
 {
     int neg = n && s[0] == '-';
     if (n && (s[0] == '-' || s[0] == '+')) { s++; n--; }
     return from_digits(j, neg, s, n);
 }
 
-jv big_from_double(J *j, double f)
+jv jinja_big_from_double(J *j, double f)
 {
-    if (isnan(f)) jfail(j, JE_VALUE, "cannot convert float NaN to integer");
-    if (isinf(f)) jfail(j, JE_OVERFLOW, "cannot convert float infinity to integer");
+    if (isnan(f)) jinja_fail(j, JE_VALUE, "cannot convert float NaN to integer");
+    if (isinf(f)) jinja_fail(j, JE_OVERFLOW, "cannot convert float infinity to integer");
     char buf[400]; /* a double's integral part has at most 309 digits; glibc prints them exactly */
     int k = snprintf(buf, sizeof buf, "%.0f", trunc(f));
-    return big_parse(j, buf, (size_t)k);
+    return jinja_big_parse(j, buf, (size_t)k);
 }
 
-double big_to_double(J *j, jv v)
+double jinja_big_to_double(J *j, jv v)
 {
     double f = strtod(v.u.s->p, NULL);
-    if (isinf(f)) jfail(j, JE_OVERFLOW, "int too large to convert to float");
+    if (isinf(f)) jinja_fail(j, JE_OVERFLOW, "int too large to convert to float");
     return f;
 }
 
@@ -95,7 +95,7 @@ static int mag_cmp(mag a, mag b)
     return c < 0 ? -1 : c > 0;
 }
 
-int big_cmp(jv a, jv b)
+int jinja_big_cmp(jv a, jv b)
 {
     char ba[24], bb[24];
     mag x = mag_of(a, ba), y = mag_of(b, bb);
@@ -104,7 +104,7 @@ int big_cmp(jv a, jv b)
     return x.neg ? -c : c;
 }
 
-int big_cmp_float(jv a, double f)
+int jinja_big_cmp_float(jv a, double f)
 {
     if (isnan(f)) return 2; /* unordered */
     if (isinf(f)) return f > 0 ? -1 : 1;
@@ -123,7 +123,7 @@ int big_cmp_float(jv a, double f)
 static mag mag_add(J *j, mag a, mag b)
 {
     size_t n = (a.n > b.n ? a.n : b.n) + 1;
-    char *r = jalloc(j, n);
+    char *r = jinja_alloc(j, n);
     int carry = 0;
     for (size_t i = 0; i < n; i++) {
         int s = carry + (i < a.n ? a.d[a.n - 1 - i] - '0' : 0) + (i < b.n ? b.d[b.n - 1 - i] - '0' : 0);
@@ -135,7 +135,7 @@ static mag mag_add(J *j, mag a, mag b)
 
 static mag mag_sub(J *j, mag a, mag b)
 {
-    char *r = jalloc(j, a.n);
+    char *r = jinja_alloc(j, a.n);
     int borrow = 0;
     for (size_t i = 0; i < a.n; i++) {
         int s = (a.d[a.n - 1 - i] - '0') - borrow - (i < b.n ? b.d[b.n - 1 - i] - '0' : 0);
@@ -150,15 +150,15 @@ static mag mag_sub(J *j, mag a, mag b)
 static mag mag_mul(J *j, mag a, mag b)
 {
     if (a.n + b.n > 2 * MAX_DIGITS + 2)
-        jfail(j, JE_VALUE, "Exceeds the limit (%d digits) for integer string conversion; use "
+        jinja_fail(j, JE_VALUE, "Exceeds the limit (%d digits) for integer string conversion; use "
               "sys.set_int_max_str_digits() to increase the limit", MAX_DIGITS);
     size_t n = a.n + b.n;
-    unsigned *acc = jalloc(j, n * sizeof *acc);
+    unsigned *acc = jinja_alloc(j, n * sizeof *acc);
     memset(acc, 0, n * sizeof *acc);
     for (size_t i = 0; i < a.n; i++)
         for (size_t k = 0; k < b.n; k++)
             acc[i + k + 1] += (unsigned)(a.d[i] - '0') * (unsigned)(b.d[k] - '0');
-    char *r = jalloc(j, n);
+    char *r = jinja_alloc(j, n);
     unsigned carry = 0;
     for (size_t i = n; i-- > 0;) {
         unsigned s = acc[i] + carry;
@@ -183,7 +183,7 @@ static int ge_padded(const char *r, size_t n, mag b)
  * remainder lives in one buffer of b.n + 1 digits, subtracted in place */
 static void mag_divmod(J *j, mag a, mag b, mag *q, mag *rem)
 {
-    char *qd = jalloc(j, a.n), *r = jalloc(j, b.n + 1);
+    char *qd = jinja_alloc(j, a.n), *r = jinja_alloc(j, b.n + 1);
     size_t rn = b.n + 1;
     memset(r, '0', rn);
     for (size_t i = 0; i < a.n; i++) {
@@ -223,7 +223,7 @@ static mag add_signed(J *j, mag a, mag b)
 
 static jv to_jv(J *j, mag m) { return from_digits(j, m.neg, m.d, m.n); }
 
-jv big_arith(J *j, int op, jv a, jv b)
+jv jinja_big_arith(J *j, int op, jv a, jv b)
 {
     char ba[24], bb[24];
     mag x = mag_of(a, ba), y = mag_of(b, bb);
@@ -232,7 +232,7 @@ jv big_arith(J *j, int op, jv a, jv b)
     case '-': y.neg = !y.neg && !is_zero(y); return to_jv(j, add_signed(j, x, y));
     case '*': { mag r = mag_mul(j, x, y); r.neg = x.neg != y.neg; return to_jv(j, r); }
     case 'F': case '%': {
-        if (is_zero(y)) jfail(j, JE_ZERODIV, "integer division or modulo by zero");
+        if (is_zero(y)) jinja_fail(j, JE_ZERODIV, "integer division or modulo by zero");
         mag q, r;
         mag_divmod(j, x, y, &q, &r);
         q.neg = x.neg != y.neg;
@@ -249,7 +249,7 @@ jv big_arith(J *j, int op, jv a, jv b)
     case 'P': {
         if (b.t == T_BIG) {
             if (is_zero(x) || (x.n == 1 && x.d[0] == '1' && !x.neg)) return to_jv(j, x);
-            jfail(j, JE_VALUE, "Exceeds the limit (%d digits) for integer string conversion; use "
+            jinja_fail(j, JE_VALUE, "Exceeds the limit (%d digits) for integer string conversion; use "
                   "sys.set_int_max_str_digits() to increase the limit", MAX_DIGITS);
         }
         long long e = num_i(b);
@@ -263,5 +263,5 @@ jv big_arith(J *j, int op, jv a, jv b)
         return to_jv(j, r);
     }
     }
-    jfail(j, JE_RUNTIME, "internal error: big integer operator %c", op);
+    jinja_fail(j, JE_RUNTIME, "internal error: big integer operator %c", op);
 }

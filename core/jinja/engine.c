@@ -14,7 +14,7 @@ struct tl_template {
 void tl_template_free(tl_template *tpl)
 {
     if (!tpl) return;
-    arena_free(&tpl->ar);
+    jinja_arena_free(&tpl->ar);
     free(tpl);
 }
 
@@ -37,7 +37,7 @@ int tl_template_compile(const char *src, tl_template **out, tl_error *err)
     }
     /* newlines normalized to \n; one trailing newline dropped (keep_trailing_newline=False) */
     size_t n = strlen(src);
-    char *s = jalloc(&p->j, n + 1);
+    char *s = jinja_alloc(&p->j, n + 1);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (src[i] == '\r') {
@@ -50,10 +50,10 @@ int tl_template_compile(const char *src, tl_template **out, tl_error *err)
     s[k] = 0;
     p->src = s;
     p->len = k;
-    lex(p);
+    jinja_lex(p);
     p->i = 0;
-    tpl->body = parse_body(p, NULL, NULL);
-    analyze_scopes(p, tpl->body);
+    tpl->body = jinja_parse_body(p, NULL, NULL);
+    jinja_analyze_scopes(p, tpl->body);
     free(p->toks);
     free(p);
     *out = tpl;
@@ -78,26 +78,26 @@ int tl_jinja_render_vars(const tl_template *tpl, const tl_jinja_var *vars, size_
         *out = NULL;
         if (spans) { free(*spans); *spans = NULL; }
         if (n_spans) *n_spans = 0;
-        arena_free(&ar);
+        jinja_arena_free(&ar);
         free(j);
         return -1;
     }
-    j->root = frame_new(j, NULL);
+    j->root = jinja_frame_new(j, NULL);
     for (size_t i = 0; i < n_vars; i++) {
-        jv v = json_parse(j, vars[i].json ? vars[i].json : "null", vars[i].mark_content);
-        if (vars[i].chat_messages) v = chat_prepare(j, v, vars[i].continue_tag);
-        dict_set_s(j, &j->root->vars, vars[i].name, v);
+        jv v = jinja_json_parse(j, vars[i].json ? vars[i].json : "null", vars[i].mark_content);
+        if (vars[i].chat_messages) v = jinja_chat_prepare(j, v, vars[i].continue_tag);
+        jinja_dict_set_s(j, &j->root->vars, vars[i].name, v);
     }
-    bind_undef_start(j, j->root, tpl->body);
+    jinja_bind_undef_start(j, j->root, tpl->body);
     sb o;
-    sb_init(&o, j);
-    exec(j, tpl->body, j->root, &o);
+    jinja_sb_init(&o, j);
+    jinja_exec(j, tpl->body, j->root, &o);
     char *text = malloc(o.len + 1);
     tl_span *sp = spans && o.nsp ? malloc(o.nsp * sizeof *sp) : NULL;
     if (!text || (spans && o.nsp && !sp)) {
         free(text);
         free(sp);
-        jfail(j, JE_MEMORY, "out of memory");
+        jinja_fail(j, JE_MEMORY, "out of memory");
     }
     if (o.len) memcpy(text, o.p, o.len);
     text[o.len] = 0;
@@ -106,7 +106,7 @@ int tl_jinja_render_vars(const tl_template *tpl, const tl_jinja_var *vars, size_
     if (out_len) *out_len = o.len;
     if (spans) *spans = sp;
     if (n_spans) *n_spans = spans ? o.nsp : 0;
-    arena_free(&ar);
+    jinja_arena_free(&ar);
     free(j);
     return 0;
 }

@@ -34,7 +34,7 @@ enum {
     JE_TYPE, JE_VALUE, JE_ATTRIBUTE, JE_KEY, JE_INDEX, JE_ZERODIV, JE_OVERFLOW, JE_RECURSION,
     JE_MEMORY, JE_UNICODE, JE_JSON, JE_UNSUPPORTED, JE_LIMIT, JE_PYASSERT
 };
-extern const char *const JE_NAMES[];
+extern const char *const jinja_error_names[];
 
 /* ---- arena (values.c) */
 
@@ -49,7 +49,7 @@ typedef struct arena {
     size_t total;
 } arena;
 
-void arena_free(arena *a);
+void jinja_arena_free(arena *a);
 
 /* ---- values */
 
@@ -158,12 +158,12 @@ typedef struct jargs {
     int nk;
 } jargs;
 
-TL_PRINTF(3, 4) TL_NORETURN void jfail(J *j, int cls, const char *fmt, ...);
-TL_NORETURN void jfail_undef(J *j, jv undef); /* the error using an undefined value raises */
-TL_NORETURN void jraise(J *j, const char *msg, size_t n);
-void *jalloc(J *j, size_t n);
-char *jstrdup(J *j, const char *s, size_t n);
-TL_PRINTF(2, 3) const char *jprintf(J *j, const char *fmt, ...);
+TL_PRINTF(3, 4) TL_NORETURN void jinja_fail(J *j, int cls, const char *fmt, ...);
+TL_NORETURN void jinja_fail_undef(J *j, jv undef); /* the error using an undefined value raises */
+TL_NORETURN void jinja_raise(J *j, const char *msg, size_t n);
+void *jinja_alloc(J *j, size_t n);
+char *jinja_strdup(J *j, const char *s, size_t n);
+TL_PRINTF(2, 3) const char *jinja_printf(J *j, const char *fmt, ...);
 
 static inline jv v_undef(const char *msg) { jv v = {.t = T_UNDEF, .xc = JE_UNDEFINED}; v.u.undef = msg; return v; }
 static inline jv v_none(void) { jv v = {.t = T_NONE}; return v; }
@@ -179,30 +179,30 @@ static inline int is_int(jv v) { return v.t == T_INT || v.t == T_BOOL || v.t == 
 static inline int is_seq(const jlist *l) { return !l->gen && !l->view; } /* has [] and + */
 static inline const char *undef_msg(jv v) { return v.u.undef ? v.u.undef : "undefined value"; }
 
-jv v_str(J *j, const char *s, size_t n);
-jv v_cstr(J *j, const char *s);
-jv mk_func(J *j, int kind, const char *name, jv self);
-jlist *list_new(J *j, size_t cap);
-void list_push(J *j, jlist *l, jv v);
-jdict *dict_new(J *j);
-long dict_find(jdict *d, jv k);
-long dict_find_s(jdict *d, const char *s);
-void dict_set(J *j, jdict *d, jv k, jv v);
-void dict_set_s(J *j, jdict *d, const char *k, jv v);
-const char *type_name(jv v);
-const char *obj_repr(jv v);
-int truthy(jv v);
-int py_eq(jv a, jv b);
-int py_cmp(J *j, jv a, jv b, const char *op);
+jv jinja_v_str(J *j, const char *s, size_t n);
+jv jinja_v_cstr(J *j, const char *s);
+jv jinja_mk_func(J *j, int kind, const char *name, jv self);
+jlist *jinja_list_new(J *j, size_t cap);
+void jinja_list_push(J *j, jlist *l, jv v);
+jdict *jinja_dict_new(J *j);
+long jinja_dict_find(jdict *d, jv k);
+long jinja_dict_find_s(jdict *d, const char *s);
+void jinja_dict_set(J *j, jdict *d, jv k, jv v);
+void jinja_dict_set_s(J *j, jdict *d, const char *k, jv v);
+const char *jinja_type_name(jv v);
+const char *jinja_obj_repr(jv v);
+int jinja_truthy(jv v);
+int jinja_py_eq(jv a, jv b);
+int jinja_py_cmp(J *j, jv a, jv b, const char *op);
 
 /* ---- integers past 64 bits (bigint.c): a T_INT whenever the value fits */
 
-jv big_parse(J *j, const char *s, size_t n);   /* [+-]digits */
-jv big_from_double(J *j, double f);            /* int(f) */
-double big_to_double(J *j, jv v);              /* float(v): OverflowError past a double */
-int big_cmp(jv a, jv b);                       /* integers: -1, 0, 1 */
-int big_cmp_float(jv a, double f);             /* -1, 0, 1; 2 when f is NaN */
-jv big_arith(J *j, int op, jv a, jv b);        /* + - * // % ** of integers */
+jv jinja_big_parse(J *j, const char *s, size_t n);   /* [+-]digits */
+jv jinja_big_from_double(J *j, double f);            /* int(f) */
+double jinja_big_to_double(J *j, jv v);              /* float(v): OverflowError past a double */
+int jinja_big_cmp(jv a, jv b);                       /* integers: -1, 0, 1 */
+int jinja_big_cmp_float(jv a, double f);             /* -1, 0, 1; 2 when f is NaN */
+jv jinja_big_arith(J *j, int op, jv a, jv b);        /* + - * // % ** of integers */
 
 /* ---- string builder and UTF-8 (strbuf.c): a string with its provenance spans */
 
@@ -214,47 +214,47 @@ typedef struct sb {
     size_t nsp, spcap;
 } sb;
 
-void sb_init(sb *b, J *j);
-void sb_put(sb *b, const char *s, size_t n);
-void sb_puts(sb *b, const char *s);
-void sb_putc(sb *b, char c);
-void sb_span(sb *b, size_t start, size_t end);
-void sb_put_sub(sb *b, const jstr *s, size_t a, size_t e);
-void sb_put_str(sb *b, const jstr *s);
-jv sb_val(sb *b);
-jv v_sub(J *j, const jstr *s, size_t a, size_t e);
-size_t u8_next(const char *s, size_t n, size_t i, unsigned *cp);
-size_t u8_count(const char *s, size_t n);
-size_t u8_offset(const char *s, size_t n, size_t ci);
-void u8_put(sb *b, unsigned cp);
-int py_isspace(unsigned c);
-int is_ws(char c);
+void jinja_sb_init(sb *b, J *j);
+void jinja_sb_put(sb *b, const char *s, size_t n);
+void jinja_sb_puts(sb *b, const char *s);
+void jinja_sb_putc(sb *b, char c);
+void jinja_sb_span(sb *b, size_t start, size_t end);
+void jinja_sb_put_sub(sb *b, const jstr *s, size_t a, size_t e);
+void jinja_sb_put_str(sb *b, const jstr *s);
+jv jinja_sb_val(sb *b);
+jv jinja_v_sub(J *j, const jstr *s, size_t a, size_t e);
+size_t jinja_u8_next(const char *s, size_t n, size_t i, unsigned *cp);
+size_t jinja_u8_count(const char *s, size_t n);
+size_t jinja_u8_offset(const char *s, size_t n, size_t ci);
+void jinja_u8_put(sb *b, unsigned cp);
+int jinja_py_isspace(unsigned c);
+int jinja_is_ws(char c);
 
 /* ---- Python's str(), repr() and formatting (pyfmt.c) */
 
-void fmt_float(char *out, size_t cap, double d);
-void put_str(sb *b, jv v);
-void put_repr(sb *b, jv v);
-void put_pformat(sb *b, jv v); /* pprint.pformat */
-jv to_str(J *j, jv v);
-jv py_percent(J *j, jstr *f, jv args);
-void put_format(J *j, sb *r, jstr *f, jargs *A);
+void jinja_fmt_float(char *out, size_t cap, double d);
+void jinja_put_str(sb *b, jv v);
+void jinja_put_repr(sb *b, jv v);
+void jinja_put_pformat(sb *b, jv v); /* pprint.pformat */
+jv jinja_to_str(J *j, jv v);
+jv jinja_py_percent(J *j, jstr *f, jv args);
+void jinja_put_format(J *j, sb *r, jstr *f, jargs *A);
 
 /* ---- Python's str methods (strings.c) */
 
-jv str_case(J *j, jstr *s, int mode);
-jv str_lower_upper(J *j, jv v, int up);
-jv str_title(J *j, jstr *s, int jinja_filter);
-jv str_strip(J *j, jv v, const jstr *chars, int which);
-jv str_replace(J *j, jstr *s, jstr *old, jstr *new_, long long count);
-jv str_split(J *j, jstr *s, jv sep, long long maxsplit);
-jlist *str_splitlines(J *j, jstr *s, int keepends);
+jv jinja_str_case(J *j, jstr *s, int mode);
+jv jinja_str_lower_upper(J *j, jv v, int up);
+jv jinja_str_title(J *j, jstr *s, int jinja_filter);
+jv jinja_str_strip(J *j, jv v, const jstr *chars, int which);
+jv jinja_str_replace(J *j, jstr *s, jstr *old, jstr *new_, long long count);
+jv jinja_str_split(J *j, jstr *s, jv sep, long long maxsplit);
+jlist *jinja_str_splitlines(J *j, jstr *s, int keepends);
 
 /* ---- JSON (json.c) */
 
-jv json_parse(J *j, const char *s, int mark);
-jv chat_prepare(J *j, jv messages, const char *continue_tag); /* chat_prep.c */
-jv tojson(J *j, jv v, jargs *A);
+jv jinja_json_parse(J *j, const char *s, int mark);
+jv jinja_chat_prepare(J *j, jv messages, const char *continue_tag); /* chat_prep.c */
+jv jinja_tojson(J *j, jv v, jargs *A);
 
 /* ---- compiling (lexer.c, parser.c, scope.c) */
 
@@ -286,36 +286,36 @@ typedef struct nvec {
     int n, cap;
 } nvec;
 
-TL_PRINTF(4, 5) TL_NORETURN void pfail(P *p, int cls, const tok *t, const char *fmt, ...);
-TL_NORETURN void pfail_expected(P *p, const tok *t, const char *expected); /* stream.expect's */
-void lex(P *p);
-node *parse_body(P *p, const char *const *ends, const char *what);
-void nv_push(P *p, nvec *v, node *x);
-void analyze_scopes(P *p, node *body);
+TL_PRINTF(4, 5) TL_NORETURN void jinja_pfail(P *p, int cls, const tok *t, const char *fmt, ...);
+TL_NORETURN void jinja_pfail_expected(P *p, const tok *t, const char *expected); /* stream.expect's */
+void jinja_lex(P *p);
+node *jinja_parse_body(P *p, const char *const *ends, const char *what);
+void jinja_nv_push(P *p, nvec *v, node *x);
+void jinja_analyze_scopes(P *p, node *body);
 
 /* ---- rendering: operators (ops.c), tests, filters, methods and globals, the AST walk */
 
-jv get_attr(J *j, jv obj, const char *name);
-jv get_item(J *j, jv obj, jv key);
-jv do_slice(J *j, jv obj, jv st, jv sp, jv se);
-jlist *iter_list(J *j, jv v);
-size_t py_len(J *j, jv v);
-int contains(J *j, jv container, jv item);
-jv arith(J *j, int op, jv a, jv b);
+jv jinja_get_attr(J *j, jv obj, const char *name);
+jv jinja_get_item(J *j, jv obj, jv key);
+jv jinja_do_slice(J *j, jv obj, jv st, jv sp, jv se);
+jlist *jinja_iter_list(J *j, jv v);
+size_t jinja_py_len(J *j, jv v);
+int jinja_contains(J *j, jv container, jv item);
+jv jinja_arith(J *j, int op, jv a, jv b);
 
-int apply_test(J *j, const char *name, jv v, jargs *A);
-jv apply_filter(J *j, const char *name, jv v, jargs *A, frame *f);
-int text_filter(J *j, const char *name, jv v, jargs *A, jv *out); /* textfilters.c; 0: not one */
-void put_escaped(sb *r, const jstr *s);                          /* markupsafe.escape */
-int method_of(J *j, jv obj, const char *name, jv *out);
-jv call_method(J *j, jv self, const char *name, jargs *A);
-int global_of(J *j, const char *name, jv *out);
-jv call_global(J *j, jfunc *fn, jargs *A);
+int jinja_apply_test(J *j, const char *name, jv v, jargs *A);
+jv jinja_apply_filter(J *j, const char *name, jv v, jargs *A, frame *f);
+int jinja_text_filter(J *j, const char *name, jv v, jargs *A, jv *out); /* textfilters.c; 0: not one */
+void jinja_put_escaped(sb *r, const jstr *s);                          /* markupsafe.escape */
+int jinja_method_of(J *j, jv obj, const char *name, jv *out);
+jv jinja_call_method(J *j, jv self, const char *name, jargs *A);
+int jinja_global_of(J *j, const char *name, jv *out);
+jv jinja_call_global(J *j, jfunc *fn, jargs *A);
 
-jv arg(jargs *A, int pos, const char *name, jv def);
-int has_arg(jargs *A, int pos, const char *name);
-frame *frame_new(J *j, frame *parent);
-void bind_undef_start(J *j, frame *f, const node *body);
-int exec(J *j, node *n, frame *f, sb *out);
+jv jinja_arg(jargs *A, int pos, const char *name, jv def);
+int jinja_has_arg(jargs *A, int pos, const char *name);
+frame *jinja_frame_new(J *j, frame *parent);
+void jinja_bind_undef_start(J *j, frame *f, const node *body);
+int jinja_exec(J *j, node *n, frame *f, sb *out);
 
 #endif

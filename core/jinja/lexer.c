@@ -20,17 +20,17 @@ TL_NORETURN static void perr(P *p, int cls, const tok *t, int near, const char *
         for (int i = 0; i < n; i++)
             txt[k++] = t->s[i] == '\n' ? ' ' : t->s[i];
         txt[k] = 0;
-        tl_error_set(p->j.err, "template:%d:%d: %s: %s near '%s'", t->line, t->col, JE_NAMES[cls], msg, txt);
+        tl_error_set(p->j.err, "template:%d:%d: %s: %s near '%s'", t->line, t->col, jinja_error_names[cls], msg, txt);
     } else if (t && t->t == K_EOF && near)
-        tl_error_set(p->j.err, "template:%d:%d: %s: %s at the end of the template", t->line, t->col, JE_NAMES[cls], msg);
+        tl_error_set(p->j.err, "template:%d:%d: %s: %s at the end of the template", t->line, t->col, jinja_error_names[cls], msg);
     else if (t)
-        tl_error_set(p->j.err, "template:%d:%d: %s: %s", t->line, t->col, JE_NAMES[cls], msg);
+        tl_error_set(p->j.err, "template:%d:%d: %s: %s", t->line, t->col, jinja_error_names[cls], msg);
     else
-        tl_error_set(p->j.err, "template: %s: %s", JE_NAMES[cls], msg);
+        tl_error_set(p->j.err, "template: %s: %s", jinja_error_names[cls], msg);
     longjmp(p->j.jb, 1);
 }
 
-void pfail(P *p, int cls, const tok *t, const char *fmt, ...)
+void jinja_pfail(P *p, int cls, const tok *t, const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
@@ -53,7 +53,7 @@ static void tok_describe(const tok *t, char *out, size_t cap)
     else snprintf(out, cap, "%s", kinds[t->t]);
 }
 
-void pfail_expected(P *p, const tok *t, const char *expected)
+void jinja_pfail_expected(P *p, const tok *t, const char *expected)
 {
     char got[48], msg[160];
     tok_describe(t, got, sizeof got);
@@ -94,7 +94,7 @@ static tok *emit(P *p, int t, size_t at, size_t n)
         size_t cap = p->cap ? p->cap * 2 : 256;
         tok *nt = cap <= MAX_ARENA / sizeof *nt ? realloc(p->toks, cap * sizeof *nt) : NULL;
         if (!nt)
-            pfail(p, JE_MEMORY, NULL, "out of memory for the tokens of the template");
+            jinja_pfail(p, JE_MEMORY, NULL, "out of memory for the tokens of the template");
         p->toks = nt;
         p->cap = cap;
     }
@@ -112,8 +112,8 @@ static size_t ws_fwd(const char *s, size_t i, size_t n)
 {
     while (i < n) {
         unsigned cp;
-        size_t k = u8_next(s, n, i, &cp);
-        if (!py_isspace(cp)) break;
+        size_t k = jinja_u8_next(s, n, i, &cp);
+        if (!jinja_py_isspace(cp)) break;
         i += k;
     }
     return i;
@@ -125,8 +125,8 @@ static size_t ws_back(const char *s, size_t lo, size_t e)
         size_t st = e - 1;
         while (st > lo && ((unsigned char)s[st] & 0xC0) == 0x80) st--;
         unsigned cp;
-        u8_next(s, e, st, &cp);
-        if (!py_isspace(cp)) break;
+        jinja_u8_next(s, e, st, &cp);
+        if (!jinja_py_isspace(cp)) break;
         e = st;
     }
     return e;
@@ -135,24 +135,24 @@ static size_t ws_back(const char *s, size_t lo, size_t e)
 static jv decode_string(P *p, const char *s, size_t n, tok *t)
 {
     sb b;
-    sb_init(&b, &p->j);
+    jinja_sb_init(&b, &p->j);
     for (size_t i = 0; i < n; i++) {
-        if (s[i] != '\\' || i + 1 >= n) { sb_putc(&b, s[i]); continue; }
+        if (s[i] != '\\' || i + 1 >= n) { jinja_sb_putc(&b, s[i]); continue; }
         char c = s[++i];
         unsigned cp;
         int digits;
         switch (c) {
         case '\n': break;
-        case '\\': sb_putc(&b, '\\'); break;
-        case '\'': sb_putc(&b, '\''); break;
-        case '"': sb_putc(&b, '"'); break;
-        case 'a': sb_putc(&b, '\a'); break;
-        case 'b': sb_putc(&b, '\b'); break;
-        case 'f': sb_putc(&b, '\f'); break;
-        case 'n': sb_putc(&b, '\n'); break;
-        case 'r': sb_putc(&b, '\r'); break;
-        case 't': sb_putc(&b, '\t'); break;
-        case 'v': sb_putc(&b, '\v'); break;
+        case '\\': jinja_sb_putc(&b, '\\'); break;
+        case '\'': jinja_sb_putc(&b, '\''); break;
+        case '"': jinja_sb_putc(&b, '"'); break;
+        case 'a': jinja_sb_putc(&b, '\a'); break;
+        case 'b': jinja_sb_putc(&b, '\b'); break;
+        case 'f': jinja_sb_putc(&b, '\f'); break;
+        case 'n': jinja_sb_putc(&b, '\n'); break;
+        case 'r': jinja_sb_putc(&b, '\r'); break;
+        case 't': jinja_sb_putc(&b, '\t'); break;
+        case 'v': jinja_sb_putc(&b, '\v'); break;
         case 'x': digits = 2; goto hex;
         case 'u': digits = 4; goto hex;
         case 'U': digits = 8;
@@ -160,26 +160,26 @@ static jv decode_string(P *p, const char *s, size_t n, tok *t)
             cp = 0;
             for (int k = 0; k < digits; k++) {
                 if (i + 1 >= n || !isxdigit((unsigned char)s[i + 1]))
-                    pfail(p, JE_SYNTAX, t, "invalid \\%c escape in a string", c);
+                    jinja_pfail(p, JE_SYNTAX, t, "invalid \\%c escape in a string", c);
                 char h = s[++i];
                 cp = cp * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (tolower((unsigned char)h) - 'a' + 10));
             }
-            if (cp > 0x10FFFF) pfail(p, JE_SYNTAX, t, "invalid \\U escape in a string");
-            u8_put(&b, cp);
+            if (cp > 0x10FFFF) jinja_pfail(p, JE_SYNTAX, t, "invalid \\U escape in a string");
+            jinja_u8_put(&b, cp);
             break;
         default:
             if (c >= '0' && c <= '7') {
                 cp = (unsigned)(c - '0');
                 for (int k = 0; k < 2 && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '7'; k++)
                     cp = cp * 8 + (unsigned)(s[++i] - '0');
-                u8_put(&b, cp);
+                jinja_u8_put(&b, cp);
             } else {
-                sb_putc(&b, '\\');
-                sb_putc(&b, c);
+                jinja_sb_putc(&b, '\\');
+                jinja_sb_putc(&b, c);
             }
         }
     }
-    return sb_val(&b);
+    return jinja_sb_val(&b);
 }
 
 static const char *const OPS2[] = {"//", "**", "==", "!=", ">=", "<="};
@@ -197,7 +197,7 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
         if (pos >= n) {
             tok t = {.t = K_EOF};
             linecol(p, n, &t.line, &t.col);
-            pfail(p, JE_SYNTAX, &t, "unexpected end of template, expected '%s'", block ? "%}" : "}}");
+            jinja_pfail(p, JE_SYNTAX, &t, "unexpected end of template, expected '%s'", block ? "%}" : "}}");
         }
         if (!sp) {
             const char *end = block ? "%}" : "}}";
@@ -241,13 +241,13 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
                     while (e < n && isdigit((unsigned char)s[e])) e++;
                 }
             }
-            char *tmp = jalloc(&p->j, e - pos + 1);
+            char *tmp = jinja_alloc(&p->j, e - pos + 1);
             size_t k = 0;
             for (size_t i = pos; i < e; i++)
                 if (s[i] != '_') tmp[k++] = s[i];
             tmp[k] = 0;
             tok *t = emit(p, isf ? K_FLOAT : K_INT, pos, e - pos);
-            t->val = isf ? v_float(strtod(tmp, NULL)) : big_parse(&p->j, tmp, k);
+            t->val = isf ? v_float(strtod(tmp, NULL)) : jinja_big_parse(&p->j, tmp, k);
             pos = e;
             continue;
         }
@@ -265,7 +265,7 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
                 e++;
             }
             tok *t = emit(p, K_STR, pos, (e < n ? e + 1 : n) - pos);
-            if (e >= n) pfail(p, JE_SYNTAX, t, "unexpected char %c (an unterminated string)", c);
+            if (e >= n) jinja_pfail(p, JE_SYNTAX, t, "unexpected char %c (an unterminated string)", c);
             t->val = decode_string(p, s + pos + 1, e - pos - 1, t);
             pos = e + 1;
             continue;
@@ -274,21 +274,21 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
         for (size_t k = 0; k < sizeof OPS2 / sizeof OPS2[0]; k++)
             if (pos + 1 < n && !memcmp(s + pos, OPS2[k], 2)) on = 2;
         if (!on && strchr(OPS1, c) && c) on = 1;
-        tok *t = emit(p, K_OP, pos, on ? on : u8_next(s, n, pos, NULL));
-        if (!on) pfail(p, JE_SYNTAX, t, "unexpected char");
+        tok *t = emit(p, K_OP, pos, on ? on : jinja_u8_next(s, n, pos, NULL));
+        if (!on) jinja_pfail(p, JE_SYNTAX, t, "unexpected char");
         if (on == 1 && (c == '(' || c == '[' || c == '{')) {
-            if (sp >= (int)sizeof stack) pfail(p, JE_RECURSION, t, "brackets nested too deeply");
+            if (sp >= (int)sizeof stack) jinja_pfail(p, JE_RECURSION, t, "brackets nested too deeply");
             stack[sp++] = c == '(' ? ')' : c == '[' ? ']' : '}';
         } else if (on == 1 && (c == ')' || c == ']' || c == '}')) {
-            if (!sp) pfail(p, JE_SYNTAX, t, "unexpected '%c'", c);
-            if (stack[sp - 1] != c) pfail(p, JE_SYNTAX, t, "unexpected '%c', expected '%c'", c, stack[sp - 1]);
+            if (!sp) jinja_pfail(p, JE_SYNTAX, t, "unexpected '%c'", c);
+            if (stack[sp - 1] != c) jinja_pfail(p, JE_SYNTAX, t, "unexpected '%c', expected '%c'", c, stack[sp - 1]);
             sp--;
         }
         pos += on;
     }
 }
 
-void lex(P *p)
+void jinja_lex(P *p)
 {
     const char *s = p->src;
     size_t n = p->len, pos = 0;
@@ -326,7 +326,7 @@ void lex(P *p)
             }
             if (i + 1 >= n) {
                 tok *k = emit(p, K_OP, t, 2);
-                pfail(p, JE_SYNTAX, k, "missing end of comment tag");
+                jinja_pfail(p, JE_SYNTAX, k, "missing end of comment tag");
             }
             size_t e;
             line_starting = 0;
@@ -343,10 +343,10 @@ void lex(P *p)
         }
         if (kind == '%') { /* {% raw %} ... {% endraw %} */
             size_t i = after;
-            while (i < n && is_ws(s[i])) i++;
+            while (i < n && jinja_is_ws(s[i])) i++;
             if (i + 3 <= n && !memcmp(s + i, "raw", 3)) {
                 size_t k = i + 3;
-                while (k < n && is_ws(s[k])) k++;
+                while (k < n && jinja_is_ws(s[k])) k++;
                 int minus = k < n && s[k] == '-';
                 if (k + minus + 1 < n && !memcmp(s + k + minus, "%}", 2)) {
                     k += minus + 2;
@@ -358,10 +358,10 @@ void lex(P *p)
                         size_t q = r + 2;
                         char rs = q < n && (s[q] == '-' || s[q] == '+') ? s[q] : 0;
                         if (rs) q++;
-                        while (q < n && is_ws(s[q])) q++;
+                        while (q < n && jinja_is_ws(s[q])) q++;
                         if (q + 6 > n || memcmp(s + q, "endraw", 6)) continue;
                         q += 6;
-                        while (q < n && is_ws(s[q])) q++;
+                        while (q < n && jinja_is_ws(s[q])) q++;
                         char es = q < n && (s[q] == '-' || s[q] == '+') ? s[q] : 0;
                         if (q + (es ? 1 : 0) + 1 >= n || memcmp(s + q + (es ? 1 : 0), "%}", 2)) continue;
                         size_t te = r;
@@ -385,7 +385,7 @@ void lex(P *p)
                     }
                     if (r + 1 >= n) {
                         tok *kt = emit(p, K_OP, t, 2);
-                        pfail(p, JE_SYNTAX, kt, "missing end of raw directive");
+                        jinja_pfail(p, JE_SYNTAX, kt, "missing end of raw directive");
                     }
                     continue;
                 }

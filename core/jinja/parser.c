@@ -23,27 +23,27 @@ static const char *describe(const tok *t)
 
 static void expect_op(P *p, const char *s)
 {
-    if (!is_op(p, s)) pfail_expected(p, cur(p), s);
+    if (!is_op(p, s)) jinja_pfail_expected(p, cur(p), s);
     adv(p);
 }
 
-static const char *tok_str(P *p, const tok *t) { return jstrdup(&p->j, t->s, t->n); }
+static const char *tok_str(P *p, const tok *t) { return jinja_strdup(&p->j, t->s, t->n); }
 
 static const char *expect_name(P *p)
 {
-    if (cur(p)->t != K_NAME) pfail_expected(p, cur(p), "name");
+    if (cur(p)->t != K_NAME) jinja_pfail_expected(p, cur(p), "name");
     return tok_str(p, adv(p));
 }
 
 static void expect_end(P *p)
 {
-    if (cur(p)->t != K_BEND) pfail_expected(p, cur(p), "end of statement block");
+    if (cur(p)->t != K_BEND) jinja_pfail_expected(p, cur(p), "end of statement block");
     adv(p);
 }
 
 static node *mk(P *p, int k, const tok *t)
 {
-    node *n = jalloc(&p->j, sizeof *n);
+    node *n = jinja_alloc(&p->j, sizeof *n);
     memset(n, 0, sizeof *n);
     n->k = k;
     n->line = t->line;
@@ -51,11 +51,11 @@ static node *mk(P *p, int k, const tok *t)
     return n;
 }
 
-void nv_push(P *p, nvec *v, node *x)
+void jinja_nv_push(P *p, nvec *v, node *x)
 {
     if (v->n == v->cap) {
         int cap = v->cap ? v->cap * 2 : 4;
-        node **nn = jalloc(&p->j, (size_t)cap * sizeof *nn);
+        node **nn = jinja_alloc(&p->j, (size_t)cap * sizeof *nn);
         if (v->n) memcpy(nn, v->v, (size_t)v->n * sizeof *nn);
         v->v = nn;
         v->cap = cap;
@@ -71,7 +71,7 @@ static node *parse_primary(P *p);
 
 static void enter(P *p)
 {
-    if (++p->depth > MAX_PARSE_DEPTH) pfail(p, JE_RECURSION, cur(p), "template nested too deeply");
+    if (++p->depth > MAX_PARSE_DEPTH) jinja_pfail(p, JE_RECURSION, cur(p), "template nested too deeply");
 }
 
 static void parse_args(P *p, node *n)
@@ -84,16 +84,16 @@ static void parse_args(P *p, node *n)
             expect_op(p, ",");
             if (is_op(p, ")")) break;
         }
-        if (is_op(p, "*") || is_op(p, "**")) pfail(p, JE_UNSUPPORTED, cur(p), "*args and **kwargs are not supported");
+        if (is_op(p, "*") || is_op(p, "**")) jinja_pfail(p, JE_UNSUPPORTED, cur(p), "*args and **kwargs are not supported");
         if (cur(p)->t == K_NAME && tok_is(peekt(p, 1), K_OP, "=")) {
             node *k = mk(p, E_CONST, cur(p));
             k->name = tok_str(p, adv(p));
             adv(p);
-            nv_push(p, &kn, k);
-            nv_push(p, &kv, parse_expr(p, 1));
+            jinja_nv_push(p, &kn, k);
+            jinja_nv_push(p, &kv, parse_expr(p, 1));
         } else {
-            if (kv.n) pfail(p, JE_SYNTAX, cur(p), "invalid syntax for function call expression");
-            nv_push(p, &a, parse_expr(p, 1));
+            if (kv.n) jinja_pfail(p, JE_SYNTAX, cur(p), "invalid syntax for function call expression");
+            jinja_nv_push(p, &a, parse_expr(p, 1));
         }
     }
     adv(p);
@@ -101,7 +101,7 @@ static void parse_args(P *p, node *n)
     n->nv = a.n;
     n->v2 = kv.v;
     n->nv2 = kv.n;
-    n->names = jalloc(&p->j, (size_t)(kn.n + 1) * sizeof(char *));
+    n->names = jinja_alloc(&p->j, (size_t)(kn.n + 1) * sizeof(char *));
     for (int i = 0; i < kn.n; i++) n->names[i] = kn.v[i]->name;
     n->nnames = kn.n;
 }
@@ -116,7 +116,7 @@ static node *parse_filter(P *p, node *in, int start_inline)
         const char *name = expect_name(p);
         while (is_op(p, ".")) {
             adv(p);
-            name = jprintf(&p->j, "%s.%s", name, expect_name(p));
+            name = jinja_printf(&p->j, "%s.%s", name, expect_name(p));
         }
         f->name = name;
         f->a = in;
@@ -135,16 +135,16 @@ static node *parse_test(P *p, node *in)
     const char *name = expect_name(p);
     while (is_op(p, ".")) {
         adv(p);
-        name = jprintf(&p->j, "%s.%s", name, expect_name(p));
+        name = jinja_printf(&p->j, "%s.%s", name, expect_name(p));
     }
     n->name = name;
     tok *c = cur(p);
     if (is_op(p, "(")) parse_args(p, n);
     else if ((c->t == K_NAME || c->t == K_STR || c->t == K_INT || c->t == K_FLOAT || is_op(p, "[") || is_op(p, "{")) &&
              !is_name(p, "else") && !is_name(p, "or") && !is_name(p, "and")) {
-        if (is_name(p, "is")) pfail(p, JE_SYNTAX, c, "You cannot chain multiple tests with is");
+        if (is_name(p, "is")) jinja_pfail(p, JE_SYNTAX, c, "You cannot chain multiple tests with is");
         node *arg = parse_postfix(p, parse_primary(p));
-        n->v = jalloc(&p->j, sizeof(node *));
+        n->v = jinja_alloc(&p->j, sizeof(node *));
         n->v[0] = arg;
         n->nv = 1;
     }
@@ -165,7 +165,7 @@ static node *parse_subscript(P *p, node *obj)
             break; /* x[] subscripts with an empty tuple, as Jinja2 parses it */
         node *start = NULL;
         if (!is_op(p, ":")) start = parse_expr(p, 1);
-        if (!is_op(p, ":")) { nv_push(p, &items, start); continue; }
+        if (!is_op(p, ":")) { jinja_nv_push(p, &items, start); continue; }
         adv(p);
         node *sl = mk(p, E_SLICE, t);
         sl->b = start;
@@ -174,7 +174,7 @@ static node *parse_subscript(P *p, node *obj)
             adv(p);
             if (!is_op(p, "]") && !is_op(p, ",")) sl->d = parse_expr(p, 1);
         }
-        nv_push(p, &items, sl);
+        jinja_nv_push(p, &items, sl);
     }
     expect_op(p, "]");
     if (items.n == 1 && items.v[0]->k == E_SLICE) {
@@ -183,7 +183,7 @@ static node *parse_subscript(P *p, node *obj)
         return res;
     }
     for (int i = 0; i < items.n; i++)
-        if (items.v[i]->k == E_SLICE) pfail(p, JE_UNSUPPORTED, t, "a slice inside a tuple subscript is not supported");
+        if (items.v[i]->k == E_SLICE) jinja_pfail(p, JE_UNSUPPORTED, t, "a slice inside a tuple subscript is not supported");
     res = mk(p, E_ITEM, t);
     res->a = obj;
     if (items.n == 1) res->b = items.v[0];
@@ -214,7 +214,7 @@ static node *parse_postfix(P *p, node *n)
                 a->b->val = adv(p)->val;
                 n = a;
             } else
-                pfail(p, JE_SYNTAX, cur(p), "expected name or number");
+                jinja_pfail(p, JE_SYNTAX, cur(p), "expected name or number");
         } else if (is_op(p, "[")) {
             n = parse_subscript(p, n);
         } else if (is_op(p, "(")) {
@@ -259,10 +259,10 @@ static node *parse_primary(P *p)
         n->val = adv(p)->val;
         if (cur(p)->t == K_STR) {
             sb b;
-            sb_init(&b, &p->j);
-            sb_put_str(&b, n->val.u.s);
-            while (cur(p)->t == K_STR) sb_put_str(&b, adv(p)->val.u.s);
-            n->val = sb_val(&b);
+            jinja_sb_init(&b, &p->j);
+            jinja_sb_put_str(&b, n->val.u.s);
+            while (cur(p)->t == K_STR) jinja_sb_put_str(&b, adv(p)->val.u.s);
+            n->val = jinja_sb_val(&b);
         }
     } else if (t->t == K_INT || t->t == K_FLOAT) {
         n = mk(p, E_CONST, t);
@@ -278,7 +278,7 @@ static node *parse_primary(P *p)
         while (!is_op(p, "]")) {
             if (v.n) expect_op(p, ",");
             if (is_op(p, "]")) break;
-            nv_push(p, &v, parse_expr(p, 1));
+            jinja_nv_push(p, &v, parse_expr(p, 1));
         }
         adv(p);
         n->v = v.v;
@@ -290,9 +290,9 @@ static node *parse_primary(P *p)
         while (!is_op(p, "}")) {
             if (k.n) expect_op(p, ",");
             if (is_op(p, "}")) break;
-            nv_push(p, &k, parse_expr(p, 1));
+            jinja_nv_push(p, &k, parse_expr(p, 1));
             expect_op(p, ":");
-            nv_push(p, &v, parse_expr(p, 1));
+            jinja_nv_push(p, &v, parse_expr(p, 1));
         }
         adv(p);
         n->v = k.v;
@@ -301,8 +301,8 @@ static node *parse_primary(P *p)
         n->nv2 = v.n;
     } else {
         const char *d = describe(t);
-        if (d) pfail(p, JE_SYNTAX, t, "unexpected %s", d);
-        pfail(p, JE_SYNTAX, t, "unexpected '%.*s'", (int)(t->n > 20 ? 20 : t->n), t->s);
+        if (d) jinja_pfail(p, JE_SYNTAX, t, "unexpected %s", d);
+        jinja_pfail(p, JE_SYNTAX, t, "unexpected '%.*s'", (int)(t->n > 20 ? 20 : t->n), t->s);
     }
     p->depth--;
     return n;
@@ -362,10 +362,10 @@ static node *parse_concat(P *p)
     if (!is_op(p, "~")) return l;
     node *c = mk(p, E_CONCAT, cur(p));
     nvec v = {0};
-    nv_push(p, &v, l);
+    jinja_nv_push(p, &v, l);
     while (is_op(p, "~")) {
         adv(p);
-        nv_push(p, &v, parse_math2(p));
+        jinja_nv_push(p, &v, parse_math2(p));
     }
     c->v = v.v;
     c->nv = v.n;
@@ -401,8 +401,8 @@ static node *parse_compare(P *p)
         adv(p);
         node *o = mk(p, E_CONST, t);
         o->op = op;
-        nv_push(p, &ops, o);
-        nv_push(p, &rhs, parse_math1(p));
+        jinja_nv_push(p, &ops, o);
+        jinja_nv_push(p, &rhs, parse_math1(p));
     }
     if (!ops.n) return l;
     node *c = mk(p, E_CMP, t0);
@@ -487,7 +487,7 @@ static node *parse_tuple(P *p, int with_condexpr, int explicit_parens, const cha
     for (;;) {
         if (v.n) expect_op(p, ",");
         if (tuple_end(p, extra_end)) break;
-        nv_push(p, &v, parse_expr(p, with_condexpr));
+        jinja_nv_push(p, &v, parse_expr(p, with_condexpr));
         if (is_op(p, ",")) is_tuple = 1;
         else break;
     }
@@ -495,8 +495,8 @@ static node *parse_tuple(P *p, int with_condexpr, int explicit_parens, const cha
         if (v.n) return v.v[0];
         if (!explicit_parens) {
             const char *d = describe(cur(p));
-            if (d) pfail(p, JE_SYNTAX, cur(p), "Expected an expression, got '%s'", d);
-            pfail(p, JE_SYNTAX, cur(p), "Expected an expression");
+            if (d) jinja_pfail(p, JE_SYNTAX, cur(p), "Expected an expression, got '%s'", d);
+            jinja_pfail(p, JE_SYNTAX, cur(p), "Expected an expression");
         }
     }
     node *n = mk(p, E_TUPLE, t0);
@@ -527,10 +527,10 @@ static node *parse_target(P *p, const char *extra_end, int allow_attr)
             n->attr = expect_name(p);
             return n;
         }
-        nv_push(p, &v, n);
+        jinja_nv_push(p, &v, n);
     }
     if (paren) expect_op(p, ")");
-    if (!v.n) pfail(p, JE_SYNTAX, cur(p), "expected a name to assign to");
+    if (!v.n) jinja_pfail(p, JE_SYNTAX, cur(p), "expected a name to assign to");
     if (v.n == 1 && !tok_is(&p->toks[p->i - 1], K_OP, ",")) return v.v[0];
     node *tu = mk(p, E_TUPLE, t0);
     tu->v = v.v;
@@ -548,17 +548,17 @@ static void parse_params(P *p, node *n)
         tok *t = cur(p);
         node *nm = mk(p, E_NAME, t);
         nm->name = expect_name(p);
-        nv_push(p, &names, nm);
+        jinja_nv_push(p, &names, nm);
         if (is_op(p, "=")) {
             adv(p);
-            nv_push(p, &defs, parse_expr(p, 1));
+            jinja_nv_push(p, &defs, parse_expr(p, 1));
         } else {
-            if (defs.n && defs.v[defs.n - 1]) pfail(p, JE_SYNTAX, t, "non-default argument follows default argument");
-            nv_push(p, &defs, NULL);
+            if (defs.n && defs.v[defs.n - 1]) jinja_pfail(p, JE_SYNTAX, t, "non-default argument follows default argument");
+            jinja_nv_push(p, &defs, NULL);
         }
     }
     adv(p);
-    n->names = jalloc(&p->j, (size_t)(names.n + 1) * sizeof(char *));
+    n->names = jinja_alloc(&p->j, (size_t)(names.n + 1) * sizeof(char *));
     for (int i = 0; i < names.n; i++) n->names[i] = names.v[i]->name;
     n->nnames = names.n;
     n->v2 = defs.v;
@@ -568,7 +568,7 @@ static void parse_params(P *p, node *n)
 static node *parse_stmt(P *p)
 {
     tok *t = cur(p);
-    if (t->t != K_NAME) pfail(p, JE_SYNTAX, t, "tag name expected");
+    if (t->t != K_NAME) jinja_pfail(p, JE_SYNTAX, t, "tag name expected");
     enter(p);
     node *n;
     static const char *const if_ends[] = {"elif", "else", "endif", NULL};
@@ -582,7 +582,7 @@ static node *parse_stmt(P *p)
         c->a = parse_tuple(p, 0, 0, NULL);
         expect_end(p);
         for (;;) {
-            c->b = parse_body(p, if_ends, "endif");
+            c->b = jinja_parse_body(p, if_ends, "endif");
             if (is_name(p, "elif")) {
                 tok *et = adv(p);
                 node *e = mk(p, S_IF, et);
@@ -595,7 +595,7 @@ static node *parse_stmt(P *p)
             if (is_name(p, "else")) {
                 adv(p);
                 expect_end(p);
-                c->c = parse_body(p, endif, "endif");
+                c->c = jinja_parse_body(p, endif, "endif");
             }
             break;
         }
@@ -605,21 +605,21 @@ static node *parse_stmt(P *p)
         adv(p);
         n = mk(p, S_FOR, t);
         n->d = parse_target(p, "in", 0);
-        if (!is_name(p, "in")) pfail(p, JE_SYNTAX, cur(p), "expected 'in'");
+        if (!is_name(p, "in")) jinja_pfail(p, JE_SYNTAX, cur(p), "expected 'in'");
         adv(p);
         n->a = parse_tuple(p, 0, 0, "recursive");
         if (is_name(p, "if")) {
             adv(p);
             n->b = parse_expr(p, 1);
         }
-        if (is_name(p, "recursive")) pfail(p, JE_UNSUPPORTED, cur(p), "recursive loops are not supported");
+        if (is_name(p, "recursive")) jinja_pfail(p, JE_UNSUPPORTED, cur(p), "recursive loops are not supported");
         expect_end(p);
-        n->c = parse_body(p, for_ends, "endfor");
+        n->c = jinja_parse_body(p, for_ends, "endfor");
         if (is_name(p, "else")) {
             adv(p);
             expect_end(p);
-            n->v = jalloc(&p->j, sizeof(node *));
-            n->v[0] = parse_body(p, endfor, "endfor");
+            n->v = jinja_alloc(&p->j, sizeof(node *));
+            n->v[0] = jinja_parse_body(p, endfor, "endfor");
             n->nv = 1;
         }
         adv(p);
@@ -634,14 +634,14 @@ static node *parse_stmt(P *p)
             expect_end(p);
         } else {
             static const char *const endset[] = {"endset", NULL};
-            if (n->d->k != E_NAME && n->d->k != E_ATTR) pfail(p, JE_SYNTAX, t, "a block set needs a single name");
+            if (n->d->k != E_NAME && n->d->k != E_ATTR) jinja_pfail(p, JE_SYNTAX, t, "a block set needs a single name");
             n->k = S_SETBLOCK;
             if (is_op(p, "|")) {
                 node *in = mk(p, E_BLOCKINPUT, t);
                 n->a = parse_filter(p, in, 0);
             }
             expect_end(p);
-            n->b = parse_body(p, endset, "endset");
+            n->b = jinja_parse_body(p, endset, "endset");
             adv(p);
             expect_end(p);
         }
@@ -652,7 +652,7 @@ static node *parse_stmt(P *p)
         n->name = expect_name(p);
         parse_params(p, n);
         expect_end(p);
-        n->b = parse_body(p, endm, "endmacro");
+        n->b = jinja_parse_body(p, endm, "endmacro");
         adv(p);
         expect_end(p);
     } else if (is_name(p, "call")) {
@@ -661,9 +661,9 @@ static node *parse_stmt(P *p)
         n = mk(p, S_CALLBLOCK, t);
         if (is_op(p, "(")) parse_params(p, n);
         n->a = parse_expr(p, 1);
-        if (n->a->k != E_CALL) pfail(p, JE_SYNTAX, t, "expected call");
+        if (n->a->k != E_CALL) jinja_pfail(p, JE_SYNTAX, t, "expected call");
         expect_end(p);
-        n->b = parse_body(p, endc, "endcall");
+        n->b = jinja_parse_body(p, endc, "endcall");
         adv(p);
         expect_end(p);
     } else if (is_name(p, "filter")) {
@@ -673,7 +673,7 @@ static node *parse_stmt(P *p)
         node *in = mk(p, E_BLOCKINPUT, t);
         n->a = parse_filter(p, in, 1);
         expect_end(p);
-        n->b = parse_body(p, endf, "endfilter");
+        n->b = jinja_parse_body(p, endf, "endfilter");
         adv(p);
         expect_end(p);
     } else if (is_name(p, "break") || is_name(p, "continue")) {
@@ -684,7 +684,7 @@ static node *parse_stmt(P *p)
         static const char *const endg[] = {"endgeneration", NULL};
         adv(p);
         expect_end(p);
-        n = parse_body(p, endg, "endgeneration");
+        n = jinja_parse_body(p, endg, "endgeneration");
         adv(p);
         expect_end(p);
     } else if (is_name(p, "with")) {
@@ -698,25 +698,25 @@ static node *parse_stmt(P *p)
             node *nm = mk(p, E_NAME, nt);
             nm->name = expect_name(p);
             expect_op(p, "=");
-            nv_push(p, &names, nm);
-            nv_push(p, &vals, parse_expr(p, 1));
+            jinja_nv_push(p, &names, nm);
+            jinja_nv_push(p, &vals, parse_expr(p, 1));
         }
         expect_end(p);
         n->v = names.v;
         n->nv = names.n;
         n->v2 = vals.v;
         n->nv2 = vals.n;
-        n->b = parse_body(p, endw, "endwith");
+        n->b = jinja_parse_body(p, endw, "endwith");
         adv(p);
         expect_end(p);
     } else {
-        pfail(p, JE_SYNTAX, t, "Encountered unknown tag '%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s);
+        jinja_pfail(p, JE_SYNTAX, t, "Encountered unknown tag '%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s);
     }
     p->depth--;
     return n;
 }
 
-node *parse_body(P *p, const char *const *ends, const char *what)
+node *jinja_parse_body(P *p, const char *const *ends, const char *what)
 {
     node *body = mk(p, S_BODY, cur(p));
     node **tail = &body->a;
@@ -725,18 +725,18 @@ node *parse_body(P *p, const char *const *ends, const char *what)
         tok *t = cur(p);
         node *n = NULL;
         if (t->t == K_EOF) {
-            if (ends) pfail(p, JE_SYNTAX, t, "Unexpected end of template. Jinja was looking for '%s'", what);
+            if (ends) jinja_pfail(p, JE_SYNTAX, t, "Unexpected end of template. Jinja was looking for '%s'", what);
             break;
         }
         if (t->t == K_DATA) {
             n = mk(p, S_TEXT, t);
-            n->val = v_str(&p->j, t->s, t->n);
+            n->val = jinja_v_str(&p->j, t->s, t->n);
             adv(p);
         } else if (t->t == K_VBEGIN) {
             adv(p);
             n = mk(p, S_OUT, t);
             n->a = parse_tuple(p, 1, 0, NULL);
-            if (cur(p)->t != K_VEND) pfail_expected(p, cur(p), "end of print statement");
+            if (cur(p)->t != K_VEND) jinja_pfail_expected(p, cur(p), "end of print statement");
             adv(p);
         } else if (t->t == K_BBEGIN) {
             tok *nt = peekt(p, 1);
@@ -751,14 +751,14 @@ node *parse_body(P *p, const char *const *ends, const char *what)
                 static const char *const closers[] = {"endif", "endfor", "else", "elif", "endset", "endmacro", "endcall", "endfilter", "endwith", "endgeneration", "endraw", NULL};
                 for (int i = 0; closers[i]; i++)
                     if (tok_is(nt, K_NAME, closers[i])) {
-                        if (ends) pfail(p, JE_SYNTAX, nt, "Encountered unknown tag '%s'. Jinja was looking for '%s'", closers[i], what);
-                        pfail(p, JE_SYNTAX, nt, "Encountered unknown tag '%s'", closers[i]);
+                        if (ends) jinja_pfail(p, JE_SYNTAX, nt, "Encountered unknown tag '%s'. Jinja was looking for '%s'", closers[i], what);
+                        jinja_pfail(p, JE_SYNTAX, nt, "Encountered unknown tag '%s'", closers[i]);
                     }
             }
             adv(p);
             n = parse_stmt(p);
         } else
-            pfail(p, JE_SYNTAX, t, "unexpected token");
+            jinja_pfail(p, JE_SYNTAX, t, "unexpected token");
         *tail = n;
         tail = &n->next;
     }

@@ -33,17 +33,17 @@ static void py_pad(sb *r, const char *spec, const char *body, size_t n, const ch
     char sign;
     long width, prec;
     spec_parse(spec, &left, &zero, &sign, &width, &prec);
-    size_t hn = strlen(head), len = hn + u8_count(body, n);
+    size_t hn = strlen(head), len = hn + jinja_u8_count(body, n);
     size_t pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
-    if (pad > MAX_STRING) jfail(r->j, JE_LIMIT, "format too wide");
+    if (pad > MAX_STRING) jinja_fail(r->j, JE_LIMIT, "format too wide");
     if (!left && !(zero && hn))
-        for (size_t i = 0; i < pad; i++) sb_putc(r, ' ');
-    sb_puts(r, head);
+        for (size_t i = 0; i < pad; i++) jinja_sb_putc(r, ' ');
+    jinja_sb_puts(r, head);
     if (!left && zero && hn)
-        for (size_t i = 0; i < pad; i++) sb_putc(r, '0');
-    sb_put(r, body, n);
+        for (size_t i = 0; i < pad; i++) jinja_sb_putc(r, '0');
+    jinja_sb_put(r, body, n);
     if (left)
-        for (size_t i = 0; i < pad; i++) sb_putc(r, ' ');
+        for (size_t i = 0; i < pad; i++) jinja_sb_putc(r, ' ');
 }
 
 /* %d %i %u %o %x %X of a 64-bit integer as Python formats it: a minus sign, not two's
@@ -95,16 +95,16 @@ static void py_big_format(sb *r, const char *spec, jv x)
     else head[0] = sign;
     size_t digits = prec > 0 && (size_t)prec > n ? (size_t)prec : n, zeros = 0;
     if (zero && !left && !head[0] && width > 0 && (size_t)width > digits) zeros = (size_t)width - digits;
-    if (digits + zeros > MAX_STRING) jfail(r->j, JE_LIMIT, "format too wide");
+    if (digits + zeros > MAX_STRING) jinja_fail(r->j, JE_LIMIT, "format too wide");
     sb body;
-    sb_init(&body, r->j);
-    for (size_t i = n; i < digits + zeros; i++) sb_putc(&body, '0');
-    sb_put(&body, d, n);
+    jinja_sb_init(&body, r->j);
+    for (size_t i = n; i < digits + zeros; i++) jinja_sb_putc(&body, '0');
+    jinja_sb_put(&body, d, n);
     py_pad(r, spec, body.p, body.len, head);
 }
 
 /* repr(float) as Python writes it: the shortest digits that round-trip */
-void fmt_float(char *out, size_t cap, double d)
+void jinja_fmt_float(char *out, size_t cap, double d)
 {
     if (isnan(d)) { snprintf(out, cap, "nan"); return; }
     if (isinf(d)) { snprintf(out, cap, d < 0 ? "-inf" : "inf"); return; }
@@ -169,111 +169,111 @@ static void put_str_repr(sb *b, const jstr *s)
 {
     int has_sq = memchr(s->p, '\'', s->len) != NULL, has_dq = memchr(s->p, '"', s->len) != NULL;
     char q = has_sq && !has_dq ? '"' : '\'';
-    sb_putc(b, q);
+    jinja_sb_putc(b, q);
     for (size_t i = 0; i < s->len;) {
         unsigned cp;
-        size_t k = u8_next(s->p, s->len, i, &cp);
-        if (cp == (unsigned char)q || cp == '\\') { sb_putc(b, '\\'); sb_putc(b, (char)cp); }
-        else if (cp == '\n') sb_puts(b, "\\n");
-        else if (cp == '\r') sb_puts(b, "\\r");
-        else if (cp == '\t') sb_puts(b, "\\t");
+        size_t k = jinja_u8_next(s->p, s->len, i, &cp);
+        if (cp == (unsigned char)q || cp == '\\') { jinja_sb_putc(b, '\\'); jinja_sb_putc(b, (char)cp); }
+        else if (cp == '\n') jinja_sb_puts(b, "\\n");
+        else if (cp == '\r') jinja_sb_puts(b, "\\r");
+        else if (cp == '\t') jinja_sb_puts(b, "\\t");
         else if (!py_printable(cp)) {
             char t[16];
             snprintf(t, sizeof t, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
-            sb_puts(b, t);
+            jinja_sb_puts(b, t);
         } else
-            sb_put(b, s->p + i, k);
+            jinja_sb_put(b, s->p + i, k);
         i += k;
     }
-    sb_putc(b, q);
+    jinja_sb_putc(b, q);
 }
 
 /* str(v) */
-void put_str(sb *b, jv v)
+void jinja_put_str(sb *b, jv v)
 {
     char t[64];
     switch (v.t) {
     case T_UNDEF: return;
-    case T_NONE: sb_puts(b, "None"); return;
-    case T_BOOL: sb_puts(b, v.u.b ? "True" : "False"); return;
-    case T_INT: snprintf(t, sizeof t, "%lld", v.u.i); sb_puts(b, t); return;
-    case T_BIG: sb_put_str(b, v.u.s); return;
-    case T_FLOAT: fmt_float(t, sizeof t, v.u.f); sb_puts(b, t); return;
-    case T_STR: sb_put_str(b, v.u.s); return;
+    case T_NONE: jinja_sb_puts(b, "None"); return;
+    case T_BOOL: jinja_sb_puts(b, v.u.b ? "True" : "False"); return;
+    case T_INT: snprintf(t, sizeof t, "%lld", v.u.i); jinja_sb_puts(b, t); return;
+    case T_BIG: jinja_sb_put_str(b, v.u.s); return;
+    case T_FLOAT: jinja_fmt_float(t, sizeof t, v.u.f); jinja_sb_puts(b, t); return;
+    case T_STR: jinja_sb_put_str(b, v.u.s); return;
     case T_NS:
-        sb_puts(b, "<Namespace ");
-        { jv d = v; d.t = T_DICT; put_repr(b, d); }
-        sb_puts(b, ">");
+        jinja_sb_puts(b, "<Namespace ");
+        { jv d = v; d.t = T_DICT; jinja_put_repr(b, d); }
+        jinja_sb_puts(b, ">");
         return;
-    case T_FUNC: sb_puts(b, "<function "); sb_puts(b, v.u.fn->name ? v.u.fn->name : "?"); sb_puts(b, ">"); return;
-    default: put_repr(b, v);
+    case T_FUNC: jinja_sb_puts(b, "<function "); jinja_sb_puts(b, v.u.fn->name ? v.u.fn->name : "?"); jinja_sb_puts(b, ">"); return;
+    default: jinja_put_repr(b, v);
     }
 }
 
-void put_repr(sb *b, jv v)
+void jinja_put_repr(sb *b, jv v)
 {
     if (++b->j->depth > MAX_DEPTH)
-        jfail(b->j, JE_RECURSION, "value nested too deeply");
+        jinja_fail(b->j, JE_RECURSION, "value nested too deeply");
     switch (v.t) {
     case T_STR:
-        if (v.xc) sb_puts(b, "Markup(");
+        if (v.xc) jinja_sb_puts(b, "Markup(");
         put_str_repr(b, v.u.s);
-        if (v.xc) sb_putc(b, ')');
+        if (v.xc) jinja_sb_putc(b, ')');
         break;
     case T_LIST: {
         jlist *l = v.u.l;
-        if (l->gen) { sb_puts(b, "<generator object>"); break; }
-        if (l->view) { sb_puts(b, type_name(v)); sb_putc(b, '('); }
-        sb_putc(b, l->tuple ? '(' : '[');
+        if (l->gen) { jinja_sb_puts(b, "<generator object>"); break; }
+        if (l->view) { jinja_sb_puts(b, jinja_type_name(v)); jinja_sb_putc(b, '('); }
+        jinja_sb_putc(b, l->tuple ? '(' : '[');
         for (size_t i = 0; i < l->n; i++) {
-            if (i) sb_puts(b, ", ");
-            put_repr(b, l->it[i]);
+            if (i) jinja_sb_puts(b, ", ");
+            jinja_put_repr(b, l->it[i]);
         }
-        if (l->tuple && l->n == 1) sb_putc(b, ',');
-        sb_putc(b, l->tuple ? ')' : ']');
-        if (l->view) sb_putc(b, ')');
+        if (l->tuple && l->n == 1) jinja_sb_putc(b, ',');
+        jinja_sb_putc(b, l->tuple ? ')' : ']');
+        if (l->view) jinja_sb_putc(b, ')');
         break;
     }
     case T_DICT: {
         jdict *d = v.u.d;
-        sb_putc(b, '{');
+        jinja_sb_putc(b, '{');
         for (size_t i = 0; i < d->n; i++) {
-            if (i) sb_puts(b, ", ");
-            put_repr(b, d->k[i]);
-            sb_puts(b, ": ");
-            put_repr(b, d->v[i]);
+            if (i) jinja_sb_puts(b, ", ");
+            jinja_put_repr(b, d->k[i]);
+            jinja_sb_puts(b, ": ");
+            jinja_put_repr(b, d->v[i]);
         }
-        sb_putc(b, '}');
+        jinja_sb_putc(b, '}');
         break;
     }
-    case T_UNDEF: sb_puts(b, "Undefined"); break;
-    default: put_str(b, v);
+    case T_UNDEF: jinja_sb_puts(b, "Undefined"); break;
+    default: jinja_put_str(b, v);
     }
     b->j->depth--;
 }
 
-jv to_str(J *j, jv v)
+jv jinja_to_str(J *j, jv v)
 {
     if (v.t == T_STR)
         return v;
     sb b;
-    sb_init(&b, j);
-    put_str(&b, v);
-    return sb_val(&b);
+    jinja_sb_init(&b, j);
+    jinja_put_str(&b, v);
+    return jinja_sb_val(&b);
 }
 
 /* str % args: printf-style formatting as Python does it */
-jv py_percent(J *j, jstr *f, jv b)
+jv jinja_py_percent(J *j, jstr *f, jv b)
 {
     jlist *args = b.t == T_LIST && b.u.l->tuple ? b.u.l : NULL;
     size_t ai = 0;
     int used = 0;
     sb r;
-    sb_init(&r, j);
+    jinja_sb_init(&r, j);
     for (size_t i = 0; i < f->len; i++) {
-        if (f->p[i] != '%' || i + 1 >= f->len) { sb_putc(&r, f->p[i]); continue; }
+        if (f->p[i] != '%' || i + 1 >= f->len) { jinja_sb_putc(&r, f->p[i]); continue; }
         char c = f->p[++i];
-        if (c == '%') { sb_putc(&r, '%'); continue; }
+        if (c == '%') { jinja_sb_putc(&r, '%'); continue; }
         /* %[flags][width][.precision]conversion, as C's printf for numbers */
         char spec[32];
         size_t sl = 0;
@@ -284,20 +284,20 @@ jv py_percent(J *j, jstr *f, jv b)
             spec[sl++] = f->p[i++];
             while (i < f->len && isdigit((unsigned char)f->p[i]) && sl < 24) spec[sl++] = f->p[i++];
         }
-        if (i >= f->len) jfail(j, JE_VALUE, "incomplete format");
+        if (i >= f->len) jinja_fail(j, JE_VALUE, "incomplete format");
         c = f->p[i];
         jv x = args ? (ai < args->n ? args->it[ai++] : v_undef(NULL)) : b;
-        if (args && x.t == T_UNDEF && !x.u.undef) jfail(j, JE_TYPE, "not enough arguments for format string");
-        if (!args && used++) jfail(j, JE_TYPE, "not enough arguments for format string");
+        if (args && x.t == T_UNDEF && !x.u.undef) jinja_fail(j, JE_TYPE, "not enough arguments for format string");
+        if (!args && used++) jinja_fail(j, JE_TYPE, "not enough arguments for format string");
         if ((c == 's' || c == 'r') && sl == 1) {
-            if (c == 's') put_str(&r, x);
-            else put_repr(&r, x);
+            if (c == 's') jinja_put_str(&r, x);
+            else jinja_put_repr(&r, x);
         } else if (c == 's' || c == 'r') {
             sb t;
-            sb_init(&t, j);
-            if (c == 's') put_str(&t, x);
-            else put_repr(&t, x);
-            jv tv = sb_val(&t);
+            jinja_sb_init(&t, j);
+            if (c == 's') jinja_put_str(&t, x);
+            else jinja_put_repr(&t, x);
+            jv tv = jinja_sb_val(&t);
             spec[sl] = 0;
             /* width and precision count characters, as Python's do (C's count bytes) */
             int left, zero;
@@ -305,86 +305,86 @@ jv py_percent(J *j, jstr *f, jv b)
             long width, prec;
             spec_parse(spec, &left, &zero, &sign, &width, &prec);
             size_t n = tv.u.s->len;
-            if (prec >= 0) n = u8_offset(tv.u.s->p, tv.u.s->len, (size_t)prec);
+            if (prec >= 0) n = jinja_u8_offset(tv.u.s->p, tv.u.s->len, (size_t)prec);
             py_pad(&r, spec, tv.u.s->p, n, "");
         } else if (c == 'c') {
             /* chr(x), or a one-character string, padded as %s is */
             sb t;
-            sb_init(&t, j);
-            if (x.t == T_STR && u8_count(x.u.s->p, x.u.s->len) == 1) {
-                sb_put(&t, x.u.s->p, x.u.s->len);
+            jinja_sb_init(&t, j);
+            if (x.t == T_STR && jinja_u8_count(x.u.s->p, x.u.s->len) == 1) {
+                jinja_sb_put(&t, x.u.s->p, x.u.s->len);
             } else if (x.t == T_BIG) {
-                jfail(j, JE_OVERFLOW, "%%c arg not in range(0x110000)");
+                jinja_fail(j, JE_OVERFLOW, "%%c arg not in range(0x110000)");
             } else if (x.t == T_INT || x.t == T_BOOL) {
                 long long cp = num_i(x);
-                if (cp < 0 || cp > 0x10FFFF) jfail(j, JE_OVERFLOW, "%%c arg not in range(0x110000)");
-                if (cp >= 0xD800 && cp <= 0xDFFF) jfail(j, JE_UNICODE, "%%c: U+%04llX is a surrogate, no character", cp);
-                u8_put(&t, (unsigned)cp);
+                if (cp < 0 || cp > 0x10FFFF) jinja_fail(j, JE_OVERFLOW, "%%c arg not in range(0x110000)");
+                if (cp >= 0xD800 && cp <= 0xDFFF) jinja_fail(j, JE_UNICODE, "%%c: U+%04llX is a surrogate, no character", cp);
+                jinja_u8_put(&t, (unsigned)cp);
             } else
-                jfail(j, JE_TYPE, "%%c requires int or char");
+                jinja_fail(j, JE_TYPE, "%%c requires int or char");
             spec[sl] = 0;
-            jv tv = sb_val(&t);
+            jv tv = jinja_sb_val(&t);
             py_pad(&r, spec, tv.u.s->p, tv.u.s->len, "");
         } else if (strchr("diouxX", c) && c) {
             if ((!is_num(x) && x.t != T_BIG) || (x.t == T_FLOAT && strchr("oxX", c)))
-                jfail(j, JE_TYPE, "%%%c format: %s is required, not %s", c, strchr("oxX", c) ? "an integer" : "a real number",
-                      type_name(x));
-            if (x.t == T_FLOAT) x = big_from_double(j, x.u.f); /* int(x), exactly */
+                jinja_fail(j, JE_TYPE, "%%%c format: %s is required, not %s", c, strchr("oxX", c) ? "an integer" : "a real number",
+                      jinja_type_name(x));
+            if (x.t == T_FLOAT) x = jinja_big_from_double(j, x.u.f); /* int(x), exactly */
             spec[sl] = 0;
             if (x.t != T_BIG) py_int_format(&r, spec, c, num_i(x));
             else if (!strchr("oxX", c)) py_big_format(&r, spec, x);
-            else jfail(j, JE_UNSUPPORTED, "%%%c of an integer past 64 bits", c);
+            else jinja_fail(j, JE_UNSUPPORTED, "%%%c of an integer past 64 bits", c);
         } else if (strchr("eEfFgG", c) && c) {
-            if (x.t == T_BIG) x = v_float(big_to_double(j, x));
-            if (!is_num(x)) jfail(j, JE_TYPE, "%%%c format: a real number is required, not %s", c, type_name(x));
+            if (x.t == T_BIG) x = v_float(jinja_big_to_double(j, x));
+            if (!is_num(x)) jinja_fail(j, JE_TYPE, "%%%c format: a real number is required, not %s", c, jinja_type_name(x));
             char o[512];
             {
                 spec[sl++] = c;
                 spec[sl] = 0;
                 snprintf(o, sizeof o, spec, num_f(x));
             }
-            sb_puts(&r, o);
-        } else jfail(j, JE_VALUE, "unsupported format character '%c'", c);
+            jinja_sb_puts(&r, o);
+        } else jinja_fail(j, JE_VALUE, "unsupported format character '%c'", c);
     }
     if ((args && ai < args->n) || (!args && !used && b.t != T_DICT && b.t != T_LIST))
-        jfail(j, JE_TYPE, "not all arguments converted during string formatting");
-    return sb_val(&r);
+        jinja_fail(j, JE_TYPE, "not all arguments converted during string formatting");
+    return jinja_sb_val(&r);
 }
 
-void put_format(J *j, sb *r, jstr *f, jargs *A)
+void jinja_put_format(J *j, sb *r, jstr *f, jargs *A)
 {
     int auto_i = 0;
     for (size_t i = 0; i < f->len; i++) {
         char c = f->p[i];
-        if (c == '{' && i + 1 < f->len && f->p[i + 1] == '{') { sb_putc(r, '{'); i++; continue; }
-        if (c == '}' && i + 1 < f->len && f->p[i + 1] == '}') { sb_putc(r, '}'); i++; continue; }
-        if (c != '{') { sb_putc(r, c); continue; }
+        if (c == '{' && i + 1 < f->len && f->p[i + 1] == '{') { jinja_sb_putc(r, '{'); i++; continue; }
+        if (c == '}' && i + 1 < f->len && f->p[i + 1] == '}') { jinja_sb_putc(r, '}'); i++; continue; }
+        if (c != '{') { jinja_sb_putc(r, c); continue; }
         size_t e = i + 1;
         while (e < f->len && f->p[e] != '}') e++;
-        if (e >= f->len) jfail(j, JE_VALUE, "Single '{' encountered in format string");
+        if (e >= f->len) jinja_fail(j, JE_VALUE, "Single '{' encountered in format string");
         const char *field = f->p + i + 1;
         size_t fl = e - i - 1, fn = 0;
         while (fn < fl && !strchr(".[!:", field[fn])) fn++;   /* the argument's name or index */
         jv x;
         if (!fn || isdigit((unsigned char)field[0])) {
             int k = fn ? atoi(field) : auto_i++;
-            if (k >= A->n) jfail(j, JE_INDEX, "Replacement index %d out of range for positional args tuple", k);
+            if (k >= A->n) jinja_fail(j, JE_INDEX, "Replacement index %d out of range for positional args tuple", k);
             x = A->a[k];
         } else {
             char name[64];
             snprintf(name, sizeof name, "%.*s", (int)(fn < 63 ? fn : 63), field);
-            x = arg(A, -1, name, v_undef(NULL));
+            x = jinja_arg(A, -1, name, v_undef(NULL));
             if (x.t == T_UNDEF && !x.u.undef) { /* KeyError's text is the key's repr */
                 sb k;
-                sb_init(&k, j);
-                put_repr(&k, v_cstr(j, name));
-                jfail(j, JE_KEY, "%s", sb_val(&k).u.s->p);
+                jinja_sb_init(&k, j);
+                jinja_put_repr(&k, jinja_v_cstr(j, name));
+                jinja_fail(j, JE_KEY, "%s", jinja_sb_val(&k).u.s->p);
             }
         }
         if (fn + 1 < fl || (fn < fl && field[fn] != ':'))
-            jfail(j, JE_UNSUPPORTED, "str.format: format specs, conversions and field access ('%.*s') are not supported",
+            jinja_fail(j, JE_UNSUPPORTED, "str.format: format specs, conversions and field access ('%.*s') are not supported",
                   (int)fl, field);
-        put_str(r, x);
+        jinja_put_str(r, x);
         i = e;
     }
 }
@@ -394,13 +394,13 @@ void put_format(J *j, sb *r, jstr *f, jargs *A)
 static int safe_cmp(J *j, jv a, jv b)
 {
     int na = is_num(a) || a.t == T_BIG, nb = is_num(b) || b.t == T_BIG;
-    if ((na && nb) || (a.t == T_STR && b.t == T_STR) || (a.t == T_LIST && b.t == T_LIST)) return py_cmp(j, a, b, "<");
-    return strcmp(type_name(a), type_name(b));
+    if ((na && nb) || (a.t == T_STR && b.t == T_STR) || (a.t == T_LIST && b.t == T_LIST)) return jinja_py_cmp(j, a, b, "<");
+    return strcmp(jinja_type_name(a), jinja_type_name(b));
 }
 
 static size_t *sorted_items(J *j, jdict *d)
 {
-    size_t *ord = jalloc(j, (d->n + 1) * sizeof *ord);
+    size_t *ord = jinja_alloc(j, (d->n + 1) * sizeof *ord);
     for (size_t i = 0; i < d->n; i++) ord[i] = i;
     for (size_t i = 1; i < d->n; i++)   /* insertion sort: stable, and dicts here are small */
         for (size_t k = i; k > 0; k--) {
@@ -415,27 +415,27 @@ static size_t *sorted_items(J *j, jdict *d)
 /* pprint's _safe_repr: repr with every dict's items sorted */
 static void pf_repr(sb *b, jv v)
 {
-    if (++b->j->depth > MAX_DEPTH) jfail(b->j, JE_RECURSION, "value nested too deeply");
+    if (++b->j->depth > MAX_DEPTH) jinja_fail(b->j, JE_RECURSION, "value nested too deeply");
     if (v.t == T_DICT) {
         size_t *ord = sorted_items(b->j, v.u.d);
-        sb_putc(b, '{');
+        jinja_sb_putc(b, '{');
         for (size_t i = 0; i < v.u.d->n; i++) {
-            if (i) sb_puts(b, ", ");
+            if (i) jinja_sb_puts(b, ", ");
             pf_repr(b, v.u.d->k[ord[i]]);
-            sb_puts(b, ": ");
+            jinja_sb_puts(b, ": ");
             pf_repr(b, v.u.d->v[ord[i]]);
         }
-        sb_putc(b, '}');
+        jinja_sb_putc(b, '}');
     } else if (v.t == T_LIST && is_seq(v.u.l)) {
         jlist *l = v.u.l;
-        sb_putc(b, l->tuple ? '(' : '[');
+        jinja_sb_putc(b, l->tuple ? '(' : '[');
         for (size_t i = 0; i < l->n; i++) {
-            if (i) sb_puts(b, ", ");
+            if (i) jinja_sb_puts(b, ", ");
             pf_repr(b, l->it[i]);
         }
-        sb_puts(b, l->tuple ? (l->n == 1 ? ",)" : ")") : "]");
+        jinja_sb_puts(b, l->tuple ? (l->n == 1 ? ",)" : ")") : "]");
     } else
-        put_repr(b, v);
+        jinja_put_repr(b, v);
     b->j->depth--;
 }
 
@@ -443,8 +443,8 @@ static void pf_format(sb *b, jv v, long indent, long allowance);
 
 static void pf_nl(sb *b, long indent)
 {
-    sb_puts(b, ",\n");
-    for (long i = 0; i < indent; i++) sb_putc(b, ' ');
+    jinja_sb_puts(b, ",\n");
+    for (long i = 0; i < indent; i++) jinja_sb_putc(b, ' ');
 }
 
 /* PrettyPrinter._format with width 80 and indent 1: what does not fit on the line is a list,
@@ -453,40 +453,40 @@ static void pf_format(sb *b, jv v, long indent, long allowance)
 {
     J *j = b->j;
     sb t;
-    sb_init(&t, j);
+    jinja_sb_init(&t, j);
     pf_repr(&t, v);
-    long len = (long)u8_count(t.p ? t.p : "", t.len);
+    long len = (long)jinja_u8_count(t.p ? t.p : "", t.len);
     int seq = v.t == T_LIST && is_seq(v.u.l);
     if (len <= 80 - indent - allowance || (!seq && v.t != T_DICT) || (seq && !v.u.l->n) || (v.t == T_DICT && !v.u.d->n)) {
-        sb_put(b, t.p, t.len);
+        jinja_sb_put(b, t.p, t.len);
         return;
     }
-    if (++j->depth > MAX_DEPTH) jfail(j, JE_RECURSION, "value nested too deeply");
+    if (++j->depth > MAX_DEPTH) jinja_fail(j, JE_RECURSION, "value nested too deeply");
     if (v.t == T_DICT) {
         size_t *ord = sorted_items(j, v.u.d);
-        sb_putc(b, '{');
+        jinja_sb_putc(b, '{');
         for (size_t i = 0; i < v.u.d->n; i++) {
             int last = i + 1 == v.u.d->n;
             sb k;
-            sb_init(&k, j);
+            jinja_sb_init(&k, j);
             pf_repr(&k, v.u.d->k[ord[i]]);
-            sb_put(b, k.p, k.len);
-            sb_puts(b, ": ");
-            pf_format(b, v.u.d->v[ord[i]], indent + 1 + (long)u8_count(k.p, k.len) + 2, last ? allowance + 1 : 1);
+            jinja_sb_put(b, k.p, k.len);
+            jinja_sb_puts(b, ": ");
+            pf_format(b, v.u.d->v[ord[i]], indent + 1 + (long)jinja_u8_count(k.p, k.len) + 2, last ? allowance + 1 : 1);
             if (!last) pf_nl(b, indent + 1);
         }
-        sb_putc(b, '}');
+        jinja_sb_putc(b, '}');
     } else {
         jlist *l = v.u.l;
         const char *end = l->tuple ? (l->n == 1 ? ",)" : ")") : "]";
-        sb_putc(b, l->tuple ? '(' : '[');
+        jinja_sb_putc(b, l->tuple ? '(' : '[');
         for (size_t i = 0; i < l->n; i++) {
             if (i) pf_nl(b, indent + 1);
             pf_format(b, l->it[i], indent + 1, i + 1 == l->n ? allowance + (long)strlen(end) : 1);
         }
-        sb_puts(b, end);
+        jinja_sb_puts(b, end);
     }
     j->depth--;
 }
 
-void put_pformat(sb *b, jv v) { pf_format(b, v, 0, 0); }
+void jinja_put_pformat(sb *b, jv v) { pf_format(b, v, 0, 0); }

@@ -25,7 +25,7 @@ static void nset_add(P *p, nset *s, const char *name)
     if (nset_has(s, name)) return;
     if (s->n == s->cap) {
         int cap = s->cap ? s->cap * 2 : 8;
-        const char **nv = jalloc(&p->j, (size_t)cap * sizeof *nv);
+        const char **nv = jinja_alloc(&p->j, (size_t)cap * sizeof *nv);
         if (s->n) memcpy(nv, s->v, (size_t)s->n * sizeof *nv);
         s->v = nv;
         s->cap = cap;
@@ -80,8 +80,8 @@ static void an_target(P *p, scope *sc, node *t, int conditional)
 
 static void an_child(P *p, scope *sc, node *body, node *pre)
 {
-    nv_push(p, &sc->children, body);
-    nv_push(p, &sc->pre, pre);
+    jinja_nv_push(p, &sc->children, body);
+    jinja_nv_push(p, &sc->pre, pre);
 }
 
 static void an_body(P *p, scope *sc, node *body, int conditional)
@@ -129,7 +129,7 @@ static void analyze(P *p, node *body, const scope *parent, node *pre)
     }
     an_body(p, &sc, body, 0);
     int k = 0;
-    const char **names = jalloc(&p->j, (size_t)(sc.undef_start.n + 1) * sizeof *names);
+    const char **names = jinja_alloc(&p->j, (size_t)(sc.undef_start.n + 1) * sizeof *names);
     for (int i = 0; i < sc.undef_start.n; i++)
         if (!anc_has(&sc, sc.undef_start.v[i])) names[k++] = sc.undef_start.v[i];
     body->names = names;
@@ -137,4 +137,4 @@ static void analyze(P *p, node *body, const scope *parent, node *pre)
     for (int i = 0; i < sc.children.n; i++) analyze(p, sc.children.v[i], &sc, sc.pre.v[i]);
 }
 
-void analyze_scopes(P *p, node *body) { analyze(p, body, NULL, NULL); }
+void jinja_analyze_scopes(P *p, node *body) { analyze(p, body, NULL, NULL); }

@@ -4,7 +4,7 @@
 
 #include "jinja/internal.h"
 
-void sb_init(sb *b, J *j)
+void jinja_sb_init(sb *b, J *j)
 {
     memset(b, 0, sizeof *b);
     b->j = j;
@@ -13,20 +13,20 @@ void sb_init(sb *b, J *j)
 static void sb_reserve(sb *b, size_t more)
 {
     if (b->len + more > MAX_STRING)
-        jfail(b->j, JE_LIMIT, "output too long (limit %zu MiB)", MAX_STRING >> 20);
+        jinja_fail(b->j, JE_LIMIT, "output too long (limit %zu MiB)", MAX_STRING >> 20);
     if (b->len + more + 1 <= b->cap)
         return;
     size_t cap = b->cap ? b->cap * 2 : 64;
     while (cap < b->len + more + 1)
         cap *= 2;
-    char *p = jalloc(b->j, cap);
+    char *p = jinja_alloc(b->j, cap);
     if (b->len)
         memcpy(p, b->p, b->len);
     b->p = p;
     b->cap = cap;
 }
 
-void sb_put(sb *b, const char *s, size_t n)
+void jinja_sb_put(sb *b, const char *s, size_t n)
 {
     if (!n)
         return;
@@ -35,10 +35,10 @@ void sb_put(sb *b, const char *s, size_t n)
     b->len += n;
 }
 
-void sb_puts(sb *b, const char *s) { sb_put(b, s, strlen(s)); }
-void sb_putc(sb *b, char c) { sb_put(b, &c, 1); }
+void jinja_sb_puts(sb *b, const char *s) { jinja_sb_put(b, s, strlen(s)); }
+void jinja_sb_putc(sb *b, char c) { jinja_sb_put(b, &c, 1); }
 
-void sb_span(sb *b, size_t start, size_t end)
+void jinja_sb_span(sb *b, size_t start, size_t end)
 {
     if (start >= end)
         return;
@@ -48,7 +48,7 @@ void sb_span(sb *b, size_t start, size_t end)
     }
     if (b->nsp == b->spcap) {
         size_t cap = b->spcap ? b->spcap * 2 : 8;
-        tl_span *n = jalloc(b->j, cap * sizeof *n);
+        tl_span *n = jinja_alloc(b->j, cap * sizeof *n);
         if (b->nsp)
             memcpy(n, b->sp, b->nsp * sizeof *n);
         b->sp = n;
@@ -60,25 +60,25 @@ void sb_span(sb *b, size_t start, size_t end)
 }
 
 /* bytes [a, e) of s, with their provenance */
-void sb_put_sub(sb *b, const jstr *s, size_t a, size_t e)
+void jinja_sb_put_sub(sb *b, const jstr *s, size_t a, size_t e)
 {
     size_t at = b->len;
-    sb_put(b, s->p + a, e - a);
+    jinja_sb_put(b, s->p + a, e - a);
     for (size_t i = 0; i < s->nsp; i++) {
         size_t x = s->sp[i].start > a ? s->sp[i].start : a;
         size_t y = s->sp[i].end < e ? s->sp[i].end : e;
         if (x < y)
-            sb_span(b, at + x - a, at + y - a);
+            jinja_sb_span(b, at + x - a, at + y - a);
     }
 }
 
-void sb_put_str(sb *b, const jstr *s) { sb_put_sub(b, s, 0, s->len); }
+void jinja_sb_put_str(sb *b, const jstr *s) { jinja_sb_put_sub(b, s, 0, s->len); }
 
-jv sb_val(sb *b)
+jv jinja_sb_val(sb *b)
 {
-    jstr *x = jalloc(b->j, sizeof *x);
+    jstr *x = jinja_alloc(b->j, sizeof *x);
     if (!b->p) {
-        b->p = jalloc(b->j, 1);
+        b->p = jinja_alloc(b->j, 1);
         b->cap = 1;
     }
     b->p[b->len] = 0;
@@ -91,17 +91,17 @@ jv sb_val(sb *b)
     return v;
 }
 
-jv v_sub(J *j, const jstr *s, size_t a, size_t e)
+jv jinja_v_sub(J *j, const jstr *s, size_t a, size_t e)
 {
     if (!s->nsp)
-        return v_str(j, s->p + a, e - a);
+        return jinja_v_str(j, s->p + a, e - a);
     sb b;
-    sb_init(&b, j);
-    sb_put_sub(&b, s, a, e);
-    return sb_val(&b);
+    jinja_sb_init(&b, j);
+    jinja_sb_put_sub(&b, s, a, e);
+    return jinja_sb_val(&b);
 }
 
-size_t u8_next(const char *s, size_t n, size_t i, unsigned *cp)
+size_t jinja_u8_next(const char *s, size_t n, size_t i, unsigned *cp)
 {
     unsigned char c = (unsigned char)s[i];
     size_t k = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
@@ -115,7 +115,7 @@ size_t u8_next(const char *s, size_t n, size_t i, unsigned *cp)
     return k;
 }
 
-size_t u8_count(const char *s, size_t n)
+size_t jinja_u8_count(const char *s, size_t n)
 {
     size_t c = 0;
     for (size_t i = 0; i < n; i++)
@@ -125,24 +125,24 @@ size_t u8_count(const char *s, size_t n)
 }
 
 /* byte offset of code point index ci (clamped) */
-size_t u8_offset(const char *s, size_t n, size_t ci)
+size_t jinja_u8_offset(const char *s, size_t n, size_t ci)
 {
     size_t i = 0;
     while (ci > 0 && i < n) {
-        i += u8_next(s, n, i, NULL);
+        i += jinja_u8_next(s, n, i, NULL);
         ci--;
     }
     return i;
 }
 
-int py_isspace(unsigned c)
+int jinja_py_isspace(unsigned c)
 {
     return (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
            c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
            c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
-void u8_put(sb *b, unsigned cp)
+void jinja_u8_put(sb *b, unsigned cp)
 {
     char t[4];
     size_t n;
@@ -150,7 +150,7 @@ void u8_put(sb *b, unsigned cp)
     else if (cp < 0x800) { t[0] = (char)(0xC0 | cp >> 6); t[1] = (char)(0x80 | (cp & 0x3F)); n = 2; }
     else if (cp < 0x10000) { t[0] = (char)(0xE0 | cp >> 12); t[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); t[2] = (char)(0x80 | (cp & 0x3F)); n = 3; }
     else { t[0] = (char)(0xF0 | cp >> 18); t[1] = (char)(0x80 | ((cp >> 12) & 0x3F)); t[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); t[3] = (char)(0x80 | (cp & 0x3F)); n = 4; }
-    sb_put(b, t, n);
+    jinja_sb_put(b, t, n);
 }
 
-int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+int jinja_is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }

@@ -4,9 +4,9 @@
 
 #include "jinja/internal.h"
 
-int apply_test(J *j, const char *name, jv v, jargs *A)
+int jinja_apply_test(J *j, const char *name, jv v, jargs *A)
 {
-    jv a0 = arg(A, 0, "value", v_undef(NULL));
+    jv a0 = jinja_arg(A, 0, "value", v_undef(NULL));
     if (!strcmp(name, "defined")) return v.t != T_UNDEF;
     if (!strcmp(name, "undefined")) return v.t == T_UNDEF;
     if (!strcmp(name, "none")) return v.t == T_NONE;
@@ -23,22 +23,22 @@ int apply_test(J *j, const char *name, jv v, jargs *A)
     if (!strcmp(name, "false")) return v.t == T_BOOL && !v.u.b;
     if (!strcmp(name, "callable")) return v.t == T_FUNC;
     if (!strcmp(name, "even") || !strcmp(name, "odd")) {
-        jv m = arith(j, '%', v, v_int(2));
-        return !strcmp(name, "even") ? !truthy(m) : py_eq(m, v_int(1));
+        jv m = jinja_arith(j, '%', v, v_int(2));
+        return !strcmp(name, "even") ? !jinja_truthy(m) : jinja_py_eq(m, v_int(1));
     }
     if (!strcmp(name, "divisibleby")) {
-        jv m = arith(j, '%', v, arg(A, 0, "num", v_undef("divisibleby needs an argument")));
-        return !truthy(m);
+        jv m = jinja_arith(j, '%', v, jinja_arg(A, 0, "num", v_undef("divisibleby needs an argument")));
+        return !jinja_truthy(m);
     }
-    if (!strcmp(name, "equalto") || !strcmp(name, "eq") || !strcmp(name, "==")) return py_eq(v, a0);
-    if (!strcmp(name, "ne") || !strcmp(name, "!=")) return !py_eq(v, a0);
-    if (!strcmp(name, "lt") || !strcmp(name, "lessthan") || !strcmp(name, "<")) return py_cmp(j, v, a0, "<") < 0;
-    if (!strcmp(name, "le") || !strcmp(name, "<=")) return py_cmp(j, v, a0, "<=") <= 0;
-    if (!strcmp(name, "gt") || !strcmp(name, "greaterthan") || !strcmp(name, ">")) return py_cmp(j, v, a0, ">") > 0;
-    if (!strcmp(name, "ge") || !strcmp(name, ">=")) return py_cmp(j, v, a0, ">=") >= 0;
-    if (!strcmp(name, "in")) return contains(j, arg(A, 0, "seq", v_undef(NULL)), v);
+    if (!strcmp(name, "equalto") || !strcmp(name, "eq") || !strcmp(name, "==")) return jinja_py_eq(v, a0);
+    if (!strcmp(name, "ne") || !strcmp(name, "!=")) return !jinja_py_eq(v, a0);
+    if (!strcmp(name, "lt") || !strcmp(name, "lessthan") || !strcmp(name, "<")) return jinja_py_cmp(j, v, a0, "<") < 0;
+    if (!strcmp(name, "le") || !strcmp(name, "<=")) return jinja_py_cmp(j, v, a0, "<=") <= 0;
+    if (!strcmp(name, "gt") || !strcmp(name, "greaterthan") || !strcmp(name, ">")) return jinja_py_cmp(j, v, a0, ">") > 0;
+    if (!strcmp(name, "ge") || !strcmp(name, ">=")) return jinja_py_cmp(j, v, a0, ">=") >= 0;
+    if (!strcmp(name, "in")) return jinja_contains(j, jinja_arg(A, 0, "seq", v_undef(NULL)), v);
     if (!strcmp(name, "sameas")) {
-        jv o = arg(A, 0, "other", v_undef(NULL));
+        jv o = jinja_arg(A, 0, "other", v_undef(NULL));
         if (v.t != o.t) return 0;
         if (v.t == T_NONE || v.t == T_UNDEF) return v.t == T_NONE;
         if (v.t == T_BOOL) return v.u.b == o.u.b;
@@ -46,7 +46,7 @@ int apply_test(J *j, const char *name, jv v, jargs *A)
         return memcmp(&v.u, &o.u, sizeof v.u) == 0;
     }
     if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
-        jv s = to_str(j, v);
+        jv s = jinja_to_str(j, v);
         int lower = !strcmp(name, "lower"), cased = 0;
         for (size_t i = 0; i < s.u.s->len; i++) {
             unsigned char c = (unsigned char)s.u.s->p[i];
@@ -55,5 +55,5 @@ int apply_test(J *j, const char *name, jv v, jargs *A)
         return cased;
     }
     if (!strcmp(name, "filter") || !strcmp(name, "test")) return v.t == T_STR;
-    jfail(j, JE_ASSERTION, "No test named '%s'.", name);
+    jinja_fail(j, JE_ASSERTION, "No test named '%s'.", name);
 }

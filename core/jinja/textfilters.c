@@ -11,19 +11,19 @@
 
 #include "jinja/internal.h"
 
-static jstr *need_str(J *j, jv v) { return to_str(j, v).u.s; }
+static jstr *need_str(J *j, jv v) { return jinja_to_str(j, v).u.s; }
 
 /* markupsafe.escape: & < > " ' */
-void put_escaped(sb *r, const jstr *s)
+void jinja_put_escaped(sb *r, const jstr *s)
 {
     for (size_t i = 0; i < s->len; i++) {
         char c = s->p[i];
-        if (c == '&') sb_puts(r, "&amp;");
-        else if (c == '<') sb_puts(r, "&lt;");
-        else if (c == '>') sb_puts(r, "&gt;");
-        else if (c == '"') sb_puts(r, "&#34;");
-        else if (c == '\'') sb_puts(r, "&#39;");
-        else sb_putc(r, c);
+        if (c == '&') jinja_sb_puts(r, "&amp;");
+        else if (c == '<') jinja_sb_puts(r, "&lt;");
+        else if (c == '>') jinja_sb_puts(r, "&gt;");
+        else if (c == '"') jinja_sb_puts(r, "&#34;");
+        else if (c == '\'') jinja_sb_puts(r, "&#39;");
+        else jinja_sb_putc(r, c);
     }
 }
 
@@ -31,59 +31,59 @@ void put_escaped(sb *r, const jstr *s)
 static jv truncate(J *j, jv v, jargs *A)
 {
     if (v.t == T_UNDEF) return v;   /* len(Undefined) is 0: returned as it is */
-    if (v.t != T_STR) jfail(j, JE_TYPE, "object of type '%s' has no len()", type_name(v));
-    jv lv = arg(A, 0, "length", v_int(255)), end = arg(A, 2, "end", v_cstr(j, "...")), lw = arg(A, 3, "leeway", v_none());
-    int killwords = truthy(arg(A, 1, "killwords", v_bool(0)));
-    if (lv.t != T_INT && lv.t != T_BOOL) jfail(j, JE_TYPE, "'%s' object cannot be interpreted as an integer", type_name(lv));
-    if (end.t != T_STR) jfail(j, JE_TYPE, "object of type '%s' has no len()", type_name(end));
+    if (v.t != T_STR) jinja_fail(j, JE_TYPE, "object of type '%s' has no len()", jinja_type_name(v));
+    jv lv = jinja_arg(A, 0, "length", v_int(255)), end = jinja_arg(A, 2, "end", jinja_v_cstr(j, "...")), lw = jinja_arg(A, 3, "leeway", v_none());
+    int killwords = jinja_truthy(jinja_arg(A, 1, "killwords", v_bool(0)));
+    if (lv.t != T_INT && lv.t != T_BOOL) jinja_fail(j, JE_TYPE, "'%s' object cannot be interpreted as an integer", jinja_type_name(lv));
+    if (end.t != T_STR) jinja_fail(j, JE_TYPE, "object of type '%s' has no len()", jinja_type_name(end));
     long long length = num_i(lv), leeway = lw.t == T_NONE ? 5 : num_i(lw);
-    long long n = (long long)u8_count(v.u.s->p, v.u.s->len), en = (long long)u8_count(end.u.s->p, end.u.s->len);
-    if (length < en) jfail(j, JE_PYASSERT, "expected length >= %lld, got %lld", en, length);
-    if (leeway < 0) jfail(j, JE_PYASSERT, "expected leeway >= 0, got %lld", leeway);
+    long long n = (long long)jinja_u8_count(v.u.s->p, v.u.s->len), en = (long long)jinja_u8_count(end.u.s->p, end.u.s->len);
+    if (length < en) jinja_fail(j, JE_PYASSERT, "expected length >= %lld, got %lld", en, length);
+    if (leeway < 0) jinja_fail(j, JE_PYASSERT, "expected leeway >= 0, got %lld", leeway);
     if (n <= length + leeway) return v;
     jstr *s = v.u.s;
-    size_t cut = u8_offset(s->p, s->len, (size_t)(length - en));
+    size_t cut = jinja_u8_offset(s->p, s->len, (size_t)(length - en));
     if (!killwords) { /* s[:length - len(end)].rsplit(" ", 1)[0] */
         size_t k = cut;
         while (k > 0 && s->p[k - 1] != ' ') k--;
         if (k > 0) cut = k - 1;
     }
     sb r;
-    sb_init(&r, j);
-    sb_put_sub(&r, s, 0, cut);
-    sb_put_str(&r, end.u.s);
-    return sb_val(&r);
+    jinja_sb_init(&r, j);
+    jinja_sb_put_sub(&r, s, 0, cut);
+    jinja_sb_put_str(&r, end.u.s);
+    return jinja_sb_val(&r);
 }
 
 /* filesizeformat(value, binary=False): float(value) in kB/MB... or KiB/MiB... */
 static jv filesizeformat(J *j, jv v, jargs *A)
 {
-    int binary = truthy(arg(A, 0, "binary", v_bool(0)));
+    int binary = jinja_truthy(jinja_arg(A, 0, "binary", v_bool(0)));
     double bytes;
     if (v.t == T_BIG) bytes = strtod(v.u.s->p, NULL);
     else if (is_num(v)) bytes = num_f(v);
     else if (v.t == T_STR) {
-        jv s = str_strip(j, v, NULL, 3);
+        jv s = jinja_str_strip(j, v, NULL, 3);
         char *e;
         bytes = strtod(s.u.s->p, &e);
         if (!s.u.s->len || *e) {
             sb m;
-            sb_init(&m, j);
-            put_repr(&m, v);
-            jfail(j, JE_VALUE, "could not convert string to float: %s", sb_val(&m).u.s->p);
+            jinja_sb_init(&m, j);
+            jinja_put_repr(&m, v);
+            jinja_fail(j, JE_VALUE, "could not convert string to float: %s", jinja_sb_val(&m).u.s->p);
         }
     } else
-        jfail(j, JE_TYPE, "float() argument must be a string or a real number, not '%s'", type_name(v));
+        jinja_fail(j, JE_TYPE, "float() argument must be a string or a real number, not '%s'", jinja_type_name(v));
     static const char *const dec[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
     static const char *const bin[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
     double base = binary ? 1024 : 1000;
-    if (bytes == 1) return v_cstr(j, "1 Byte");
+    if (bytes == 1) return jinja_v_cstr(j, "1 Byte");
     if (bytes < base) {
         sb r;
-        sb_init(&r, j);
-        put_str(&r, big_from_double(j, bytes));   /* int(bytes) */
-        sb_puts(&r, " Bytes");
-        return sb_val(&r);
+        jinja_sb_init(&r, j);
+        jinja_put_str(&r, jinja_big_from_double(j, bytes));   /* int(bytes) */
+        jinja_sb_puts(&r, " Bytes");
+        return jinja_sb_val(&r);
     }
     double unit = 0;
     int i;
@@ -96,7 +96,7 @@ static jv filesizeformat(J *j, jv v, jargs *A)
     if (i == 8) i = 7;
     char buf[400];
     snprintf(buf, sizeof buf, "%.1f %s", base * bytes / unit, binary ? bin[i] : dec[i]);
-    return v_cstr(j, buf);
+    return jinja_v_cstr(j, buf);
 }
 
 /* urllib.parse.quote: letters, digits and _.-~ stay, as does '/' outside a query; for_qs
@@ -106,12 +106,12 @@ static void url_quote(sb *r, jv v, int for_qs)
     jstr *s = need_str(r->j, v);
     for (size_t i = 0; i < s->len; i++) {
         unsigned char c = (unsigned char)s->p[i];
-        if (isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || (c == '/' && !for_qs)) sb_putc(r, (char)c);
-        else if (c == ' ' && for_qs) sb_putc(r, '+');
+        if (isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || (c == '/' && !for_qs)) jinja_sb_putc(r, (char)c);
+        else if (c == ' ' && for_qs) jinja_sb_putc(r, '+');
         else {
             char t[4];
             snprintf(t, sizeof t, "%%%02X", c);
-            sb_puts(r, t);
+            jinja_sb_puts(r, t);
         }
     }
 }
@@ -119,60 +119,60 @@ static void url_quote(sb *r, jv v, int for_qs)
 static jv urlencode(J *j, jv v)
 {
     sb r;
-    sb_init(&r, j);
+    jinja_sb_init(&r, j);
     if (v.t != T_LIST && v.t != T_DICT && v.t != T_UNDEF) { /* a str, or anything not iterable */
         url_quote(&r, v, 0);
-        return sb_val(&r);
+        return jinja_sb_val(&r);
     }
-    jlist *items = iter_list(j, v);
+    jlist *items = jinja_iter_list(j, v);
     for (size_t i = 0; i < items->n; i++) {
         jv k, x;
         if (v.t == T_DICT) { k = v.u.d->k[i]; x = v.u.d->v[i]; }
         else {
-            jlist *pair = iter_list(j, items->it[i]);
-            if (pair->n != 2) jfail(j, JE_VALUE, pair->n < 2 ? "not enough values to unpack (expected 2, got %zu)"
+            jlist *pair = jinja_iter_list(j, items->it[i]);
+            if (pair->n != 2) jinja_fail(j, JE_VALUE, pair->n < 2 ? "not enough values to unpack (expected 2, got %zu)"
                                                                : "too many values to unpack (expected 2)", pair->n);
             k = pair->it[0];
             x = pair->it[1];
         }
-        if (i) sb_putc(&r, '&');
+        if (i) jinja_sb_putc(&r, '&');
         url_quote(&r, k, 1);
-        sb_putc(&r, '=');
+        jinja_sb_putc(&r, '=');
         url_quote(&r, x, 1);
     }
-    return sb_val(&r);
+    return jinja_sb_val(&r);
 }
 
 /* xmlattr(d, autospace=True): key="value" for values that are not None or undefined, both
  * escaped; a key with white space, '/', '>' or '=' is a ValueError (Jinja2 3.1.4) */
 static jv xmlattr(J *j, jv v, jargs *A)
 {
-    if (v.t == T_UNDEF) jfail_undef(j, v);
-    if (v.t != T_DICT) jfail(j, JE_ATTRIBUTE, "'%s' object has no attribute 'items'", type_name(v));
-    int autospace = truthy(arg(A, 0, "autospace", v_bool(1)));
+    if (v.t == T_UNDEF) jinja_fail_undef(j, v);
+    if (v.t != T_DICT) jinja_fail(j, JE_ATTRIBUTE, "'%s' object has no attribute 'items'", jinja_type_name(v));
+    int autospace = jinja_truthy(jinja_arg(A, 0, "autospace", v_bool(1)));
     sb r;
-    sb_init(&r, j);
+    jinja_sb_init(&r, j);
     int any = 0;
     for (size_t i = 0; i < v.u.d->n; i++) {
         jv k = v.u.d->k[i], x = v.u.d->v[i];
         if (x.t == T_NONE || x.t == T_UNDEF) continue;
-        if (k.t != T_STR) jfail(j, JE_TYPE, "expected string or bytes-like object, got '%s'", type_name(k));
+        if (k.t != T_STR) jinja_fail(j, JE_TYPE, "expected string or bytes-like object, got '%s'", jinja_type_name(k));
         for (size_t c = 0; c < k.u.s->len; c++)
             if (strchr(" \t\n\r\f\v/>=", k.u.s->p[c]) && k.u.s->p[c]) {
                 sb m;
-                sb_init(&m, j);
-                put_repr(&m, k);
-                jfail(j, JE_VALUE, "Invalid character in attribute name: %s", sb_val(&m).u.s->p);
+                jinja_sb_init(&m, j);
+                jinja_put_repr(&m, k);
+                jinja_fail(j, JE_VALUE, "Invalid character in attribute name: %s", jinja_sb_val(&m).u.s->p);
             }
-        sb_putc(&r, any || autospace ? ' ' : 0);
+        jinja_sb_putc(&r, any || autospace ? ' ' : 0);
         if (!any && !autospace) r.len--;
         any = 1;
-        put_escaped(&r, k.u.s);
-        sb_puts(&r, "=\"");
-        put_escaped(&r, need_str(j, x));
-        sb_putc(&r, '"');
+        jinja_put_escaped(&r, k.u.s);
+        jinja_sb_puts(&r, "=\"");
+        jinja_put_escaped(&r, need_str(j, x));
+        jinja_sb_putc(&r, '"');
     }
-    return sb_val(&r);
+    return jinja_sb_val(&r);
 }
 
 /* html.unescape for the entities markup commonly holds: &amp; &lt; &gt; &quot; &#39; &apos;
@@ -183,11 +183,11 @@ static void put_unescaped(sb *r, const char *s, size_t n)
         {"amp;", '&'}, {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''}, {"nbsp;", 0xA0},
     };
     for (size_t i = 0; i < n; i++) {
-        if (s[i] != '&') { sb_putc(r, s[i]); continue; }
+        if (s[i] != '&') { jinja_sb_putc(r, s[i]); continue; }
         size_t k;
         for (k = 0; k < sizeof ents / sizeof ents[0]; k++) {
             size_t l = strlen(ents[k].name);
-            if (i + 1 + l <= n && !memcmp(s + i + 1, ents[k].name, l)) { u8_put(r, ents[k].cp); i += l; break; }
+            if (i + 1 + l <= n && !memcmp(s + i + 1, ents[k].name, l)) { jinja_u8_put(r, ents[k].cp); i += l; break; }
         }
         if (k < sizeof ents / sizeof ents[0]) continue;
         if (i + 2 < n && s[i + 1] == '#') {
@@ -198,12 +198,12 @@ static void put_unescaped(sb *r, const char *s, size_t n)
             while (d < n && (hex ? isxdigit((unsigned char)s[d]) : isdigit((unsigned char)s[d])) && d - e < 8)
                 cp = cp * (hex ? 16 : 10) + (unsigned long)(isdigit((unsigned char)s[d]) ? s[d] - '0' : (tolower((unsigned char)s[d]) - 'a' + 10)), d++;
             if (d > e && cp && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF)) {
-                u8_put(r, (unsigned)cp);
+                jinja_u8_put(r, (unsigned)cp);
                 i = d < n && s[d] == ';' ? d : d - 1;
                 continue;
             }
         }
-        sb_putc(r, '&');
+        jinja_sb_putc(r, '&');
     }
 }
 
@@ -213,35 +213,35 @@ static jv striptags(J *j, jv v)
 {
     jstr *s = need_str(j, v);
     sb a;
-    sb_init(&a, j);
+    jinja_sb_init(&a, j);
     for (size_t i = 0; i < s->len;) {   /* <!-- ... --> */
         const char *st = i + 4 <= s->len ? memmem(s->p + i, s->len - i, "<!--", 4) : NULL;
         const char *en = st ? memmem(st, (size_t)(s->p + s->len - st), "-->", 3) : NULL;
-        if (!en) { sb_put(&a, s->p + i, s->len - i); break; }
-        sb_put(&a, s->p + i, (size_t)(st - (s->p + i)));
+        if (!en) { jinja_sb_put(&a, s->p + i, s->len - i); break; }
+        jinja_sb_put(&a, s->p + i, (size_t)(st - (s->p + i)));
         i = (size_t)(en + 3 - s->p);
     }
-    jstr *t = sb_val(&a).u.s;
+    jstr *t = jinja_sb_val(&a).u.s;
     sb b;
-    sb_init(&b, j);
+    jinja_sb_init(&b, j);
     for (size_t i = 0; i < t->len;) {   /* <...> */
         const char *st = memchr(t->p + i, '<', t->len - i);
         const char *en = st ? memchr(st, '>', (size_t)(t->p + t->len - st)) : NULL;
-        if (!en) { sb_put(&b, t->p + i, t->len - i); break; }
-        sb_put(&b, t->p + i, (size_t)(st - (t->p + i)));
+        if (!en) { jinja_sb_put(&b, t->p + i, t->len - i); break; }
+        jinja_sb_put(&b, t->p + i, (size_t)(st - (t->p + i)));
         i = (size_t)(en + 1 - t->p);
     }
-    jlist *words = str_split(j, sb_val(&b).u.s, v_none(), -1).u.l;
+    jlist *words = jinja_str_split(j, jinja_sb_val(&b).u.s, v_none(), -1).u.l;
     sb c;
-    sb_init(&c, j);
+    jinja_sb_init(&c, j);
     for (size_t i = 0; i < words->n; i++) {
-        if (i) sb_putc(&c, ' ');
-        sb_put_str(&c, words->it[i].u.s);
+        if (i) jinja_sb_putc(&c, ' ');
+        jinja_sb_put_str(&c, words->it[i].u.s);
     }
     sb r;
-    sb_init(&r, j);
+    jinja_sb_init(&r, j);
     put_unescaped(&r, c.p ? c.p : "", c.len);
-    return sb_val(&r);
+    return jinja_sb_val(&r);
 }
 
 typedef struct chunk { size_t a, e; int ws; } chunk;
@@ -254,7 +254,7 @@ static int tw_letter(unsigned char c) { return isalpha(c) || c >= 0x80 || c == '
 static chunk *tw_chunks(J *j, const jstr *s, int hyphens, size_t *count)
 {
     size_t cap = 16, n = 0;
-    chunk *c = jalloc(j, cap * sizeof *c);
+    chunk *c = jinja_alloc(j, cap * sizeof *c);
     for (size_t i = 0; i < s->len;) {
         size_t st = i;
         int ws = tw_space(s->p[i]);
@@ -265,7 +265,7 @@ static chunk *tw_chunks(J *j, const jstr *s, int hyphens, size_t *count)
                 break;
         }
         if (n == cap) {
-            chunk *nc = jalloc(j, 2 * cap * sizeof *nc);
+            chunk *nc = jinja_alloc(j, 2 * cap * sizeof *nc);
             memcpy(nc, c, cap * sizeof *nc);
             c = nc;
             cap *= 2;
@@ -276,7 +276,7 @@ static chunk *tw_chunks(J *j, const jstr *s, int hyphens, size_t *count)
     return c;
 }
 
-static long long clen(const jstr *s, chunk c) { return (long long)u8_count(s->p + c.a, c.e - c.a); }
+static long long clen(const jstr *s, chunk c) { return (long long)jinja_u8_count(s->p + c.a, c.e - c.a); }
 
 /* textwrap.TextWrapper._wrap_chunks with expand_tabs and replace_whitespace off; the lines
  * are written joined with wrapstring; returns how many */
@@ -284,7 +284,7 @@ static size_t tw_wrap(J *j, sb *out, const jstr *s, long long width, int break_l
 {
     size_t n, ci = 0, lines = 0;
     chunk *c = tw_chunks(j, s, hyphens, &n);
-    chunk *line = jalloc(j, (n + 1) * sizeof *line);
+    chunk *line = jinja_alloc(j, (n + 1) * sizeof *line);
     while (ci < n) {
         size_t ln = 0;
         long long cur = 0;
@@ -293,7 +293,7 @@ static size_t tw_wrap(J *j, sb *out, const jstr *s, long long width, int break_l
         if (ci < n && clen(s, c[ci]) > width) {   /* a word longer than any line */
             long long left = width - cur < 1 ? 1 : width - cur;
             if (break_long) {
-                size_t end = u8_offset(s->p + c[ci].a, c[ci].e - c[ci].a, (size_t)left);
+                size_t end = jinja_u8_offset(s->p + c[ci].a, c[ci].e - c[ci].a, (size_t)left);
                 if (hyphens && clen(s, c[ci]) > left) {   /* after the last hyphen that fits */
                     size_t h = end;
                     while (h > 0 && s->p[c[ci].a + h - 1] != '-') h--;
@@ -310,8 +310,8 @@ static size_t tw_wrap(J *j, sb *out, const jstr *s, long long width, int break_l
         }
         if (ln && line[ln - 1].ws) ln--;
         if (ln) {
-            if (lines++) sb_put_str(out, wrapstring);
-            for (size_t k = 0; k < ln; k++) sb_put_sub(out, s, line[k].a, line[k].e);
+            if (lines++) jinja_sb_put_str(out, wrapstring);
+            for (size_t k = 0; k < ln; k++) jinja_sb_put_sub(out, s, line[k].a, line[k].e);
         }
     }
     return lines;
@@ -320,20 +320,20 @@ static size_t tw_wrap(J *j, sb *out, const jstr *s, long long width, int break_l
 static jv wordwrap(J *j, jv v, jargs *A)
 {
     jstr *s = need_str(j, v);
-    jv w = arg(A, 0, "width", v_int(79)), ws = arg(A, 2, "wrapstring", v_none());
-    int break_long = truthy(arg(A, 1, "break_long_words", v_bool(1)));
-    int hyphens = truthy(arg(A, 3, "break_on_hyphens", v_bool(1)));
-    if (w.t != T_INT && w.t != T_BOOL) jfail(j, JE_TYPE, "'<=' not supported between instances of '%s' and 'int'", type_name(w));
-    if (num_i(w) <= 0) jfail(j, JE_VALUE, "invalid width %lld (must be > 0)", num_i(w));
-    jstr *wrapstring = ws.t == T_NONE ? v_cstr(j, "\n").u.s : need_str(j, ws);
-    jlist *lines = str_splitlines(j, s, 0);
+    jv w = jinja_arg(A, 0, "width", v_int(79)), ws = jinja_arg(A, 2, "wrapstring", v_none());
+    int break_long = jinja_truthy(jinja_arg(A, 1, "break_long_words", v_bool(1)));
+    int hyphens = jinja_truthy(jinja_arg(A, 3, "break_on_hyphens", v_bool(1)));
+    if (w.t != T_INT && w.t != T_BOOL) jinja_fail(j, JE_TYPE, "'<=' not supported between instances of '%s' and 'int'", jinja_type_name(w));
+    if (num_i(w) <= 0) jinja_fail(j, JE_VALUE, "invalid width %lld (must be > 0)", num_i(w));
+    jstr *wrapstring = ws.t == T_NONE ? jinja_v_cstr(j, "\n").u.s : need_str(j, ws);
+    jlist *lines = jinja_str_splitlines(j, s, 0);
     sb r;
-    sb_init(&r, j);
+    jinja_sb_init(&r, j);
     for (size_t i = 0; i < lines->n; i++) {
-        if (i) sb_put_str(&r, wrapstring);
+        if (i) jinja_sb_put_str(&r, wrapstring);
         tw_wrap(j, &r, lines->it[i].u.s, num_i(w), break_long, hyphens, wrapstring);
     }
-    return sb_val(&r);
+    return jinja_sb_val(&r);
 }
 
 /* ---- urlize, after jinja2.utils.urlize */
@@ -433,35 +433,35 @@ static int email_match(const char *s, size_t n)
 
 static void put_link_text(sb *r, const char *m, size_t n, long long trim)
 {
-    if (trim >= 0 && (long long)u8_count(m, n) > trim) {
-        sb_put(r, m, u8_offset(m, n, (size_t)trim));
-        sb_puts(r, "...");
+    if (trim >= 0 && (long long)jinja_u8_count(m, n) > trim) {
+        jinja_sb_put(r, m, jinja_u8_offset(m, n, (size_t)trim));
+        jinja_sb_puts(r, "...");
     } else
-        sb_put(r, m, n);
+        jinja_sb_put(r, m, n);
 }
 
 static jv urlize(J *j, jv v, jargs *A)
 {
-    jv tl = arg(A, 0, "trim_url_limit", v_none()), tg = arg(A, 2, "target", v_none()), rl = arg(A, 3, "rel", v_none());
-    jv xs = arg(A, 4, "extra_schemes", v_none());
+    jv tl = jinja_arg(A, 0, "trim_url_limit", v_none()), tg = jinja_arg(A, 2, "target", v_none()), rl = jinja_arg(A, 3, "rel", v_none());
+    jv xs = jinja_arg(A, 4, "extra_schemes", v_none());
     long long trim = tl.t == T_NONE ? -1 : num_i(tl);
     /* rel: the given words, nofollow, and the policy's noopener, sorted */
-    jlist *rel = rl.t == T_STR ? str_split(j, rl.u.s, v_none(), -1).u.l : list_new(j, 2);
-    if (truthy(arg(A, 1, "nofollow", v_bool(0)))) list_push(j, rel, v_cstr(j, "nofollow"));
-    list_push(j, rel, v_cstr(j, "noopener"));
+    jlist *rel = rl.t == T_STR ? jinja_str_split(j, rl.u.s, v_none(), -1).u.l : jinja_list_new(j, 2);
+    if (jinja_truthy(jinja_arg(A, 1, "nofollow", v_bool(0)))) jinja_list_push(j, rel, jinja_v_cstr(j, "nofollow"));
+    jinja_list_push(j, rel, jinja_v_cstr(j, "noopener"));
     jargs none = {0};
-    rel = iter_list(j, apply_filter(j, "unique", v_list(rel), &none, NULL));
-    rel = iter_list(j, apply_filter(j, "sort", v_list(rel), &(jargs){.a = (jv[]){v_bool(0), v_bool(1)}, .n = 2}, NULL));
+    rel = jinja_iter_list(j, jinja_apply_filter(j, "unique", v_list(rel), &none, NULL));
+    rel = jinja_iter_list(j, jinja_apply_filter(j, "sort", v_list(rel), &(jargs){.a = (jv[]){v_bool(0), v_bool(1)}, .n = 2}, NULL));
     sb attrs;
-    sb_init(&attrs, j);
-    sb_puts(&attrs, " rel=\"");
+    jinja_sb_init(&attrs, j);
+    jinja_sb_puts(&attrs, " rel=\"");
     for (size_t i = 0; i < rel->n; i++) {
-        if (i) sb_putc(&attrs, ' ');
-        put_escaped(&attrs, rel->it[i].u.s);
+        if (i) jinja_sb_putc(&attrs, ' ');
+        jinja_put_escaped(&attrs, rel->it[i].u.s);
     }
-    sb_putc(&attrs, '"');
-    if (tg.t != T_NONE) { sb_puts(&attrs, " target=\""); put_escaped(&attrs, need_str(j, tg)); sb_putc(&attrs, '"'); }
-    jlist *schemes = xs.t == T_NONE ? list_new(j, 1) : iter_list(j, xs);
+    jinja_sb_putc(&attrs, '"');
+    if (tg.t != T_NONE) { jinja_sb_puts(&attrs, " target=\""); jinja_put_escaped(&attrs, need_str(j, tg)); jinja_sb_putc(&attrs, '"'); }
+    jlist *schemes = xs.t == T_NONE ? jinja_list_new(j, 1) : jinja_iter_list(j, xs);
     for (size_t i = 0; i < schemes->n; i++) {   /* ^[\w.+-]{2,}:(/){0,2}$ */
         jstr *sc = need_str(j, schemes->it[i]);
         size_t k = 0;
@@ -470,28 +470,28 @@ static jv urlize(J *j, jv v, jargs *A)
         while (k + 1 + sl < sc->len && sc->p[k + 1 + sl] == '/') sl++;
         if (k < 2 || k >= sc->len || sc->p[k] != ':' || sl > 2 || k + 1 + sl != sc->len) {
             sb m;
-            sb_init(&m, j);
-            put_repr(&m, schemes->it[i]);
-            jfail(j, JE_FILTERARG, "%s is not a valid URI scheme prefix.", sb_val(&m).u.s->p);
+            jinja_sb_init(&m, j);
+            jinja_put_repr(&m, schemes->it[i]);
+            jinja_fail(j, JE_FILTERARG, "%s is not a valid URI scheme prefix.", jinja_sb_val(&m).u.s->p);
         }
     }
     sb esc;
-    sb_init(&esc, j);
-    put_escaped(&esc, need_str(j, v));
-    jstr *s = sb_val(&esc).u.s;
+    jinja_sb_init(&esc, j);
+    jinja_put_escaped(&esc, need_str(j, v));
+    jstr *s = jinja_sb_val(&esc).u.s;
     sb r;
-    sb_init(&r, j);
+    jinja_sb_init(&r, j);
     for (size_t i = 0; i < s->len;) {
         unsigned cp;
         size_t st = i;
-        u8_next(s->p, s->len, i, &cp);
-        int space = py_isspace(cp);
+        jinja_u8_next(s->p, s->len, i, &cp);
+        int space = jinja_py_isspace(cp);
         while (i < s->len) {   /* re.split(r"(\s+)"): words and the white space between */
-            size_t k = u8_next(s->p, s->len, i, &cp);
-            if (py_isspace(cp) != space) break;
+            size_t k = jinja_u8_next(s->p, s->len, i, &cp);
+            if (jinja_py_isspace(cp) != space) break;
             i += k;
         }
-        if (space) { sb_put(&r, s->p + st, i - st); continue; }
+        if (space) { jinja_sb_put(&r, s->p + st, i - st); continue; }
         const char *m = s->p + st;
         size_t mn = i - st, hn = 0, tn;
         for (;;) {   /* head: ( < &lt; */
@@ -521,55 +521,55 @@ static jv urlize(J *j, jv v, jargs *A)
                 tn -= add;
             }
         }
-        sb_put(&r, m, hn);
+        jinja_sb_put(&r, m, hn);
         int done = 0;
         if (http_match(mid, midn)) {
-            sb_puts(&r, "<a href=\"");
-            if (!(midn >= 8 && !memcmp(mid, "https://", 8)) && !(midn >= 7 && !memcmp(mid, "http://", 7))) sb_puts(&r, "https://");
-            sb_put(&r, mid, midn);
-            sb_putc(&r, '"');
-            sb_put_str(&r, sb_val(&attrs).u.s);
-            sb_putc(&r, '>');
+            jinja_sb_puts(&r, "<a href=\"");
+            if (!(midn >= 8 && !memcmp(mid, "https://", 8)) && !(midn >= 7 && !memcmp(mid, "http://", 7))) jinja_sb_puts(&r, "https://");
+            jinja_sb_put(&r, mid, midn);
+            jinja_sb_putc(&r, '"');
+            jinja_sb_put_str(&r, jinja_sb_val(&attrs).u.s);
+            jinja_sb_putc(&r, '>');
             put_link_text(&r, mid, midn, trim);
-            sb_puts(&r, "</a>");
+            jinja_sb_puts(&r, "</a>");
             done = 1;
         } else if (midn > 7 && !memcmp(mid, "mailto:", 7) && email_match(mid + 7, midn - 7)) {
-            sb_puts(&r, "<a href=\"");
-            sb_put(&r, mid, midn);
-            sb_puts(&r, "\">");
-            sb_put(&r, mid + 7, midn - 7);
-            sb_puts(&r, "</a>");
+            jinja_sb_puts(&r, "<a href=\"");
+            jinja_sb_put(&r, mid, midn);
+            jinja_sb_puts(&r, "\">");
+            jinja_sb_put(&r, mid + 7, midn - 7);
+            jinja_sb_puts(&r, "</a>");
             done = 1;
         } else if (memchr(mid, '@', midn) && !(midn >= 4 && !memcmp(mid, "www.", 4)) && mid[0] != '@' &&
                    !memchr(mid, ':', midn) && email_match(mid, midn)) {
-            sb_puts(&r, "<a href=\"mailto:");
-            sb_put(&r, mid, midn);
-            sb_puts(&r, "\">");
-            sb_put(&r, mid, midn);
-            sb_puts(&r, "</a>");
+            jinja_sb_puts(&r, "<a href=\"mailto:");
+            jinja_sb_put(&r, mid, midn);
+            jinja_sb_puts(&r, "\">");
+            jinja_sb_put(&r, mid, midn);
+            jinja_sb_puts(&r, "</a>");
             done = 1;
         } else {
             for (size_t k = 0; k < schemes->n && !done; k++) {
                 jstr *sc = schemes->it[k].u.s;
                 if (midn > sc->len && !memcmp(mid, sc->p, sc->len)) {
-                    sb_puts(&r, "<a href=\"");
-                    sb_put(&r, mid, midn);
-                    sb_putc(&r, '"');
-                    sb_put_str(&r, sb_val(&attrs).u.s);
-                    sb_putc(&r, '>');
-                    sb_put(&r, mid, midn);
-                    sb_puts(&r, "</a>");
+                    jinja_sb_puts(&r, "<a href=\"");
+                    jinja_sb_put(&r, mid, midn);
+                    jinja_sb_putc(&r, '"');
+                    jinja_sb_put_str(&r, jinja_sb_val(&attrs).u.s);
+                    jinja_sb_putc(&r, '>');
+                    jinja_sb_put(&r, mid, midn);
+                    jinja_sb_puts(&r, "</a>");
                     done = 1;
                 }
             }
         }
-        if (!done) sb_put(&r, mid, midn);
-        sb_put(&r, mid + midn, tn);
+        if (!done) jinja_sb_put(&r, mid, midn);
+        jinja_sb_put(&r, mid + midn, tn);
     }
-    return sb_val(&r);
+    return jinja_sb_val(&r);
 }
 
-int text_filter(J *j, const char *name, jv v, jargs *A, jv *out)
+int jinja_text_filter(J *j, const char *name, jv v, jargs *A, jv *out)
 {
     if (!strcmp(name, "truncate")) *out = truncate(j, v, A);
     else if (!strcmp(name, "filesizeformat")) *out = filesizeformat(j, v, A);

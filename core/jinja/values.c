@@ -8,7 +8,7 @@
 
 #include "jinja/internal.h"
 
-void arena_free(arena *a)
+void jinja_arena_free(arena *a)
 {
     for (ablk *b = a->head, *n; b; b = n) {
         n = b->next;
@@ -49,7 +49,7 @@ static void *arena_alloc(arena *a, size_t n)
     return p;
 }
 
-const char *const JE_NAMES[] = {
+const char *const jinja_error_names[] = {
     [JE_UNDEFINED] = "UndefinedError", [JE_SYNTAX] = "TemplateSyntaxError",
     [JE_ASSERTION] = "TemplateAssertionError", [JE_SECURITY] = "SecurityError",
     [JE_RUNTIME] = "TemplateRuntimeError", [JE_FILTERARG] = "FilterArgumentError",
@@ -62,47 +62,47 @@ const char *const JE_NAMES[] = {
     [JE_PYASSERT] = "AssertionError",
 };
 
-void jfail(J *j, int cls, const char *fmt, ...)
+void jinja_fail(J *j, int cls, const char *fmt, ...)
 {
     char msg[900];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (j->line > 0) tl_error_set(j->err, "template:%d: %s: %s", j->line, JE_NAMES[cls], msg);
-    else tl_error_set(j->err, "template: %s: %s", JE_NAMES[cls], msg);   /* before any line ran */
+    if (j->line > 0) tl_error_set(j->err, "template:%d: %s: %s", j->line, jinja_error_names[cls], msg);
+    else tl_error_set(j->err, "template: %s: %s", jinja_error_names[cls], msg);   /* before any line ran */
     longjmp(j->jb, 1);
 }
 
-void jfail_undef(J *j, jv undef) { jfail(j, undef.xc, "%s", undef_msg(undef)); }
+void jinja_fail_undef(J *j, jv undef) { jinja_fail(j, undef.xc, "%s", undef_msg(undef)); }
 
 /* raise_exception: transformers raises jinja2's TemplateError with the template's message */
-void jraise(J *j, const char *msg, size_t n)
+void jinja_raise(J *j, const char *msg, size_t n)
 {
-    tl_error_set(j->err, "template:%d: %s: %.*s", j->line, JE_NAMES[JE_TEMPLATE], (int)(n > 960 ? 960 : n), msg);
+    tl_error_set(j->err, "template:%d: %s: %.*s", j->line, jinja_error_names[JE_TEMPLATE], (int)(n > 960 ? 960 : n), msg);
     longjmp(j->jb, 1);
 }
 
-void *jalloc(J *j, size_t n)
+void *jinja_alloc(J *j, size_t n)
 {
     void *p = arena_alloc(j->ar, n);
     if (!p)
-        jfail(j, JE_MEMORY, "out of memory (render limit %zu MiB)", MAX_ARENA >> 20);
+        jinja_fail(j, JE_MEMORY, "out of memory (render limit %zu MiB)", MAX_ARENA >> 20);
     return p;
 }
 
-char *jstrdup(J *j, const char *s, size_t n)
+char *jinja_strdup(J *j, const char *s, size_t n)
 {
-    char *p = jalloc(j, n + 1);
+    char *p = jinja_alloc(j, n + 1);
     memcpy(p, s, n);
     p[n] = 0;
     return p;
 }
 
-jv v_str(J *j, const char *s, size_t n)
+jv jinja_v_str(J *j, const char *s, size_t n)
 {
-    jstr *x = jalloc(j, sizeof *x);
-    x->p = jstrdup(j, s, n);
+    jstr *x = jinja_alloc(j, sizeof *x);
+    x->p = jinja_strdup(j, s, n);
     x->len = n;
     x->nsp = 0;
     x->sp = NULL;
@@ -111,24 +111,24 @@ jv v_str(J *j, const char *s, size_t n)
     return v;
 }
 
-jv v_cstr(J *j, const char *s) { return v_str(j, s, strlen(s)); }
+jv jinja_v_cstr(J *j, const char *s) { return jinja_v_str(j, s, strlen(s)); }
 
-const char *jprintf(J *j, const char *fmt, ...)
+const char *jinja_printf(J *j, const char *fmt, ...)
 {
     char buf[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    return jstrdup(j, buf, strlen(buf));
+    return jinja_strdup(j, buf, strlen(buf));
 }
 
-jlist *list_new(J *j, size_t cap)
+jlist *jinja_list_new(J *j, size_t cap)
 {
-    jlist *l = jalloc(j, sizeof *l);
+    jlist *l = jinja_alloc(j, sizeof *l);
     l->n = 0;
     l->cap = cap ? cap : 4;
-    l->it = jalloc(j, l->cap * sizeof(jv));
+    l->it = jinja_alloc(j, l->cap * sizeof(jv));
     l->tuple = 0;
     l->gen = 0;
     l->view = 0;
@@ -136,10 +136,10 @@ jlist *list_new(J *j, size_t cap)
     return l;
 }
 
-void list_push(J *j, jlist *l, jv v)
+void jinja_list_push(J *j, jlist *l, jv v)
 {
     if (l->n == l->cap) {
-        jv *n = jalloc(j, 2 * l->cap * sizeof(jv));
+        jv *n = jinja_alloc(j, 2 * l->cap * sizeof(jv));
         memcpy(n, l->it, l->n * sizeof(jv));
         l->it = n;
         l->cap *= 2;
@@ -147,14 +147,14 @@ void list_push(J *j, jlist *l, jv v)
     l->it[l->n++] = v;
 }
 
-jdict *dict_new(J *j)
+jdict *jinja_dict_new(J *j)
 {
-    jdict *d = jalloc(j, sizeof *d);
+    jdict *d = jinja_alloc(j, sizeof *d);
     memset(d, 0, sizeof *d);
     return d;
 }
 
-const char *type_name(jv v)
+const char *jinja_type_name(jv v)
 {
     switch (v.t) {
     case T_UNDEF: return "Undefined";
@@ -172,7 +172,7 @@ const char *type_name(jv v)
     }
 }
 
-const char *obj_repr(jv v)
+const char *jinja_obj_repr(jv v)
 {
     switch (v.t) {
     case T_NONE: return "None";
@@ -187,9 +187,9 @@ const char *obj_repr(jv v)
     }
 }
 
-jv mk_func(J *j, int kind, const char *name, jv self)
+jv jinja_mk_func(J *j, int kind, const char *name, jv self)
 {
-    jfunc *fn = jalloc(j, sizeof *fn);
+    jfunc *fn = jinja_alloc(j, sizeof *fn);
     memset(fn, 0, sizeof *fn);
     fn->kind = kind;
     fn->name = name;
@@ -199,7 +199,7 @@ jv mk_func(J *j, int kind, const char *name, jv self)
     return v;
 }
 
-int truthy(jv v)
+int jinja_truthy(jv v)
 {
     switch (v.t) {
     case T_UNDEF: case T_NONE: return 0;
@@ -213,11 +213,11 @@ int truthy(jv v)
     }
 }
 
-int py_eq(jv a, jv b)
+int jinja_py_eq(jv a, jv b)
 {
     if (a.t == T_BIG || b.t == T_BIG) {
-        if (is_int(a) && is_int(b)) return !big_cmp(a, b);
-        if (a.t == T_FLOAT || b.t == T_FLOAT) return !big_cmp_float(a.t == T_BIG ? a : b, a.t == T_FLOAT ? a.u.f : b.u.f);
+        if (is_int(a) && is_int(b)) return !jinja_big_cmp(a, b);
+        if (a.t == T_FLOAT || b.t == T_FLOAT) return !jinja_big_cmp_float(a.t == T_BIG ? a : b, a.t == T_FLOAT ? a.u.f : b.u.f);
         return 0;
     }
     if (is_num(a) && is_num(b)) {
@@ -239,22 +239,22 @@ int py_eq(jv a, jv b)
             if (a.u.l->view != b.u.l->view || a.u.l->n != b.u.l->n) return 0;
             for (size_t i = 0; i < a.u.l->n; i++) {
                 size_t k = 0;
-                while (k < b.u.l->n && !py_eq(a.u.l->it[i], b.u.l->it[k])) k++;
+                while (k < b.u.l->n && !jinja_py_eq(a.u.l->it[i], b.u.l->it[k])) k++;
                 if (k == b.u.l->n) return 0;
             }
             return 1;
         }
         if (a.u.l->tuple != b.u.l->tuple || a.u.l->n != b.u.l->n) return 0;
         for (size_t i = 0; i < a.u.l->n; i++)
-            if (!py_eq(a.u.l->it[i], b.u.l->it[i])) return 0;
+            if (!jinja_py_eq(a.u.l->it[i], b.u.l->it[i])) return 0;
         return 1;
     case T_DICT: {
         if (a.u.d->n != b.u.d->n) return 0;
         for (size_t i = 0; i < a.u.d->n; i++) {
             size_t k;
             for (k = 0; k < b.u.d->n; k++)
-                if (py_eq(a.u.d->k[i], b.u.d->k[k])) break;
-            if (k == b.u.d->n || !py_eq(a.u.d->v[i], b.u.d->v[k])) return 0;
+                if (jinja_py_eq(a.u.d->k[i], b.u.d->k[k])) break;
+            if (k == b.u.d->n || !jinja_py_eq(a.u.d->v[i], b.u.d->v[k])) return 0;
         }
         return 1;
     }
@@ -265,13 +265,13 @@ int py_eq(jv a, jv b)
 }
 
 /* <0, 0, >0; TypeError where Python has none */
-int py_cmp(J *j, jv a, jv b, const char *op)
+int jinja_py_cmp(J *j, jv a, jv b, const char *op)
 {
-    if (a.t == T_UNDEF) jfail_undef(j, a);
-    if (b.t == T_UNDEF) jfail_undef(j, b);
+    if (a.t == T_UNDEF) jinja_fail_undef(j, a);
+    if (b.t == T_UNDEF) jinja_fail_undef(j, b);
     if ((a.t == T_BIG && (is_int(b) || b.t == T_FLOAT)) || (b.t == T_BIG && is_int(a)) || (b.t == T_BIG && a.t == T_FLOAT)) {
-        if (is_int(a) && is_int(b)) return big_cmp(a, b);
-        int c = a.t == T_BIG ? big_cmp_float(a, b.u.f) : big_cmp_float(b, a.u.f);
+        if (is_int(a) && is_int(b)) return jinja_big_cmp(a, b);
+        int c = a.t == T_BIG ? jinja_big_cmp_float(a, b.u.f) : jinja_big_cmp_float(b, a.u.f);
         return c == 2 ? 0 : a.t == T_BIG ? c : -c;
     }
     if (is_num(a) && is_num(b)) {
@@ -290,23 +290,23 @@ int py_cmp(J *j, jv a, jv b, const char *op)
     }
     if (a.t == T_LIST && b.t == T_LIST) {
         for (size_t i = 0; i < a.u.l->n && i < b.u.l->n; i++) {
-            if (py_eq(a.u.l->it[i], b.u.l->it[i])) continue;
-            return py_cmp(j, a.u.l->it[i], b.u.l->it[i], op);
+            if (jinja_py_eq(a.u.l->it[i], b.u.l->it[i])) continue;
+            return jinja_py_cmp(j, a.u.l->it[i], b.u.l->it[i], op);
         }
         return a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
     }
-    jfail(j, JE_TYPE, "'%s' not supported between instances of '%s' and '%s'", op, type_name(a), type_name(b));
+    jinja_fail(j, JE_TYPE, "'%s' not supported between instances of '%s' and '%s'", op, jinja_type_name(a), jinja_type_name(b));
 }
 
-long dict_find(jdict *d, jv k)
+long jinja_dict_find(jdict *d, jv k)
 {
     for (size_t i = 0; i < d->n; i++)
-        if (py_eq(d->k[i], k) && (d->k[i].t == T_STR) == (k.t == T_STR))
+        if (jinja_py_eq(d->k[i], k) && (d->k[i].t == T_STR) == (k.t == T_STR))
             return (long)i;
     return -1;
 }
 
-long dict_find_s(jdict *d, const char *s)
+long jinja_dict_find_s(jdict *d, const char *s)
 {
     size_t n = strlen(s);
     for (size_t i = 0; i < d->n; i++)
@@ -315,16 +315,16 @@ long dict_find_s(jdict *d, const char *s)
     return -1;
 }
 
-void dict_set(J *j, jdict *d, jv k, jv v)
+void jinja_dict_set(J *j, jdict *d, jv k, jv v)
 {
-    long i = dict_find(d, k);
+    long i = jinja_dict_find(d, k);
     if (i >= 0) {
         d->v[i] = v;
         return;
     }
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 8;
-        jv *nk = jalloc(j, cap * sizeof(jv)), *nv = jalloc(j, cap * sizeof(jv));
+        jv *nk = jinja_alloc(j, cap * sizeof(jv)), *nv = jinja_alloc(j, cap * sizeof(jv));
         if (d->n) {
             memcpy(nk, d->k, d->n * sizeof(jv));
             memcpy(nv, d->v, d->n * sizeof(jv));
@@ -338,4 +338,4 @@ void dict_set(J *j, jdict *d, jv k, jv v)
     d->n++;
 }
 
-void dict_set_s(J *j, jdict *d, const char *k, jv v) { dict_set(j, d, v_cstr(j, k), v); }
+void jinja_dict_set_s(J *j, jdict *d, const char *k, jv v) { jinja_dict_set(j, d, jinja_v_cstr(j, k), v); }
