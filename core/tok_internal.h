@@ -56,6 +56,22 @@ struct tl_tokenizer {
     char *bos_token, *eos_token;
 };
 
+/* tok_maps.c: the machinery loading, encoding and lookups share */
+size_t tl_tok_pow2_at_least(size_t n);
+void tl_tok_byte_level_tables(int cp_of_byte[256], int byte_of_cp[0x144]);
+int tl_tok_utf8_char_len(const unsigned char *s, size_t n);
+int tl_tok_utf8_incomplete_tail(const unsigned char *s, size_t n);
+long tl_tok_utf8_first_invalid(const unsigned char *s, size_t n);
+long tl_tok_arena_add(struct tl_tokenizer *t, const void *p, size_t n);
+int tl_tok_bytes_map_get(const struct tl_tokenizer *t, const void *key, size_t n);
+void tl_tok_bytes_map_put(struct tl_tokenizer *t, int id);
+int tl_tok_str_map_get(const struct tl_tokenizer *t, const char *key);
+void tl_tok_str_map_put(struct tl_tokenizer *t, int id);
+const tl_merge *tl_tok_merge_get(const struct tl_tokenizer *t, int a, int b);
+void tl_tok_merge_put(struct tl_tokenizer *t, int a, int b, int rank, int result);
+static inline const char *tl_tok_piece_ptr(const struct tl_tokenizer *t, int id) { return t->arena + t->piece_off[id]; }
+static inline const char *tl_tok_tokstr_ptr(const struct tl_tokenizer *t, int id) { return t->arena + t->tokstr_off[id]; }
+
 struct tl_error;
 /* tokenizer.c: loads from tokenizer.json text made elsewhere (text[len] writable; the text is
  * rewritten, not freed); bos_token and eos_token stand for tokenizer_config.json's (NULL: none);
