@@ -19,12 +19,12 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define VS_X86 1
 #include <immintrin.h>
-#include "../kernels/cpu/scores_avx512.h"
+#include "tokenloop/scores_avx512.h"
 #endif
 
 #define LOG2E TL_LOG2E
 #define LN2 0.693147180559945309
-/* the polynomial of 2^r (kernels/cpu/scores.h) */
+/* the polynomial of 2^r (core/include/tokenloop/scores.h) */
 #define A1 TL_EXP2_A1
 #define A2 TL_EXP2_A2
 #define A3 TL_EXP2_A3

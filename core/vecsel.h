@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "tokenloop/topk.h"
-#include "../kernels/cpu/scores.h"
+#include "tokenloop/scores.h"
 
 /* Scores per block of vs_exp's block sums: the draw walks blocks, then one block. A vector
  * lane adds at most TL_VS_BLOCK / 16 terms in float before the block's sum goes to double. */
@@ -52,7 +52,7 @@ typedef struct {
 /* tl_logit_stats gathered piece by piece, by one thread each: vs_acc_add for each piece of
  * scores already written (any order), or the CPU's decode kernel through vs_acc_scores as it
  * writes them; vs_acc_finish over all the threads' accumulators once every piece is in. The
- * sums are the kernels' accumulator (kernels/cpu/scores.h); the best k are kept here, as
+ * sums are the kernels' accumulator (core/include/tokenloop/scores.h); the best k are kept here, as
  * tl_topk keeps them. */
 typedef struct vs_acc {
     tl_cpu_scores s;     /* first: its offer() finds the list from it */

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 #include "tokenloop/model.h"
-#include "scores.h"
+#include "tokenloop/scores.h"
 
 typedef struct tl_cpu_mm {
     float *out;

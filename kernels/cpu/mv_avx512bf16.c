@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "mm.h"
-#include "scores_avx512.h"
+#include "tokenloop/scores_avx512.h"
 
 #define MV_INLINE static inline __attribute__((always_inline))
 #define MV_TILE 8

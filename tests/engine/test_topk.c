@@ -34,7 +34,7 @@ static int by_rank(const void *a, const void *b)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "../../kernels/cpu/scores_avx512.h"
+#include "tokenloop/scores_avx512.h"
 #define HAVE_KERNEL_STEP 1
 /* The decode kernel's step (tl_cpu_scores_add16, as mv_avx512bf16.c calls it) over a piece,
  * sixteen scores at a time, the last ones masked. */

@@ -33,7 +33,7 @@ typedef struct tl_backend_ops {
     void (*matmul)(void *ctx, float *out, const float *x, const tl_weight *W, int T);
     /* Optional, both or neither (the CPU): matmul of one token (T == 1) whose kernel also
      * gathers the scores' statistics (tokenloop/topk.h) as it writes them, each thread into
-     * its own accumulator, slots[thread] (the CPU's kind: kernels/cpu/scores.h), for
+     * its own accumulator, slots[thread] (the CPU's kind: core/include/tokenloop/scores.h), for
      * scores_slots threads. The exp and the compares run between the rows' loads, so they add
      * almost nothing to a product bound by memory. 0, or -1 when this weight has no such
      * kernel here (nothing is launched: the engine then calls matmul). The accumulators are

@@ -1,6 +1,6 @@
 /* The scalar side of the scores' accumulator (scores.h): moving its sums to a new maximum,
  * emptying its lanes, and merging the threads' sums. */
-#include "scores.h"
+#include "tokenloop/scores.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,9 +4,10 @@
  * terms to a float lane before they move to double (tl_cpu_scores_flush). The AVX-512 BF16
  * decode kernel feeds it sixteen rows at a time while the weights stream in
  * (scores_avx512.h), so the exp costs no time of its own; core/vecsel.c feeds it from scores
- * already written, and merges the threads' accumulators. */
-#ifndef TL_KERNELS_CPU_SCORES_H
-#define TL_KERNELS_CPU_SCORES_H
+ * already written, and merges the threads' accumulators. It lives in core, beside backend.h,
+ * because both sides use it: a backend's kernels fill it, core's vector passes read and merge it. */
+#ifndef TL_SCORES_H
+#define TL_SCORES_H
 
 #include <stddef.h>
 #include <stdint.h>

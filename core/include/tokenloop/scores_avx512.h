@@ -2,13 +2,13 @@
  * decode kernel, which calls it between rows while the weights stream in, and for core's vector
  * passes (core/vecsel.c). The functions carry their target so that a file built for baseline
  * x86-64 can include this header and call them after checking the CPU. */
-#ifndef TL_KERNELS_CPU_SCORES_AVX512_H
-#define TL_KERNELS_CPU_SCORES_AVX512_H
+#ifndef TL_SCORES_AVX512_H
+#define TL_SCORES_AVX512_H
 
 #include <immintrin.h>
 #include <math.h>
 
-#include "scores.h"
+#include "tokenloop/scores.h"
 
 #define TL_AVX512_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) static inline
 
