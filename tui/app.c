@@ -95,6 +95,7 @@ typedef struct tl_app {
     tl_iter *it;
     double run_t0;
     int run_chunks;
+    int cut_told;                /* Enter on a cut paste said so once; the next Enter applies */
     int quit;
     char message[256];
     tl_lesson_ctl lesson;
@@ -374,6 +375,7 @@ static int run_poll(tl_app *a)
 static void begin_edit(tl_app *a, int what, const char *text)
 {
     a->ui.edit = what;
+    a->cut_told = 0;
     LineEdit_set(&a->ui.le, text);
     if (what == EDIT_USER || what == EDIT_SYSTEM)
         a->ui.active = PANE_PROMPT;
@@ -399,6 +401,14 @@ static void unescape(char *s)
 static void end_edit(tl_app *a, int apply)
 {
     int what = a->ui.edit;
+    if (apply && a->ui.le.dropped && !a->cut_told) {   /* the text is not what was pasted: ask */
+        char m[200];
+        snprintf(m, sizeof m, I18n_tr(a->ui.lang, "%zu characters did not fit the editor (%d bytes): Enter again applies the text as cut, Esc cancels"),
+                 a->ui.le.dropped, TL_LINEEDIT_MAX - 1);
+        say(a, "%s", m);
+        a->cut_told = 1;
+        return;
+    }
     a->ui.edit = EDIT_NONE;
     curs_set(0);
     if (!apply)
@@ -840,7 +850,7 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o)
         app_free(a);
         return 1;
     }
-    int dirty = 1;
+    int dirty = 1, burst = 0;   /* burst: keys typed into the line editor since the last frame */
     double last_draw = 0;
     while (!a->quit && !g_signal) {
         if (a->it) {
@@ -857,16 +867,26 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o)
             }
         }
         double t = now_ms();
-        if (dirty && (!a->it || t - last_draw >= 33)) {
+        /* a paste arrives as thousands of keys: the frame waits until they are read (or 100 ms) */
+        if (dirty && (!a->it || t - last_draw >= 33) && (!burst || t - last_draw >= 100)) {
+            if (burst)
+                refresh_view(a);
             draw(a);
             last_draw = t;
             dirty = 0;
+            burst = 0;
         }
-        timeout(a->it ? 15 : 250);
+        timeout(a->it ? 15 : burst ? 0 : 250);
         wint_t ch;
         int r = wget_wch(stdscr, &ch);
-        if (r == ERR)
+        if (r == ERR) {
+            if (burst) {   /* the typing stopped: its frame now */
+                refresh_view(a);
+                burst = 0;
+                last_draw = 0;
+            }
             continue;
+        }
         if (r == KEY_CODE_YES && ch == KEY_RESIZE) {   /* not a key press: redraw, keep running */
             dirty = 1;
             last_draw = 0;
@@ -882,9 +902,14 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o)
             continue;
         }
         key(a, r == KEY_CODE_YES, ch);
+        dirty = 1;
+        if (a->ui.edit && !a->it) {   /* the session did not change: its view can wait */
+            burst++;
+            continue;
+        }
+        burst = 0;
         if (!a->it)
             refresh_view(a);
-        dirty = 1;
     }
     int sig = g_signal;
     app_free(a);

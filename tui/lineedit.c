@@ -7,11 +7,15 @@
 
 void LineEdit_set(tl_lineedit *e, const char *text)
 {
-    size_t n = text ? strlen(text) : 0;
-    if (n >= TL_LINEEDIT_MAX)
+    size_t all = text ? strlen(text) : 0, n = all;
+    e->dropped = 0;
+    if (n >= TL_LINEEDIT_MAX) {
         n = TL_LINEEDIT_MAX - 1;
-    while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80 && n < strlen(text))
-        n--;   /* never cut inside a character */
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--;   /* never cut inside a character */
+        for (size_t i = n; i < all; i++)
+            e->dropped += ((unsigned char)text[i] & 0xC0) != 0x80;
+    }
     if (n)
         memcpy(e->buf, text, n);
     e->buf[n] = 0;
@@ -48,8 +52,12 @@ int LineEdit_insert(tl_lineedit *e, int32_t cp)
 {
     char b[4];
     int n = encode(cp, b);
-    if (n < 0 || e->len + (size_t)n >= TL_LINEEDIT_MAX)
+    if (n < 0)
         return -1;
+    if (e->len + (size_t)n >= TL_LINEEDIT_MAX) {
+        e->dropped++;
+        return -1;
+    }
     memmove(e->buf + e->cur + n, e->buf + e->cur, e->len - e->cur + 1);
     memcpy(e->buf + e->cur, b, (size_t)n);
     e->len += (size_t)n;
@@ -109,11 +117,18 @@ void LineEdit_view(const tl_lineedit *e, int cols, size_t *from, size_t *to, int
 {
     if (cols < 1)
         cols = 1;
-    /* start so that the text before the cursor takes at most cols-1 columns */
-    size_t start = 0;
-    while (Format_width(e->buf + start, e->cur - start) > cols - 1 && start < e->cur)
-        start = nextBoundary(e, start);
-    int ccol = Format_width(e->buf + start, e->cur - start);
+    /* start so that the text before the cursor takes at most cols-1 columns: walked back from
+     * the cursor, one character at a time (from the front it was quadratic in the length) */
+    size_t start = e->cur;
+    int ccol = 0;
+    while (start > 0) {
+        size_t p = prevBoundary(e, start);
+        int w = Format_width(e->buf + p, start - p);
+        if (ccol + w > cols - 1)
+            break;
+        ccol += w;
+        start = p;
+    }
     int used;
     size_t n = Format_prefixFitting(e->buf + start, e->len - start, cols, &used);
     *from = start;

@@ -121,10 +121,16 @@ void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         /* editing in place: the message being edited, with a cursor */
         int ey = in.y + in.h - 2;
         Draw_fill(w, ey, in.x, in.w, Theme_attr(TA_SELECTED));
-        Draw_text(w, ey, in.x, in.w,
-                  ui->edit == EDIT_USER ? T(" user message (Enter: apply, Esc: cancel)")
-                                        : T(" system prompt (Enter: apply, Esc: cancel; empty: none)"),
-                  Theme_attr(TA_SELECTED));
+        int lx = Draw_text(w, ey, in.x, in.w,
+                           ui->edit == EDIT_USER ? T(" user message (Enter: apply, Esc: cancel)")
+                                                 : T(" system prompt (Enter: apply, Esc: cancel; empty: none)"),
+                           Theme_attr(TA_SELECTED));
+        if (ui->le.dropped) {   /* a paste longer than the editor: said, never cut silently */
+            char m[160];
+            snprintf(m, sizeof m, T(" \xC2\xB7 full: %zu characters not taken (the editor holds %d bytes)"),
+                     ui->le.dropped, TL_LINEEDIT_MAX - 1);
+            Draw_text(w, ey, in.x + lx, in.w - lx, m, Theme_attr(TA_WARN));
+        }
         size_t from, to;
         int col;
         LineEdit_view(&ui->le, in.w - 2, &from, &to, &col);

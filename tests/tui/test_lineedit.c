@@ -1,6 +1,8 @@
 /* The one-line editor of tui/lineedit.c on multi-byte text. */
 #include <locale.h>
+#include <string.h>
 
+#include "format.h"
 #include "lineedit.h"
 #include "tl_test.h"
 
@@ -69,5 +71,41 @@ int main(void)
     LineEdit_set(&e, big);
     TL_CHECK(e.len < TL_LINEEDIT_MAX);
     TL_CHECK_INT(e.len % 3, 0);
+    /* what was cut is counted, in characters, and so is each character typed into a full buffer */
+    size_t chars = 0;
+    for (size_t i = 0; big[i]; i++)
+        chars += ((unsigned char)big[i] & 0xC0) != 0x80;
+    TL_CHECK_INT(e.dropped, chars - e.len / 3);
+    size_t before = e.dropped;
+    TL_CHECK_INT(LineEdit_insert(&e, 0x4E2D), -1);
+    TL_CHECK_INT(e.dropped, before + 1);
+    LineEdit_set(&e, "short");
+    TL_CHECK_INT(e.dropped, 0);
+    /* the view walked back from the cursor equals the definition: the first start from which
+     * the text before the cursor takes at most cols-1 columns */
+    static const char *pieces[] = {"a", "\xE4\xB8\xAD", "e\xCC\x81", "\xF0\x9F\x98\x80", " "};
+    unsigned seed = 7;
+    for (int round = 0; round < 300; round++) {
+        LineEdit_set(&e, "");
+        int n = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 60;
+        for (int i = 0; i < n; i++) {
+            const char *p = pieces[((seed = seed * 1103515245u + 12345u) >> 16) % 5];
+            int32_t cp;
+            for (size_t k = 0; p[k];)
+                k += (size_t)Format_utf8Next(p + k, strlen(p + k), &cp), LineEdit_insert(&e, cp);
+        }
+        int moves = (int)((seed = seed * 1103515245u + 12345u) >> 16) % (n + 1);
+        for (int i = 0; i < moves; i++)
+            LineEdit_left(&e);
+        int cols = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 20;
+        size_t ref = 0;
+        while (Format_width(e.buf + ref, e.cur - ref) > cols - 1 && ref < e.cur) {
+            int32_t cp;
+            ref += (size_t)Format_utf8Next(e.buf + ref, e.len - ref, &cp);
+        }
+        LineEdit_view(&e, cols, &from, &to, &col);
+        TL_CHECK_MSG(from == ref && col == Format_width(e.buf + ref, e.cur - ref),
+                     "round %d: cols %d cursor %zu: start %zu col %d, the definition's %zu", round, cols, e.cur, from, col, ref);
+    }
     return TL_TEST_END("tui_lineedit");
 }
