@@ -18,15 +18,22 @@ void Pane_logits(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     tl_rect in = Draw_inner(r);
     if (in.h < 2 || in.w < 20)
         return;
+    /* the header names the settings that made the rows below it: after a pass, that pass's;
+     * settings changed since apply from the next token, and the header says so */
+    int greedy = v->has_logits ? v->rows_greedy : v->greedy, top_k = v->has_logits ? v->rows_top_k : v->top_k;
+    float temp = v->has_logits ? v->rows_temperature : v->temperature, top_p = v->has_logits ? v->rows_top_p : v->top_p;
+    int changed = v->has_logits && (greedy != v->greedy || (!v->greedy && (top_k != v->top_k || temp != v->temperature || top_p != v->top_p)));
     char line[320], tv[16], pv[16];
-    Format_num(ui->lang, v->temperature, 2, tv, sizeof tv);
-    Format_num(ui->lang, v->top_p, 2, pv, sizeof pv);
-    if (v->greedy)
-        snprintf(line, sizeof line, T("greedy (argmax)  \xC2\xB7 T %s  top-k %d  top-p %s unused"), tv, v->top_k, pv);
+    Format_num(ui->lang, temp, 2, tv, sizeof tv);
+    Format_num(ui->lang, top_p, 2, pv, sizeof pv);
+    if (greedy)
+        snprintf(line, sizeof line, T("greedy (argmax)  \xC2\xB7 T %s  top-k %d  top-p %s unused"), tv, top_k, pv);
     else
         snprintf(line, sizeof line, T("sampled \xC2\xB7 temperature %s \xC2\xB7 top-k %d%s \xC2\xB7 top-p %s%s"), tv,
-                 v->top_k, v->top_k ? "" : T(" (off)"), pv, v->top_p >= 1 ? T(" (off)") : "");
-    Draw_text(w, in.y, in.x, in.w, line, Theme_attr(TA_HEADER));
+                 top_k, top_k ? "" : T(" (off)"), pv, top_p >= 1 ? T(" (off)") : "");
+    int hx = Draw_text(w, in.y, in.x, in.w, line, Theme_attr(TA_HEADER));
+    if (changed)
+        Draw_text(w, in.y, in.x + hx, in.w - hx, T(" \xC2\xB7 changed: next token"), Theme_attr(TA_WARN));
     if (!v->has_logits) {
         Draw_text(w, in.y + 1, in.x, in.w,
                   T("no forward pass yet \xE2\x80\x94 Space runs the first one (the prefill)"),

@@ -196,6 +196,12 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     const tl_step *st = nsteps > 0 ? tl_session_step_at(s, nsteps - 1) : NULL;
     v->has_logits = st != NULL;
     v->n_rows = 0;
+    if (st) {   /* the rows' header names these, not the settings changed since */
+        v->rows_greedy = st->sampling.greedy;
+        v->rows_top_k = st->sampling.top_k;
+        v->rows_temperature = st->sampling.temperature;
+        v->rows_top_p = st->sampling.top_p;
+    }
     if (st) {
         const tl_sample_report *r = &st->sample;
         v->logits_step = st->index + 1;

@@ -57,6 +57,9 @@ typedef struct tl_view {
     int greedy;
     float temperature, top_p;
     int top_k;
+    /* the settings of the pass whose rows the Logits pane shows (k, p, T change from the next) */
+    int rows_greedy, rows_top_k;
+    float rows_temperature, rows_top_p;
     int logit_rows;             /* k rows shown (default 10) */
 
     /* prompt pane */

@@ -128,9 +128,15 @@ def main():
                         "the settings notice and the new temperature in the title bar")
         check(generated(s) == 4, "g, T after 4 tokens: still 4 tokens (%d)" % generated(s))
         check("T 0.70" in s.split("\n")[0], "the title bar shows the new temperature")
+        # the Logits header names the pass that made its rows (greedy), and that the change is next
+        hl = [l for l in s.split("\n") if "argmax" in l or "sampled" in l]
+        check(re.search(r"greedy \(argmax\) .*changed: next token", s) is not None,
+              "(%s) g, T:" % (hl[0].strip() if hl else "-") + " the Logits header still names the greedy pass of its rows and says the new settings apply next")
         key("Space")
         s, _ = wait_for(lambda s: generated(s) == 5, "a 5th token")
         check(generated(s) == 5, "Space: the 5th token is made with the new settings")
+        check(re.search(r"sampled \u00b7 temperature 0.70", s) is not None and "changed: next token" not in s,
+              "Space: the Logits header names the new pass's settings, with no note")
 
         # the other streamer over the same tokens
         key("h")
