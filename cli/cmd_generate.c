@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -441,6 +442,12 @@ int cmd_generate(int argc, char **argv)
     if (json) {
         print_json(s);
     } else {
+        /* a terminal's next prompt starts on a line of its own (TextStreamer ends with a newline
+         * too); piped, stdout stays exactly the streamed text */
+        size_t slen = 0;
+        const char *streamed = tl_session_streamed(s, &slen);
+        if (isatty(STDOUT_FILENO) && slen > 0 && streamed[slen - 1] != '\n')
+            putchar('\n');
         fflush(stdout);
         print_metrics(s);
     }

@@ -151,7 +151,10 @@ static int confirm_restart(tl_app *a, int key, const char *what)
     }
     a->confirm = key;
     char m[160];
-    snprintf(m, sizeof m, I18n_tr(a->ui.lang, "%c again = %s: starts over, %d tokens go"), key, I18n_tr(a->ui.lang, what), n);
+    if (n == 1)
+        snprintf(m, sizeof m, I18n_tr(a->ui.lang, "%c again = %s: starts over, the 1 token goes"), key, I18n_tr(a->ui.lang, what));
+    else
+        snprintf(m, sizeof m, I18n_tr(a->ui.lang, "%c again = %s: starts over, %d tokens go"), key, I18n_tr(a->ui.lang, what), n);
     say(a, "%s", m);
     return 0;
 }
@@ -376,6 +379,20 @@ static void begin_edit(tl_app *a, int what, const char *text)
 {
     a->ui.edit = what;
     a->cut_told = 0;
+    a->ui.edit_label[0] = 0;
+    if (what == EDIT_MAXNEW) {   /* what 0 means for this model, not "the model's" in general */
+        const tl_gen_config *g = &tl_session_model(a->s)->gen;
+        const char *lang = a->ui.lang;
+        if (g->has_max_new_tokens && g->max_new_tokens > 0)
+            snprintf(a->ui.edit_label, sizeof a->ui.edit_label,
+                     I18n_tr(lang, "max_new_tokens (0: generation_config.json's %d): "), g->max_new_tokens);
+        else if (g->has_max_length && g->max_length > 0)
+            snprintf(a->ui.edit_label, sizeof a->ui.edit_label,
+                     I18n_tr(lang, "max_new_tokens (0: generation_config.json's max_length %d less the prompt): "), g->max_length);
+        else
+            snprintf(a->ui.edit_label, sizeof a->ui.edit_label, "%s",
+                     I18n_tr(lang, "max_new_tokens (0: none set, so transformers' default 20): "));
+    }
     LineEdit_set(&a->ui.le, text);
     if (what == EDIT_USER || what == EDIT_SYSTEM)
         a->ui.active = PANE_PROMPT;
@@ -684,7 +701,10 @@ static void key(tl_app *a, int is_code, wint_t ch)
         int n = tl_session_n_steps(a->s);
         if (n > 0) {
             char b[128];
-            snprintf(b, sizeof b, I18n_tr(u->lang, "Enter changes the prompt: generation starts over and %d tokens go; Esc keeps them"), n);
+            if (n == 1)
+                snprintf(b, sizeof b, "%s", I18n_tr(u->lang, "Enter changes the prompt: generation starts over and the 1 token goes; Esc keeps it"));
+            else
+                snprintf(b, sizeof b, I18n_tr(u->lang, "Enter changes the prompt: generation starts over and %d tokens go; Esc keeps them"), n);
             say(a, "%s", b);
         }
         break;

@@ -187,8 +187,9 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
     /* status line: what the next key press does */
     int sx = 0;
     if (ui->edit == EDIT_MAXNEW || ui->edit == EDIT_STOP) {
-        const char *label = ui->edit == EDIT_MAXNEW ? T("max_new_tokens (0: the model's budget): ")
-                                                    : T("stop string to add or remove (\\n for newline): ");
+        const char *label = ui->edit_label[0] ? ui->edit_label
+                            : ui->edit == EDIT_MAXNEW ? T("max_new_tokens (0: the model's budget): ")
+                                                      : T("stop string to add or remove (\\n for newline): ");
         sx += Draw_text(w, L.status.y, 0, cols, label, Theme_attr(TA_KEY));
         size_t from, to;
         int col;

@@ -21,6 +21,7 @@ typedef struct tl_ui {
     int help;                 /* the full key list is shown */
     int edit;                 /* EDIT_* */
     tl_lineedit le;
+    char edit_label[160];     /* the status-line editor's prompt when the app sets one */
     int lesson_open;
     const char *lesson_text;  /* the lesson panel's text (NULL: "no lessons") */
     int mono;                 /* no colours */

@@ -164,6 +164,20 @@ def main():
             check(u is not None and sy and u < 0.1 * sy,
                   "--async: the unsynchronized clock reads %s, < 10%% of the synchronized pass %s" % (m.group(1), p.group(1)))
 
+        # m says what 0 means for this model (its generation_config.json sets no budget)
+        key("m")
+        s, _ = wait_for(lambda s: "max_new_tokens (0:" in s, "the budget editor")
+        check("max_new_tokens (0: none set, so transformers' default 20):" in s, "m: 0 is transformers' default 20 here")
+        key("Escape")
+        # one token on screen: a's warning counts it in the singular
+        key("n")
+        key("Space")
+        wait_for(lambda s: generated(s) == 1, "one token")
+        key("a")
+        s, _ = wait_for(lambda s: "a again" in s, "a's warning")
+        check("starts over, the 1 token goes" in s, "a with one token: 'the 1 token goes'")
+        key("Escape")
+
         key("c")
         s, _ = wait_for(lambda s: "model.generate(" in s, "the transformers call")
         check("apply_chat_template(messages, add_generation_prompt=True" in s, "c: the template call")
