@@ -236,11 +236,9 @@ static int bind_all(tl_model *m, const model_files *mf, tl_error *err)
     return 0;
 }
 
-int tl_model_load(tl_model **out, const char *dir, tl_error *err)
+int tl_model_load_dir(tl_model **out, const char *dir, tl_error *err)
 {
     *out = NULL;
-    if (tl_model_is_gguf(dir))   /* a GGUF file instead of a directory: model_gguf.c */
-        return tl_model_load_gguf(out, dir, err);
     tl_model *m = calloc(1, sizeof *m);
     model_files *mf = calloc(1, sizeof *mf);
     if (!m || !mf) {

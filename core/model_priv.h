@@ -19,6 +19,9 @@ void tl_model_count(tl_model *m);
 /* tl_config_load, also saying whether config.json named a dtype (torch_dtype or dtype). */
 int tl_config_load_ex(tl_config *cfg, const char *path, int *has_dtype, tl_error *err);
 
+/* model.c: tl_model_load for a Hugging Face model directory (safetensors, config.json). */
+int tl_model_load_dir(tl_model **out, const char *dir, tl_error *err);
+
 /* model_gguf.c: is path a regular file that is a GGUF file (the magic, or a .gguf name)? */
 int tl_model_is_gguf(const char *path);
 /* tl_model_load for a GGUF file of a Llama model. */

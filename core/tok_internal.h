@@ -73,11 +73,14 @@ static inline const char *tl_tok_piece_ptr(const struct tl_tokenizer *t, int id)
 static inline const char *tl_tok_tokstr_ptr(const struct tl_tokenizer *t, int id) { return t->arena + t->tokstr_off[id]; }
 
 struct tl_error;
-/* tokenizer.c: loads from tokenizer.json text made elsewhere (text[len] writable; the text is
+/* tok_load.c: loads from tokenizer.json text made elsewhere (text[len] writable; the text is
  * rewritten, not freed); bos_token and eos_token stand for tokenizer_config.json's (NULL: none);
  * what names the source in errors. */
 int tl_tokenizer_load_text(struct tl_tokenizer **out, char *text, size_t len, const char *what,
                            const char *bos_token, const char *eos_token, struct tl_error *err);
+/* tok_load.c: a model directory's tokenizer.json and tokenizer_config.json (tl_tokenizer_load
+ * in tokenizer.c picks this or the GGUF file's). */
+int tl_tokenizer_load_dir(struct tl_tokenizer **out, const char *dir, struct tl_error *err);
 /* tok_gguf.c: the tokenizer a GGUF file carries (llama.cpp's gpt2 / llama-bpe). */
 int tl_tokenizer_load_gguf(struct tl_tokenizer **out, const char *path, struct tl_error *err);
 

@@ -665,11 +665,9 @@ int tl_tokenizer_load_text(tl_tokenizer **out, char *text, size_t len, const cha
     return load_text(out, text, len, what, NULL, bos_token, eos_token, err);
 }
 
-int tl_tokenizer_load(tl_tokenizer **out, const char *dir, tl_error *err)
+int tl_tokenizer_load_dir(tl_tokenizer **out, const char *dir, tl_error *err)
 {
     *out = NULL;
-    if (tl_model_is_gguf(dir))   /* a GGUF file carries its tokenizer: tok_gguf.c */
-        return tl_tokenizer_load_gguf(out, dir, err);
     char path[4096];
     if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
         return tl_error_set(err, "%s: path too long", dir);

@@ -22,6 +22,14 @@
 #include "tok_internal.h"
 #include "tok_json.h"
 
+int tl_tokenizer_load(tl_tokenizer **out, const char *dir, tl_error *err)
+{
+    *out = NULL;
+    if (tl_model_is_gguf(dir))   /* a GGUF file carries its tokenizer: tok_gguf.c */
+        return tl_tokenizer_load_gguf(out, dir, err);
+    return tl_tokenizer_load_dir(out, dir, err);
+}
+
 int tl_tokenizer_decode(const tl_tokenizer *t, const int *ids, int n, char **text, size_t *len,
                         int *incomplete_tail, tl_error *err)
 {
