@@ -55,7 +55,7 @@ enum MHD_Result http_json(struct MHD_Connection *c, unsigned code, const char *j
 
 /* OpenAI's error body: {"error": {"message", "type", "param", "code"}}; 429 and 503 say when to
  * come back, 405 which methods the path takes (e->param holds them there, not sent as param). */
-static enum MHD_Result send_error(struct MHD_Connection *c, const req_error *e, const char *allow)
+char *http_error_json(const req_error *e)
 {
     cJSON *root = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(root, "error");
     cJSON_AddStringToObject(o, "message", e->msg);
@@ -66,6 +66,12 @@ static enum MHD_Result send_error(struct MHD_Connection *c, const req_error *e, 
     else cJSON_AddNullToObject(o, "code");
     char *j = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
+    return j;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, const req_error *e, const char *allow)
+{
+    char *j = http_error_json(e);
     const char *body = j ? j : "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     free(j);

@@ -1,5 +1,5 @@
 /* What serve/'s files share: the server, its slots, a request's parsed form. One idea a file:
- * http.c the routes and HTTP replies, watch.c the connections' deadlines, slots.c the slots, the
+ * door.c the listening socket, http.c the routes and HTTP replies, watch.c the connections' deadlines, slots.c the slots, the
  * queue and each client's count, protocol.c a request body to a checked request, respond.c the
  * answers (a JSON object, or server-sent events), server.c start, drain and stop. */
 #ifndef TOKENLOOP_SERVE_INTERNAL_H
@@ -32,6 +32,7 @@ typedef struct client_count {
 } client_count;
 
 typedef struct conn_watch conn_watch;   /* watch.c */
+typedef struct door door;               /* door.c */
 
 typedef struct server {
     slot slots[MAX_SLOTS];
@@ -59,6 +60,8 @@ typedef struct server {
     int no_log;
     pthread_mutex_t log_mu;
     conn_watch *watch;
+    door *door;
+    int door_started;
 } server;
 
 /* A request as protocol.c checked it, before any slot is taken. */
@@ -103,6 +106,7 @@ void client_leave(server *srv, const char *addr);
 /* http.c */
 enum MHD_Result http_json(struct MHD_Connection *c, unsigned code, const char *json);
 enum MHD_Result http_error(struct MHD_Connection *c, const req_error *e);
+char *http_error_json(const req_error *e);   /* OpenAI's error object (malloc'd; NULL: no memory) */
 int http_client_gone(struct MHD_Connection *c);
 enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                             const char *version, const char *data, size_t *data_size, void **con_cls);
@@ -121,6 +125,11 @@ int watch_start(server *srv);
 void watch_stop(server *srv);
 void watch_notify(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode tc);
 void watch_phase(struct MHD_Connection *c, int phase);   /* 0 waiting for headers, 1 body, 2 answering */
+
+/* door.c: the listening socket, and each new connection's first head read ahead */
+int door_open(server *srv, const struct sockaddr_storage *addr, unsigned *port, int *err_no);
+int door_start(server *srv);
+void door_close(server *srv, int started);
 
 /* server.c */
 void server_log_line(server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

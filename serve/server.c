@@ -109,22 +109,21 @@ static int open_slots(server *srv, const serve_opts *o, tl_error *err)
     return 0;
 }
 
+/* The door listens (door.c); libmicrohttpd serves what it hands over, a thread a connection. */
 static int listen_on(server *srv, const serve_opts *o, struct sockaddr_storage addr, tl_error *err)
 {
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
-    if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    int e = 0;
+    if (door_open(srv, &addr, &srv->port, &e))
+        return tl_error_set(err, "serve: cannot listen on %s:%d (%s)", srv->url_host, o->port, strerror(e));
     /* no MHD_USE_ERROR_LOG: its one routine message is a client going away, which cancels */
-    srv->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, http_handle, srv,
-                                   MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+    srv->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                   MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC, 0, NULL, NULL, http_handle, srv,
                                    MHD_OPTION_NOTIFY_COMPLETED, http_completed, srv,
                                    MHD_OPTION_NOTIFY_CONNECTION, watch_notify, srv,
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
-    if (!srv->daemon) {
-        int e = errno;
-        return tl_error_set(err, "serve: cannot listen on %s:%d (%s)", srv->url_host, o->port, strerror(e));
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = info ? info->port : (unsigned)o->port;
+    if (!srv->daemon) return tl_error_set(err, "serve: cannot start libmicrohttpd (%s)", strerror(errno));
+    if (door_start(srv)) return tl_error_set(err, "serve: cannot start the listening thread");
+    srv->door_started = 1;
     return 0;
 }
 
@@ -191,6 +190,7 @@ void serve_drain(server *srv, double deadline_s)
 void serve_stop(server *srv)
 {
     if (!srv) return;
+    door_close(srv, srv->door_started);   /* first: nothing is handed to the daemon after this */
     if (srv->daemon) {
         pthread_mutex_lock(&srv->mu);
         srv->draining = 1;   /* a generation still running ends at its next token */

@@ -363,6 +363,38 @@ def semantics(base):
     head, _, body = wire.partition(b"\r\n\r\n")
     e = json.loads(body.decode("utf-8"))["error"]   # strict UTF-8: raises on a raw byte
     check(head.startswith(b"HTTP/1.1 404") and e["code"] == "not_found" and "%FF" in e["message"], "404 %r" % wire)
+    # what libmicrohttpd would answer itself in HTML (a bad Content-Length with its status line
+    # twice): one response, OpenAI's JSON, then the connection closes
+    for name, data, status, code in (
+            ("Content-Length -5", b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n{}",
+             400, "invalid_content_length"),
+            ("Content-Length abc", b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+             400, "invalid_content_length"),
+            ("two Content-Lengths", b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3"
+             b"\r\n\r\n{}", 400, "invalid_content_length"),
+            ("HTTP/2.5", b"GET /health HTTP/2.5\r\nHost: x\r\n\r\n", 505, "http_version_not_supported"),
+            ("a 70 KB URL", b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+            ("a 70 KB header", b"GET /health HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431, "headers_too_large"),
+            ("no request line", b"\r\n\r\n", 400, "invalid_request_line")):
+        s = connect(base)
+        s.sendall(data)
+        s.settimeout(10)
+        wire = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                wire += b
+        except OSError as err:
+            wire += b"<%r>" % err
+        head, _, body = wire.partition(b"\r\n\r\n")
+        try:
+            e = json.loads(body.decode("utf-8"))["error"]
+        except ValueError:
+            e = {}
+        check(head.startswith(b"HTTP/1.1 %d " % status) and wire.count(b"HTTP/1.1 ") == 1 and e.get("code") == code
+              and e.get("message"), "%s: %r" % (name, wire[:300]))
     req = urllib.request.Request(base + "/v1/chat/completions", method="GET")
     try:
         urllib.request.urlopen(req, timeout=30)
@@ -372,7 +404,8 @@ def semantics(base):
         check(err.code == 405 and err.headers.get("Allow") == "POST" and e["code"] == "method_not_allowed",
               "405: %s %r" % (err.headers, e))
     print("integers must be integers, stop \"\", json modes refused; text / store / developer accepted; 404 of "
-          "non-UTF-8 bytes is UTF-8 JSON; 405 has Allow")
+          "non-UTF-8 bytes is UTF-8 JSON; 405 has Allow; bad Content-Length, HTTP/2.5, 70 KB URL or header: one "
+          "JSON answer each")
 
 
 def keys_and_hosts():
@@ -432,10 +465,24 @@ def drain(srv, base):
     tq = threading.Thread(target=lambda: queued.setdefault("r", post(base, "/v1/chat/completions", LONG)))
     tq.start()
     check(until(base, lambda h: h["waiting"] == 1, 30) is not None, "the third request waits")
+    # a request whose body is still coming keeps the drain waiting (up to its 5 s), so a request
+    # sent meanwhile is a new one during the drain
+    partial = connect(base)
+    partial.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
     s.settimeout(30)
     s.recv(65536)   # the stream has begun
     srv.terminate()
-    t0 = time.time()
+    new_503, t_new = None, time.time()
+    while new_503 is None and time.time() - t_new < 4:
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=5):
+                time.sleep(0.02)   # not draining yet
+        except urllib.error.HTTPError as err:
+            new_503 = (err.code, json.loads(err.read())["error"].get("code"))
+        except OSError:
+            break
+    check(new_503 == (503, "server_shutting_down"), "a new request during the drain: %r" % (new_503,))
+    t0 = t_new   # from the signal
     wire = b""
     while not wire.endswith(b"data: [DONE]\n\n") and time.time() - t0 < 10:
         b = s.recv(65536)
@@ -455,8 +502,9 @@ def drain(srv, base):
     code, r = queued.get("r", (0, {}))
     check(code == 503 and r.get("error", {}).get("code") == "server_shutting_down", "SIGTERM: the queued request "
           "got %d %r" % (code, r))
+    partial.close()
     print("SIGTERM: the open stream got its final chunk (server_shutdown) and [DONE] %.2f s later; the running "
-          "answer ended the same way; the queued request got 503" % took)
+          "answer ended the same way; the queued request and a new one got 503" % took)
 
 
 def main():
@@ -469,13 +517,13 @@ def main():
         semantics(base)
         check(srv.poll() is None, "the server is still running")
         log = access_log(srv)
-        line = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ 127\.0\.0\.1 (GET|POST) (\S+) (\d{3}) "
+        line = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ 127\.0\.0\.1 (GET|POST|-) (\S+) (\d{3}) "
                           r"prompt_tokens=(\d+) completion_tokens=(\d+) ttft_ms=(-|[\d.]+) ms=[\d.]+$")
         parsed = [line.match(x) for x in log]
         bad = [x for x, m in zip(log, parsed) if not m]
         seen = {(m.group(2), m.group(3)) for m in parsed if m}
         check(len(log) >= 50 and not bad and {("/v1/chat/completions", "200"), ("/v1/chat/completions", "400"),
-                                               ("/%FF%FE%FF", "404"), ("/v1/chat/completions", "405"),
+                                               ("/%FF%FE%FF", "404"), ("/v1/chat/completions", "405"), ("-", "505"),
                                                ("/v1/completions", "400")} <= seen and
               all(m.group(6) != "-" and int(m.group(4)) > 0 for m in parsed if m and m.group(3) == "200" and
                   m.group(2) == "/v1/chat/completions"),
