@@ -21,6 +21,15 @@
 #include "tokenloop/tokenizer.h"
 
 #define MAX_SAVED 16
+#define MAX_CMP 8
+#define MAX_CMP_RUNS 50
+
+/* A compare action's outcome: one quantity measured on two sides, runs each, interleaved. */
+typedef struct cmp_slot {
+    char name[32];
+    tl_cmp c;
+    double within;              /* the "same" tolerance, a fraction of the smaller median */
+} cmp_slot;
 
 typedef struct saved_value {
     char name[32];
@@ -50,6 +59,11 @@ struct tl_lesson {
     /* the last tokenize action's string as the tokenizer splits it */
     int tokenized_count;
     char *tokenized_pieces;
+    /* compare actions' outcomes, by name (cmp.NAME.* fields, [[NAME|...]] narration) */
+    cmp_slot cmps[MAX_CMP];
+    int n_cmps;
+    int undecided;              /* the check being made met an undecided comparison */
+    char undecided_what[64];
 };
 
 typedef struct buf_t {
@@ -139,12 +153,34 @@ static int dtype_field(const char *name, tl_dtype *dt, int *file, const char **p
     return in_list(dtype_num_parts, *part) ? 0 : in_list(dtype_str_parts, *part) ? 1 : -1;
 }
 
+/* cmp.<NAME>.<what>: a compare action's outcome ("lower", "same", "higher", "undecided": a
+ * against b), the medians a and b, each side's extremes, the ratio b / a, the runs a side and
+ * the tolerance of "same" in percent. */
+static const char *const cmp_num_parts[] = {
+    "a", "b", "a_lo", "a_hi", "b_lo", "b_hi", "ratio", "runs", "within_pct", NULL,
+};
+
+/* 0: a number, 1: text, -1: not a cmp field. name_out gets NAME. */
+static int cmp_field(const char *name, char name_out[32], const char **part)
+{
+    if (strncmp(name, "cmp.", 4))
+        return -1;
+    const char *d = name + 4, *dot = strchr(d, '.');
+    if (!dot || dot == d || dot - d >= 32)
+        return -1;
+    memcpy(name_out, d, (size_t)(dot - d));
+    name_out[dot - d] = '\0';
+    *part = dot + 1;
+    return in_list(cmp_num_parts, *part) ? 0 : !strcmp(*part, "outcome") ? 1 : -1;
+}
+
 static int is_num_field(const char *name)
 {
     tl_dtype dt;
     int file;
     const char *part;
-    return in_list(num_fields, name) || dtype_field(name, &dt, &file, &part) == 0;
+    char cn[32];
+    return in_list(num_fields, name) || dtype_field(name, &dt, &file, &part) == 0 || cmp_field(name, cn, &part) == 0;
 }
 
 static int is_str_field(const char *name)
@@ -152,7 +188,8 @@ static int is_str_field(const char *name)
     tl_dtype dt;
     int file;
     const char *part;
-    return in_list(str_fields, name) || dtype_field(name, &dt, &file, &part) == 1;
+    char cn[32];
+    return in_list(str_fields, name) || dtype_field(name, &dt, &file, &part) == 1 || cmp_field(name, cn, &part) == 1;
 }
 
 static char *dupstr(const char *s)
@@ -386,6 +423,45 @@ static int dtype_get(tl_session *s, const char *name, field_value *out)
     return 0;
 }
 
+static const cmp_slot *find_cmp(const tl_lesson *l, const char *name)
+{
+    for (int i = 0; i < l->n_cmps; i++)
+        if (!strcmp(l->cmps[i].name, name))
+            return &l->cmps[i];
+    return NULL;
+}
+
+/* A cmp.NAME.X field. Before its compare ran: NAN, and the outcome "undecided". */
+static int cmp_get(const tl_lesson *l, const char *name, field_value *out)
+{
+    char cn[32];
+    const char *part;
+    int kind = cmp_field(name, cn, &part);
+    if (kind < 0)
+        return -1;
+    const cmp_slot *c = find_cmp(l, cn);
+    if (kind == 1) {
+        out->kind = F_STR;
+        out->str = dupstr(tl_cmp_outcome_name(c ? c->c.outcome : TL_CMP_UNDECIDED));
+        return out->str ? 0 : -1;
+    }
+    out->kind = F_NUM;
+    out->num = NAN;
+    if (!c)
+        return 0;
+    const tl_cmp *r = &c->c;
+    if (!strcmp(part, "a")) out->num = r->med_a;
+    else if (!strcmp(part, "b")) out->num = r->med_b;
+    else if (!strcmp(part, "a_lo")) out->num = r->lo_a;
+    else if (!strcmp(part, "a_hi")) out->num = r->hi_a;
+    else if (!strcmp(part, "b_lo")) out->num = r->lo_b;
+    else if (!strcmp(part, "b_hi")) out->num = r->hi_b;
+    else if (!strcmp(part, "ratio")) out->num = r->med_a > 0 ? r->med_b / r->med_a : NAN;
+    else if (!strcmp(part, "runs")) out->num = r->n_a;
+    else if (!strcmp(part, "within_pct")) out->num = c->within * 100;
+    return 0;
+}
+
 static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_value *out)
 {
     const tl_model *m = tl_session_model(s);
@@ -404,6 +480,8 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
     out->str = NULL;
     if (!strncmp(name, "dtype.", 6))
         return dtype_get(s, name, out);
+    if (!strncmp(name, "cmp.", 4))
+        return cmp_get(l, name, out);
     if (in_list(num_fields, name)) {
         double v = NAN;
         if (!strcmp(name, "prompt_tokens")) v = n_prompt;
@@ -535,7 +613,7 @@ static const char *const action_names[] = {
     "reset", "system", "user", "messages", "raw_prompt", "generation_prompt", "greedy",
     "sampling", "defaults", "max_new_tokens", "stop_strings", "stream_mode", "step", "run",
     "rewind", "force", "force_rank", "highlight", "wrong_readings", "remember", "top_n",
-    "run_iter", "tokenize", "async", "parse_special_in_content", "serve_request", "dtype", NULL,
+    "run_iter", "tokenize", "async", "parse_special_in_content", "serve_request", "dtype", "compare", NULL,
 };
 static const char *const panes[] = { "prompt", "tokens", "logits", "stream", "stop", "timing", "", NULL };
 
@@ -553,6 +631,51 @@ static int is_count(const cJSON *v, double max)
     return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= max && v->valuedouble == floor(v->valuedouble);
 }
 
+static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *err);
+
+/* compare: {"as", "a": {"field", "actions"?}, "b": {...}, "runs"? (3-50), "same_within"? (0-1)};
+ * a side's actions are any but another compare. */
+static int check_compare(const tl_lesson *l, int si, const cJSON *v, tl_error *err)
+{
+    const char *k = "compare";
+    if (!cJSON_IsObject(v))
+        return fail(err, l, si, "action", k, "needs {\"as\", \"a\", \"b\"}");
+    for (const cJSON *e = v->child; e; e = e->next)
+        if (strcmp(e->string, "as") && strcmp(e->string, "a") && strcmp(e->string, "b") && strcmp(e->string, "runs")
+            && strcmp(e->string, "same_within"))
+            return fail(err, l, si, "action", k, "takes as, a, b, runs, same_within");
+    const cJSON *as = cJSON_GetObjectItemCaseSensitive(v, "as");
+    if (!cJSON_IsString(as) || !*as->valuestring || strlen(as->valuestring) >= 32 || strchr(as->valuestring, '.')
+        || strchr(as->valuestring, '|'))
+        return fail(err, l, si, "action", k, "as: a name of 1-31 characters without . or |");
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(v, "runs");
+    if (runs && !(is_count(runs, MAX_CMP_RUNS) && runs->valuedouble >= 3))
+        return fail(err, l, si, "action", k, "runs: an integer from 3 to 50");
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(v, "same_within");
+    if (w && !(cJSON_IsNumber(w) && w->valuedouble >= 0 && w->valuedouble <= 1))
+        return fail(err, l, si, "action", k, "same_within: a fraction from 0 to 1");
+    const char *sides[] = { "a", "b" };
+    for (int i = 0; i < 2; i++) {
+        const cJSON *sd = cJSON_GetObjectItemCaseSensitive(v, sides[i]);
+        const cJSON *f = cJSON_IsObject(sd) ? cJSON_GetObjectItemCaseSensitive(sd, "field") : NULL;
+        const cJSON *acts = cJSON_IsObject(sd) ? cJSON_GetObjectItemCaseSensitive(sd, "actions") : NULL;
+        if (!cJSON_IsString(f) || !is_num_field(f->valuestring))
+            return fail(err, l, si, "action", k, "a and b: each {\"field\": a number field, \"actions\": [...]}");
+        for (const cJSON *e = sd->child; e; e = e->next)
+            if (strcmp(e->string, "field") && strcmp(e->string, "actions"))
+                return fail(err, l, si, "action", k, "a side takes field and actions");
+        if (acts && !cJSON_IsArray(acts))
+            return fail(err, l, si, "action", k, "a side's actions are an array");
+        for (const cJSON *e = acts ? acts->child : NULL; e; e = e->next) {
+            if (cJSON_IsObject(e) && e->child && !strcmp(e->child->string, "compare"))
+                return fail(err, l, si, "action", k, "a side cannot hold another compare");
+            if (check_action(l, si, e, err))
+                return -1;
+        }
+    }
+    return 0;
+}
+
 static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *err)
 {
     if (!cJSON_IsObject(a) || !a->child || a->child->next)
@@ -562,6 +685,8 @@ static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *er
     if (!in_list(action_names, k))
         return fail(err, l, si, "action", k, "unknown action");
     int ok = 1;
+    if (!strcmp(k, "compare"))
+        return check_compare(l, si, v, err);
     if (!strcmp(k, "system") || !strcmp(k, "user") || !strcmp(k, "raw_prompt") || !strcmp(k, "tokenize"))
         ok = cJSON_IsString(v) || (!strcmp(k, "system") && cJSON_IsNull(v));
     else if (!strcmp(k, "messages") || !strcmp(k, "stop_strings")) {
@@ -617,7 +742,7 @@ static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *er
 
 static const char *const str_ops[] = { "equals", "contains", "not_contains", "starts_with",
                                        "not_ends_with", "nonempty", "empty", "equals_saved",
-                                       "differs_from_saved", NULL };
+                                       "differs_from_saved", "decided", NULL };
 static const char *const num_ops[] = { "eq", "min", "max", "gt", "lt", "gt_saved", "lt_saved",
                                        "eq_saved", "gt_field", "lt_field", "eq_field", NULL };
 
@@ -640,8 +765,10 @@ static int check_expect(const tl_lesson *l, int si, const cJSON *e, tl_error *er
         if (!in_list(is_num ? num_ops : str_ops, op->string))
             return fail(err, l, si, "expectation", k, "unknown comparison");
         int want_str = strstr(op->string, "saved") || strstr(op->string, "field") || !is_num;
-        if (!strcmp(op->string, "nonempty") || !strcmp(op->string, "empty"))
+        if (!strcmp(op->string, "nonempty") || !strcmp(op->string, "empty") || !strcmp(op->string, "decided"))
             want_str = 0;
+        if (!strcmp(op->string, "decided") && (!cJSON_IsTrue(op) || strncmp(k, "cmp.", 4)))
+            return fail(err, l, si, "expectation", k, "decided: true, on a cmp.NAME.outcome");
         if (want_str ? !cJSON_IsString(op) : !(cJSON_IsNumber(op) || cJSON_IsBool(op)))
             return fail(err, l, si, "expectation", k, "wrong type of comparison value");
         if (strstr(op->string, "field") && !is_num_field(op->valuestring))
@@ -664,6 +791,8 @@ static int check_text(const tl_lesson *l, int si, const cJSON *obj, const char *
     return 0;
 }
 
+
+static int choices_ok(const char *t);
 
 int tl_lesson_load(tl_lesson **out, const char *path, tl_error *err)
 {
@@ -713,6 +842,10 @@ int tl_lesson_load(tl_lesson **out, const char *path, tl_error *err)
                     rc = fail(err, l, si, "field", f->string, "unknown (say, actions, expect)");
             if (!rc && check_text(l, si, st, "say", err))
                 rc = -1;
+            const cJSON *say = cJSON_GetObjectItemCaseSensitive(st, "say");
+            if (!rc && (!choices_ok(cJSON_GetObjectItemCaseSensitive(say, "en")->valuestring)
+                        || !choices_ok(cJSON_GetObjectItemCaseSensitive(say, "vi")->valuestring)))
+                rc = fail(err, l, si, "field", "say", "a [[NAME|lower|same|higher|undecided]] choice needs a name and four sentences");
             const cJSON *acts = cJSON_GetObjectItemCaseSensitive(st, "actions");
             const cJSON *exps = cJSON_GetObjectItemCaseSensitive(st, "expect");
             if (!rc && acts && !cJSON_IsArray(acts))
@@ -947,9 +1080,63 @@ static int remember(tl_lesson *l, tl_session *s, const cJSON *v, tl_error *err)
     return 0;
 }
 
+static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *ui, tl_error *err);
+
+/* One side of a compare: its actions, then its field's value. */
+static int compare_side(tl_lesson *l, tl_session *s, const cJSON *side, tl_lesson_ui *ui, double *out,
+                        tl_error *err)
+{
+    const cJSON *acts = cJSON_GetObjectItemCaseSensitive(side, "actions");
+    const char *f = cJSON_GetObjectItemCaseSensitive(side, "field")->valuestring;
+    for (const cJSON *a = acts ? acts->child : NULL; a; a = a->next)
+        if (apply_one(l, s, a->child, ui, err))
+            return -1;
+    field_value fv;
+    if (tl_session_prepare(s, err))
+        return -1;
+    if (field_get(l, s, f, &fv))
+        return tl_error_set(err, "%s: compare: cannot read %s", l->path, f);
+    free(fv.str);
+    if (!isfinite(fv.num))
+        return tl_error_set(err, "%s: compare: %s is n/a after the side's actions", l->path, f);
+    *out = fv.num;
+    return 0;
+}
+
+/* The compare action: both sides `runs` times, alternating which goes first (a b, b a, ...),
+ * so a drift of this machine's speed falls on both; the outcome by tl_compare. */
+static int compare(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *ui, tl_error *err)
+{
+    const char *as = cJSON_GetObjectItemCaseSensitive(v, "as")->valuestring;
+    const cJSON *runs_j = cJSON_GetObjectItemCaseSensitive(v, "runs");
+    const cJSON *within_j = cJSON_GetObjectItemCaseSensitive(v, "same_within");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(v, "a"), *b = cJSON_GetObjectItemCaseSensitive(v, "b");
+    int runs = runs_j ? (int)runs_j->valuedouble : 5;
+    double within = within_j ? within_j->valuedouble : 0.1;
+    double va[MAX_CMP_RUNS], vb[MAX_CMP_RUNS];
+    for (int i = 0; i < runs; i++) {
+        const cJSON *first = i % 2 ? b : a, *second = i % 2 ? a : b;
+        double *out1 = i % 2 ? &vb[i] : &va[i], *out2 = i % 2 ? &va[i] : &vb[i];
+        if (compare_side(l, s, first, ui, out1, err) || compare_side(l, s, second, ui, out2, err))
+            return -1;
+    }
+    cmp_slot *slot = (cmp_slot *)find_cmp(l, as);
+    if (!slot) {
+        if (l->n_cmps == MAX_CMP)
+            return tl_error_set(err, "%s: compare: more than %d names", l->path, MAX_CMP);
+        slot = &l->cmps[l->n_cmps++];
+        snprintf(slot->name, sizeof slot->name, "%s", as);
+    }
+    slot->c = tl_compare(va, runs, vb, runs, within);
+    slot->within = within;
+    return 0;
+}
+
 static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *ui, tl_error *err)
 {
     const char *k = v->string;
+    if (!strcmp(k, "compare"))
+        return compare(l, s, v, ui, err);
     if (!strcmp(k, "reset")) {
         tl_session_reset(s);
     } else if (!strcmp(k, "system") || !strcmp(k, "user")) {
@@ -1169,6 +1356,10 @@ static int check_str(tl_lesson *l, const char *k, const char *have, const cJSON 
         else if (!strcmp(o, "not_ends_with")) ok = !ends_with(have, want);
         else if (!strcmp(o, "nonempty")) ok = (*have != '\0') == cJSON_IsTrue(op);
         else if (!strcmp(o, "empty")) ok = (*have == '\0') == cJSON_IsTrue(op);
+        else if (!strcmp(o, "decided") && !strcmp(have, "undecided") && !l->undecided) {
+            l->undecided = 1;   /* not a failure: the step says it could not decide, and shows no ✓ */
+            snprintf(l->undecided_what, sizeof l->undecided_what, "%.60s", k);
+        }
         else if (!strcmp(o, "equals_saved") || !strcmp(o, "differs_from_saved")) {
             const saved_value *sv = find_saved(l, want);
             if (!sv || sv->is_num) {
@@ -1200,6 +1391,7 @@ int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_si
         return -1;
     }
     const cJSON *exps = cJSON_GetObjectItemCaseSensitive(st, "expect");
+    l->undecided = 0;
     for (const cJSON *e = exps ? exps->child : NULL; e; e = e->next) {
         const cJSON *spec = e->child;
         field_value fv;
@@ -1212,6 +1404,10 @@ int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_si
         free(fv.str);
         if (bad)
             return 1;
+    }
+    if (l->undecided) {
+        snprintf(why, why_size, "%s", l->undecided_what);   /* the front end words it */
+        return 2;
     }
     return 0;
 }
@@ -1260,13 +1456,81 @@ static void put_inline(buf_t *b, const char *s)
     }
 }
 
+int tl_lesson_n_compares(const tl_lesson *l) { return l->n_cmps; }
+
+const char *tl_lesson_compare_at(const tl_lesson *l, int k, tl_cmp *out, double *same_within)
+{
+    if (k < 0 || k >= l->n_cmps)
+        return NULL;
+    if (out)
+        *out = l->cmps[k].c;
+    if (same_within)
+        *same_within = l->cmps[k].within;
+    return l->cmps[k].name;
+}
+
+/* [[NAME|lower|same|higher|undecided]]: the sentence for compare NAME's outcome, so a comparison
+ * is worded from what the runs showed, never before them. Returns the text with every choice
+ * made (malloc'd). */
+static char *choose_sentences(const tl_lesson *l, const char *src)
+{
+    buf_t b = { 0 };
+    buf_put(&b, "", 0);
+    for (const char *p = src; *p;) {
+        const char *end = !strncmp(p, "[[", 2) ? strstr(p, "]]") : NULL;
+        if (!end) {
+            buf_put(&b, p, 1);
+            p++;
+            continue;
+        }
+        const char *seg[6];
+        int n = 0;
+        seg[n++] = p + 2;
+        for (const char *q = p + 2; q < end && n < 6; q++)
+            if (*q == '|')
+                seg[n++] = q + 1;
+        if (n != 5) {   /* not a choice (the loader refuses these): left as written */
+            buf_put(&b, p, 1);
+            p++;
+            continue;
+        }
+        char name[32];
+        size_t nl = (size_t)(seg[1] - 1 - seg[0]);
+        snprintf(name, sizeof name, "%.*s", (int)(nl < sizeof name ? nl : sizeof name - 1), seg[0]);
+        const cmp_slot *c = find_cmp(l, name);
+        tl_cmp_outcome o = c ? c->c.outcome : TL_CMP_UNDECIDED;
+        int k = o == TL_CMP_LOWER ? 1 : o == TL_CMP_SAME ? 2 : o == TL_CMP_HIGHER ? 3 : 4;
+        const char *to = k < 4 ? seg[k + 1] - 1 : end;
+        buf_put(&b, seg[k], (size_t)(to - seg[k]));
+        p = end + 2;
+    }
+    return b.p;
+}
+
+/* The loader's check of a text's choices: each [[ closes, with a name and four sentences. */
+static int choices_ok(const char *t)
+{
+    for (const char *p = strstr(t, "[["); p; p = strstr(p + 2, "[[")) {
+        const char *end = strstr(p, "]]");
+        int bars = 0;
+        for (const char *q = p + 2; end && q < end; q++)
+            bars += *q == '|';
+        if (!end || bars != 4 || p[2] == '|')
+            return 0;
+    }
+    return 1;
+}
+
 char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session *s)
 {
     const cJSON *st = step_at(l, i);
     if (!st)
         return NULL;
     tl_session_prepare(s, NULL);   /* a failure shows as empty fields */
-    const char *src = text_in(cJSON_GetObjectItemCaseSensitive(st, "say"), lang);
+    char *chosen = choose_sentences(l, text_in(cJSON_GetObjectItemCaseSensitive(st, "say"), lang));
+    if (!chosen)
+        return NULL;
+    const char *src = chosen;
     buf_t b = { 0 };
     buf_put(&b, "", 0);
     for (const char *p = src; *p;) {
@@ -1309,5 +1573,6 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
         buf_put(&b, p, 1);
         p++;
     }
+    free(chosen);
     return b.p;
 }

@@ -270,3 +270,53 @@ tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
     r.in_cache = tl_bandwidth_cache_fit(m->weight_bytes, m->llc);
     return r;
 }
+
+/* ---- deciding a comparison from repeated runs ---- */
+
+/* The q-quantile of sorted v (linear between neighbours, as NumPy's default). */
+static double quantile(const double *v, int n, double q)
+{
+    double at = q * (n - 1);
+    int i = (int)at;
+    return i + 1 < n ? v[i] + (at - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+/* Sorted copy's quartiles, median and extremes of one side. */
+static int side(const double *v, int n, double *med, double *lo, double *hi, double *q1, double *q3)
+{
+    double *c = malloc(sizeof(double) * (size_t)n);
+    if (!c) return -1;
+    memcpy(c, v, sizeof(double) * (size_t)n);
+    tl_median(c, n);   /* sorts */
+    *med = quantile(c, n, 0.5);
+    *lo = c[0];
+    *hi = c[n - 1];
+    *q1 = quantile(c, n, 0.25);
+    *q3 = quantile(c, n, 0.75);
+    free(c);
+    return 0;
+}
+
+tl_cmp tl_compare(const double *a, int n_a, const double *b, int n_b, double same_within)
+{
+    tl_cmp r;
+    memset(&r, 0, sizeof r);
+    r.n_a = n_a;
+    r.n_b = n_b;
+    r.outcome = TL_CMP_UNDECIDED;
+    if (n_a < 3 || n_b < 3 || side(a, n_a, &r.med_a, &r.lo_a, &r.hi_a, &r.q1_a, &r.q3_a)
+        || side(b, n_b, &r.med_b, &r.lo_b, &r.hi_b, &r.q1_b, &r.q3_b))
+        return r;
+    double small = r.med_a < r.med_b ? r.med_a : r.med_b;
+    double diff = r.med_a > r.med_b ? r.med_a - r.med_b : r.med_b - r.med_a;
+    int apart = small > 0 ? diff > same_within * small : diff > 0;
+    if (!apart) r.outcome = TL_CMP_SAME;
+    else if (r.q3_a < r.q1_b) r.outcome = TL_CMP_LOWER;
+    else if (r.q3_b < r.q1_a) r.outcome = TL_CMP_HIGHER;
+    return r;
+}
+
+const char *tl_cmp_outcome_name(tl_cmp_outcome o)
+{
+    return o == TL_CMP_LOWER ? "lower" : o == TL_CMP_SAME ? "same" : o == TL_CMP_HIGHER ? "higher" : "undecided";
+}

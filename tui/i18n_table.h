@@ -77,6 +77,7 @@
 {"action failed: ", "thao tác thất bại: "},
 {"✓ checked on this model", "✓ đã kiểm chứng trên mô hình này"},
 {"✗ expectation failed: ", "✗ kết quả không như mong đợi: "},
+{"? not decided on this machine, the runs' spread hides the answer: ", "? chưa quyết định được trên máy này, độ trải của các lần chạy che mất kết quả: "},
 {"→/Space next · ← back · Esc leaves", "→/Space tiếp · ← lùi · Esc thoát bài học"},
 {"left the lessons: your prompt and settings are back, %s weights", "đã rời bài học: lời nhắc và thiết lập của bạn đã trở lại, trọng số %s"},
 {"left the lessons; your session could not be restored: %s", "đã rời bài học; không khôi phục được phiên của bạn: %s"},

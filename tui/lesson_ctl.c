@@ -261,8 +261,9 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
         /* the step's line first, with the way on: the strip may show only it and two more */
         snprintf(t, cap, "%s \xC2\xB7 %d/%d \xC2\xB7 %s%s \xC2\xB7 %s\n%s\n%s",
                  tl_lesson_title(c->cur, c->lang), c->step + 1, tl_lesson_n_steps(c->cur),
-                 rc ? T("action failed: ") : chk == 0 ? T("\xE2\x9C\x93 checked on this model") : chk == 1 ? T("\xE2\x9C\x97 expectation failed: ") : "",
-                 rc ? err.msg : chk == 1 ? why : "", T("\xE2\x86\x92/Space next \xC2\xB7 \xE2\x86\x90 back \xC2\xB7 Esc leaves"), say ? say : "",
+                 rc ? T("action failed: ") : chk == 0 ? T("\xE2\x9C\x93 checked on this model") : chk == 1 ? T("\xE2\x9C\x97 expectation failed: ")
+                    : chk == 2 ? T("? not decided on this machine, the runs' spread hides the answer: ") : "",
+                 rc ? err.msg : chk == 1 || chk == 2 ? why : "", T("\xE2\x86\x92/Space next \xC2\xB7 \xE2\x86\x90 back \xC2\xB7 Esc leaves"), say ? say : "",
                  T("(the other keys still work)"));
         set_text(c, ui, t);
     }

@@ -1,4 +1,6 @@
 /* TTFT, TPOT, decode tokens/s and the two wrong readings, with a fake clock. */
+#include <string.h>
+
 #include "tl_test.h"
 #include "tokenloop/metrics.h"
 
@@ -133,6 +135,32 @@ int main(void)
     tl_metrics_token(m, 3.5, -1);
     TL_CHECK_NEAR(tl_metrics_report_get(m).tpot_ms, 4, 1e-9);
     tl_metrics_free(m);
+
+    /* tl_compare: the rule lesson sentences are chosen by (a against b) */
+    double eq[] = {2.0, 2.1, 1.9, 2.05, 1.95};
+    tl_cmp c = tl_compare(eq, 5, eq, 5, 0.1);                 /* both sides equal */
+    TL_CHECK_INT(c.outcome, TL_CMP_SAME);
+    TL_CHECK_NEAR(c.med_a, 2.0, 1e-12);
+    TL_CHECK_NEAR(c.med_b, 2.0, 1e-12);
+    double flat[] = {3, 3, 3, 3, 3};
+    TL_CHECK_INT(tl_compare(flat, 5, flat, 5, 0).outcome, TL_CMP_SAME);   /* equal, no tolerance */
+    double slow[] = {3.0, 3.2, 2.9, 3.1, 3.05};
+    c = tl_compare(eq, 5, slow, 5, 0.1);
+    TL_CHECK_INT(c.outcome, TL_CMP_LOWER);
+    TL_CHECK_NEAR(c.lo_b, 2.9, 1e-12);
+    TL_CHECK_NEAR(c.hi_b, 3.2, 1e-12);
+    TL_CHECK_NEAR(c.q1_b, 3.0, 1e-12);                       /* NumPy: quantile(.., 0.25) */
+    TL_CHECK_NEAR(c.q3_b, 3.1, 1e-12);
+    TL_CHECK_INT(tl_compare(slow, 5, eq, 5, 0.1).outcome, TL_CMP_HIGHER);
+    /* within the tolerance: the same, even when the middles do not overlap */
+    double near[] = {2.1, 2.15, 2.12, 2.14, 2.11};
+    TL_CHECK_INT(tl_compare(eq, 5, near, 5, 0.1).outcome, TL_CMP_SAME);
+    TL_CHECK_INT(tl_compare(eq, 5, near, 5, 0.01).outcome, TL_CMP_LOWER);
+    /* medians 50% apart but the spreads overlap: the noise decides nothing */
+    double wide_a[] = {1, 2, 2, 6, 7}, wide_b[] = {1, 2, 3, 6, 8};
+    TL_CHECK_INT(tl_compare(wide_a, 5, wide_b, 5, 0.1).outcome, TL_CMP_UNDECIDED);
+    TL_CHECK_INT(tl_compare(eq, 2, slow, 2, 0.1).outcome, TL_CMP_UNDECIDED);   /* too few runs */
+    TL_CHECK(!strcmp(tl_cmp_outcome_name(TL_CMP_SAME), "same"));
 
     /* tl_median: odd and even counts, unsorted input, one value */
     double odd[] = {5, -1, 3, 9, 0}, even[] = {4, 1, 3, 2}, one[] = {7};

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include "tokenloop/error.h"
 #include "tokenloop/session.h"
+#include "tokenloop/metrics.h"
 
 typedef struct tl_lesson tl_lesson;
 
@@ -52,8 +53,14 @@ void tl_lesson_set_server(tl_lesson *l, tl_lesson_server_fn fn, void *ctx);
 /* Runs the actions of step i on s (fills ui, may be NULL). */
 int tl_lesson_apply(tl_lesson *l, int i, tl_session *s, tl_lesson_ui *ui, tl_error *err);
 /* Checks the expectations of step i. 0: all hold; 1: one failed, described in why;
+ * 2: all hold but a comparison the step expects decided ({"decided": true}) was not (its runs'
+ * spread hid the answer): the narration says so, a front end shows no check mark, why names it;
  * -1: an error. */
 int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_size);
+/* The compare actions run so far (issue 38): their count, and the k-th's name, outcome and
+ * tolerance (NULL when k is out of range), so a test can set each narration beside its numbers. */
+int tl_lesson_n_compares(const tl_lesson *l);
+const char *tl_lesson_compare_at(const tl_lesson *l, int k, tl_cmp *out, double *same_within);
 /* The narration of step i in lang with {placeholders} filled from s (malloc'd). */
 char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session *s);
 

@@ -94,6 +94,23 @@ typedef struct tl_metrics_report {
 } tl_metrics_report;
 
 tl_metrics_report tl_metrics_report_get(const tl_metrics *m);
+
+/* Two sets of repeated, interleaved measurements of the same quantity, compared so that a
+ * sentence chosen from the outcome cannot contradict the numbers: a is LOWER than b when a's
+ * upper quartile is below b's lower quartile (the middle halves do not overlap) and the medians
+ * differ by more than same_within (a fraction of the smaller median); HIGHER the other way;
+ * SAME when the medians differ by at most same_within; UNDECIDED otherwise (the medians differ,
+ * the spreads overlap: this machine's noise hides the answer). Needs 3 or more a side. */
+typedef enum { TL_CMP_UNDECIDED, TL_CMP_LOWER, TL_CMP_SAME, TL_CMP_HIGHER } tl_cmp_outcome;
+typedef struct tl_cmp {
+    tl_cmp_outcome outcome;
+    double med_a, med_b;        /* medians */
+    double lo_a, hi_a, lo_b, hi_b;   /* the extremes: the spread shown */
+    double q1_a, q3_a, q1_b, q3_b;   /* the quartiles the rule reads */
+    int n_a, n_b;
+} tl_cmp;
+tl_cmp tl_compare(const double *a, int n_a, const double *b, int n_b, double same_within);
+const char *tl_cmp_outcome_name(tl_cmp_outcome o);   /* "lower", "same", "higher", "undecided" */
 /* Time (ms since the request start) the i-th generated id reached the host; -1 if none. */
 double tl_metrics_token_time(const tl_metrics *m, int i);
 /* The i-th token's pass timed both ways, as tl_metrics_token got them; -1 if none (and the
