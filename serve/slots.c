@@ -23,9 +23,9 @@ int slot_acquire(server *srv, gone_fn gone, void *ctx, slot **out)
 {
     *out = NULL;
     pthread_mutex_lock(&srv->mu);
-    slot *got = free_slot(srv);
-    int rc = SLOT_OK;
-    if (!got && srv->waiting >= srv->max_queue) rc = SLOT_FULL;
+    slot *got = srv->draining ? NULL : free_slot(srv);
+    int rc = srv->draining ? SLOT_DRAINING : SLOT_OK;
+    if (!got && rc == SLOT_OK && srv->waiting >= srv->max_queue) rc = SLOT_FULL;
     if (!got && rc == SLOT_OK) {
         srv->waiting++;
         while (!got && rc == SLOT_OK) {
@@ -37,9 +37,8 @@ int slot_acquire(server *srv, gone_fn gone, void *ctx, slot **out)
                 t.tv_nsec -= 1000000000L;
             }
             int w = pthread_cond_timedwait(&srv->freed, &srv->mu, &t);
-            got = free_slot(srv);
-            if (got) break;
-            if (srv->draining) rc = SLOT_DRAINING;
+            if (srv->draining) rc = SLOT_DRAINING;   /* before a slot the drain freed: no new work */
+            else if ((got = free_slot(srv)) != NULL) break;
             else if (w == ETIMEDOUT && gone && gone(ctx)) rc = SLOT_GONE;
         }
         srv->waiting--;

@@ -428,6 +428,12 @@ def keys_and_hosts():
                     got, code = err.code, json.loads(err.read())["error"]["code"]
                 check(got == want and (want == 200 or code == "invalid_api_key"), "%s, %r: %d %s" % (args or extra,
                                                                                                      auth, got, code))
+            t0 = time.time()   # a line is written once its response is all sent: the client may be first
+            while len(access_log(srv)) < 5 and time.time() - t0 < 10:
+                time.sleep(0.05)
+            time.sleep(0.2)
+            statuses = [l.split()[4] for l in access_log(srv)]
+            check(statuses == ["200", "200", "200", "401", "401"], "five requests, five access-log lines: %r" % statuses)
         finally:
             stop(srv)
     os.unlink(keyfile)
