@@ -1446,6 +1446,45 @@ static void format_prob(char *out, size_t n, double p)
     else snprintf(out, n, "%.1f%%", pc);
 }
 
+/* Vietnamese writes the decimal mark as a comma, as the panes do (tui/format.c): a figure in the
+ * narration reads as the same figure on screen. */
+static void decimal_mark(char *num, const char *lang)
+{
+    if (lang && !strncmp(lang, "vi", 2))
+        for (char *c = num; *c; c++)
+            if (*c == '.')
+                *c = ',';
+}
+
+static const char *budget_source_vi(const char *src)
+{
+    return !strcmp(src, "request") ? "yêu cầu" : !strcmp(src, "default") ? "mặc định của transformers"
+           : !strcmp(src, "context") ? "phần còn lại của ngữ cảnh" : src;
+}
+
+void tl_lesson_stop_detail(const char *detail, const char *lang, char *out, size_t size)
+{
+    static const char eos[] = "eos id ", from[] = " (from ", sb[] = "stop string ", at[] = " at bytes ",
+                      gen[] = " of the generated text";
+    size_t len = strlen(detail);
+    const char *f = strstr(detail, from), *a = strstr(detail, at);
+    int n = 0;
+    char src[64];
+    if (!size)
+        return;
+    snprintf(out, size, "%s", detail);
+    if (!len || !lang || strncmp(lang, "vi", 2))
+        return;
+    if (!strncmp(detail, eos, sizeof eos - 1) && f && detail[len - 1] == ')')
+        snprintf(out, size, "%.*s (từ %s", (int)(f - detail), detail, f + sizeof from - 1);
+    else if (!strncmp(detail, sb, sizeof sb - 1) && a && len > sizeof gen && !strcmp(detail + len - (sizeof gen - 1), gen))
+        snprintf(out, size, "chuỗi dừng %.*s ở byte %.*s của văn bản đã sinh", (int)(a - detail - (sizeof sb - 1)),
+                 detail + sizeof sb - 1, (int)(len - (sizeof gen - 1) - (size_t)(a - detail) - (sizeof at - 1)),
+                 a + sizeof at - 1);
+    else if (sscanf(detail, "%d new tokens (budget from %63[^)])", &n, src) == 2)
+        snprintf(out, size, "%d token mới (hạn mức lấy từ %s)", n, budget_source_vi(src));
+}
+
 /* Text in a sentence: a newline would break the narration's paragraph, so it is shown as the
  * Prompt pane shows it, ↵. */
 static void put_inline(buf_t *b, const char *s)
@@ -1548,6 +1587,7 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
                         format_prob(num, sizeof num, sv->num);
                     else
                         format_num(num, sizeof num, sv->num);
+                    decimal_mark(num, lang);
                     buf_put(&b, num, strlen(num));
                 } else {
                     put_inline(&b, sv->str);
@@ -1561,7 +1601,12 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
                         format_prob(num, sizeof num, fv.num);
                     else
                         format_num(num, sizeof num, fv.num);
+                    decimal_mark(num, lang);
                     buf_put(&b, num, strlen(num));
+                } else if (!strcmp(name, "stop_detail") && fv.str) {   /* prose: in the narration's language */
+                    char d[512];
+                    tl_lesson_stop_detail(fv.str, lang, d, sizeof d);
+                    put_inline(&b, d);
                 } else {
                     put_inline(&b, fv.str);
                 }

@@ -1,5 +1,6 @@
 /* tl_session -> tl_view. Reads only the session's public accessors. */
 #include "session_view.h"
+#include "tokenloop/lesson.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -276,7 +277,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     const tl_stop_result *sr = tl_session_stop(s);
     v->stopped = sr && sr->reason != TL_STOP_NONE;
     snprintf(v->stop_reason, sizeof v->stop_reason, "%s", v->stopped ? tl_stop_reason_name(sr->reason) : "");
-    snprintf(v->stop_detail, sizeof v->stop_detail, "%s", v->stopped ? sr->detail : "");
+    tl_lesson_stop_detail(v->stopped ? sr->detail : "", ui->lang, v->stop_detail, sizeof v->stop_detail);
 
     /* timing */
     tl_metrics_report mr = tl_session_metrics(s);

@@ -25,6 +25,8 @@ import i18n_pairs
 
 TOKENLOOP, MODEL, COLS, ROWS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 SOCK = "tlvi-%d" % os.getpid()
+NLESSONS = len([f for f in os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lessons"))
+                if f.endswith(".json")])
 failures = []
 
 
@@ -93,9 +95,59 @@ def width(s):
 
 def no_english(screen, what, probes):
     hits = sorted({en for en, probe in probes if found(screen, probe)})
-    check(not hits, "%s: no English of the table on screen%s" % (what, (": %r\n%s" % (hits, screen)) if hits else ""))
+    where = [l.strip() for l in screen.split("\n") for en, probe in probes if en in hits and found(l, probe)]
+    check(not hits, "%s: no English of the table on screen%s" % (what, (": %r in %s" % (hits, where[:3])) if hits else ""))
     lines = screen.rstrip("\n").split("\n")
     check(all(width(l) <= COLS for l in lines) and "\ufffd" not in screen, "%s: the screen is sane" % what)
+
+
+# figures written with a point: a decimal mark the Vietnamese screen must not use, unless it is a
+# model's name ("Llama 3.1") or a thousands grouping ("128.256", the Vietnamese separator)
+DOT_DECIMAL = re.compile(r"(?<![\w.])(?<!Llama )\d+\.\d+(?![\w.])")
+
+
+def one_decimal_mark(text, what):
+    bad = [x for x in DOT_DECIMAL.findall(text) if not re.fullmatch(r"\d{1,3}(\.\d{3})+", x)]
+    check(not bad, "%s: numbers with a comma decimal mark only%s" % (what, (": %s" % bad[:5]) if bad else ""))
+
+
+def split_strip(screen, k, n):
+    """(the screen without the lesson strip, the strip): the narration keeps its technical words
+    (prompt, greedy, temperature) on purpose; the panes around it must have none."""
+    lines = screen.split("\n")
+    top = next((i for i, l in enumerate(lines) if (" \u00b7 %d/%d \u00b7 " % (k, n)) in l), len(lines))
+    end = max(top, len(lines) - 3)
+    return "\n".join(lines[:top] + lines[end:]), "\n".join(lines[top:end])
+
+
+# English prose that core hands the narration (a stop's detail, a budget's source, an expectation
+# that failed): never in the Vietnamese strip
+PROSE = ["new tokens", "budget from", "(from ", "of the generated text", " at bytes ", "expected ",
+         "expectation failed", "nothing remembered"]
+
+
+def no_prose(text, what):
+    flat = re.sub(r"\s+", " ", text)
+    hits = [p for p in PROSE if p in flat]
+    check(not hits, "%s: no English prose%s" % (what, (": %s in %r" % (hits, flat[:300])) if hits else ""))
+
+
+def narration_marks():
+    """Every step's narration with its values, played headlessly in Vietnamese."""
+    r = subprocess.run([TOKENLOOP, "lesson", "check", "--lang", "vi", "--verbose", "--model", MODEL],
+                       capture_output=True, text=True, timeout=600)
+    step, bad = None, []
+    for line in r.stdout.splitlines():
+        if line.startswith("-- step") or line.startswith("=="):
+            step = line
+            continue
+        if step and not line.startswith(("lesson ", "cmp ")):
+            hits = [x for x in DOT_DECIMAL.findall(line) if not re.fullmatch(r"\d{1,3}(\.\d{3})+", x)]
+            hits += [p for p in PROSE if p in line]
+            if hits:
+                bad.append("%s: %s" % (step, hits[:3]))
+    check(not bad, "the narration of every step in Vietnamese: a comma decimal mark, no English prose%s" % (
+        ": %s" % bad[:5] if bad else ""))
 
 
 def main():
@@ -103,6 +155,7 @@ def main():
         print("tmux not installed: skipped")
         return 77
     pairs, probes = english_strings()
+    narration_marks()
     check(len(pairs) > 100, "the message table has %d entries, %d to look for" % (len(pairs), len(probes)))
     tmp = tempfile.mkdtemp(prefix="tlvi")
     status = os.path.join(tmp, "status")
@@ -154,10 +207,28 @@ def main():
         s, m = wait_for(lambda s: "B\u00e0i h\u1ecdc (l)" in s, "the lesson list", 10)
         check(m, "l opens the lesson list in Vietnamese")
         no_english(s, "lesson list", probes)
-        tmux("send-keys", "-t", "t", "Enter")
-        s, m = wait_for(lambda s: re.search(r" \u00b7 1/\d+", s), "lesson 1, step 1", 60)
-        check(m, "Enter starts lesson 1")
-        no_english(s, "lesson 1, step 1", probes)
+        # every step of every lesson: no English of the table, one decimal mark
+        for li in range(NLESSONS):
+            if li:
+                tmux("send-keys", "-t", "t", "Down")
+                time.sleep(0.2)
+            tmux("send-keys", "-t", "t", "Enter")
+            s, m = wait_for(lambda s: re.search(r" \u00b7 1/(\d+) \u00b7", s), "lesson %d, step 1" % (li + 1), 120)
+            check(m, "Enter starts lesson %d" % (li + 1))
+            if not m:
+                break
+            n = int(m.group(1))
+            for k in range(1, n + 1):
+                if k > 1:
+                    tmux("send-keys", "-t", "t", "Space")
+                    s, m = wait_for(lambda s, k=k: (" \u00b7 %d/%d \u00b7 " % (k, n)) in s and re.search(
+                        r"\u2713|\u2717|thao t\u00e1c|ch\u01b0a quy\u1ebft", s), "lesson %d, step %d" % (li + 1, k), 180)
+                chrome, strip = split_strip(s, k, n)
+                no_english(chrome, "lesson %d, step %d (panes)" % (li + 1, k), probes)
+                no_prose(strip, "lesson %d, step %d (narration)" % (li + 1, k))
+                one_decimal_mark(s, "lesson %d, step %d" % (li + 1, k))
+            tmux("send-keys", "-t", "t", "Space")   # past the last step: the list
+            wait_for(lambda s: "B\u00e0i h\u1ecdc (" in s and "\u25b6" in s, "the lesson list again", 30)
         tmux("send-keys", "-t", "t", "Escape")
         wait_for(lambda s: "B\u00e0i h\u1ecdc (l)" not in s, "the lesson strip to close", 10)
 

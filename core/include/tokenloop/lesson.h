@@ -63,5 +63,8 @@ int tl_lesson_n_compares(const tl_lesson *l);
 const char *tl_lesson_compare_at(const tl_lesson *l, int k, tl_cmp *out, double *same_within);
 /* The narration of step i in lang with {placeholders} filled from s (malloc'd). */
 char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session *s);
+/* A stop's detail (tl_stop_result.detail, English) in lang: "vi" gets the Vietnamese of its
+ * three forms, anything else the text as it is. Writes out (always terminated). */
+void tl_lesson_stop_detail(const char *detail, const char *lang, char *out, size_t size);
 
 #endif
