@@ -572,6 +572,19 @@ static void scroll_active(tl_app *a, int d)
     }
 }
 
+static void welcome_open(tl_app *a);
+
+/* v: every string of the screen, the lesson shown and the opening strip in the other language;
+ * the session is untouched. */
+static void switch_lang(tl_app *a)
+{
+    snprintf(a->ui.lang, sizeof a->ui.lang, "%s", strcmp(a->ui.lang, "vi") ? "vi" : "en");
+    LessonCtl_setLang(&a->lesson, a->ui.lang, a->s, &a->ui);
+    if (a->welcome)
+        welcome_open(a);
+    say(a, "language: English (v: Ti\xE1\xBA\xBFng Vi\xE1\xBB\x87t)", NULL);
+}
+
 static void key(tl_app *a, int is_code, wint_t ch)
 {
     tl_ui *u = &a->ui;
@@ -762,6 +775,7 @@ static void key(tl_app *a, int is_code, wint_t ch)
         u->lesson_open = 1;
         LessonCtl_open(&a->lesson, u);
         break;
+    case 'v': switch_lang(a); break;
     default: break;
     }
 }

@@ -57,8 +57,9 @@
 {"n           new conversation (same prompt, from the start)", "n           hội thoại mới (cùng lời nhắc, từ đầu)"},
 {"Tab / 1-6   focus a pane (a tab on small terminals)", "Tab / 1-6   chọn khung (một thẻ trên màn hình nhỏ)"},
 {"c           the same settings as a transformers call", "c           cùng thiết lập, viết thành lệnh gọi transformers"},
-{"l           lessons: → ← steps, Esc leaves (your session back), ↑↓ scroll", "l           bài học: → ← chuyển bước, Esc thoát (phiên của bạn trở lại), ↑↓ cuộn"},
-{"q           quit (cancels a run first)", "q           thoát (hủy lượt chạy trước)"},
+{"l           lessons: → ← steps, Esc leaves, ↑↓ scroll", "l           bài học: → ← chuyển bước, Esc thoát, ↑↓ cuộn"},
+{"v / q       Việt ↔ English / quit (cancels a run first)", "v / q       English ↔ Việt / thoát (hủy lượt chạy trước)"},
+{"language: English (v: Tiếng Việt)", "ngôn ngữ: tiếng Việt (v: English)"},
 {"any key closes this help", "phím bất kỳ để đóng trợ giúp"},
 
 /* the transformers call (c) */

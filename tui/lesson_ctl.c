@@ -241,6 +241,8 @@ static int play_step(tl_lesson_ctl *c, tl_session *s, tl_lesson_ui *lui, tl_erro
     return 0;
 }
 
+static void step_text(tl_lesson_ctl *c, tl_session *s, tl_ui *ui);
+
 static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
 {
     tl_error err;
@@ -254,20 +256,10 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
         c->mark_step = c->step;
     }
     int chk = rc ? -1 : tl_lesson_check(c->cur, c->step, s, why, sizeof why);
-    char *say = tl_lesson_narrate(c->cur, c->step, c->lang, s);
-    size_t cap = (say ? strlen(say) : 0) + 1024;
-    char *t = malloc(cap);
-    if (t) {
-        /* the step's line first, with the way on: the strip may show only it and two more */
-        snprintf(t, cap, "%s \xC2\xB7 %d/%d \xC2\xB7 %s%s \xC2\xB7 %s\n%s\n%s",
-                 tl_lesson_title(c->cur, c->lang), c->step + 1, tl_lesson_n_steps(c->cur),
-                 rc ? T("action failed: ") : chk == 0 ? T("\xE2\x9C\x93 checked on this model") : chk == 1 ? T("\xE2\x9C\x97 expectation failed: ")
-                    : chk == 2 ? T("? not decided on this machine, the runs' spread hides the answer: ") : "",
-                 rc ? err.msg : chk == 1 || chk == 2 ? why : "", T("\xE2\x86\x92/Space next \xC2\xB7 \xE2\x86\x90 back \xC2\xB7 Esc leaves"), say ? say : "",
-                 T("(the other keys still work)"));
-        set_text(c, ui, t);
-    }
-    free(say);
+    c->shown_rc = rc;
+    c->shown_chk = chk;
+    snprintf(c->shown_why, sizeof c->shown_why, "%s", rc ? err.msg : why);
+    step_text(c, s, ui);
     c->applied = 1;
     if (lui.show_wrong_readings >= 0)
         c->show_wrong = lui.show_wrong_readings;
@@ -280,6 +272,50 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
     if (c->highlight >= 0)
         ui->active = c->highlight;
     ui->lesson_scroll = 0;
+}
+
+/* The strip's text for the shown step: its line (title, place, outcome, keys), the narration. */
+static void step_text(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
+{
+    int rc = c->shown_rc, chk = c->shown_chk;
+    const char *why = c->shown_why;
+    char *say = tl_lesson_narrate(c->cur, c->step, c->lang, s);
+    size_t cap = (say ? strlen(say) : 0) + 1024;
+    char *t = malloc(cap);
+    if (t) {
+        /* the step's line first, with the way on: the strip may show only it and two more */
+        snprintf(t, cap, "%s \xC2\xB7 %d/%d \xC2\xB7 %s%s \xC2\xB7 %s\n%s\n%s",
+                 tl_lesson_title(c->cur, c->lang), c->step + 1, tl_lesson_n_steps(c->cur),
+                 rc ? T("action failed: ") : chk == 0 ? T("\xE2\x9C\x93 checked on this model") : chk == 1 ? T("\xE2\x9C\x97 expectation failed: ")
+                    : chk == 2 ? T("? not decided on this machine, the runs' spread hides the answer: ") : "",
+                 rc || chk == 1 || chk == 2 ? why : "", T("\xE2\x86\x92/Space next \xC2\xB7 \xE2\x86\x90 back \xC2\xB7 Esc leaves"), say ? say : "",
+                 T("(the other keys still work)"));
+        set_text(c, ui, t);
+    }
+    free(say);
+}
+
+void LessonCtl_setLang(tl_lesson_ctl *c, const char *lang, tl_session *s, tl_ui *ui)
+{
+    snprintf(c->lang, sizeof c->lang, "%s", lang);
+    int list_shown = ui->lesson_open && c->text && ui->lesson_text == c->text && c->step < 0;
+    if (c->paths)   /* the titles again, in lang, when the list opens next */
+        tl_lesson_list_free(c->paths, c->n);
+    for (int i = 0; c->titles && i < c->n; i++)
+        free(c->titles[i]);
+    free(c->titles);
+    c->paths = NULL;
+    c->titles = NULL;
+    c->n = 0;
+    if (c->cur && c->step >= 0) {
+        int scroll = ui->lesson_scroll;
+        step_text(c, s, ui);
+        ui->lesson_scroll = scroll;
+        if (!ui->lesson_open)
+            ui->lesson_text = NULL;   /* hidden: l shows it again */
+    } else if (list_shown) {
+        LessonCtl_open(c, ui);
+    }
 }
 
 /* Esc: out of the lessons, and the teacher's session back as it was before the first. */

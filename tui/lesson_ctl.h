@@ -30,12 +30,17 @@ typedef struct tl_lesson_ctl {
     int mark_step;
     struct tl_lesson_saved *saved;   /* the teacher's session before the lessons; NULL: none */
     char note[192];            /* for the status line, once ("" none) */
+    int shown_rc, shown_chk;   /* the shown step's outcome, kept to say it again in another language */
+    char shown_why[1100];
 } tl_lesson_ctl;
 
 void LessonCtl_init(tl_lesson_ctl *c, const char *lang);
 void LessonCtl_open(tl_lesson_ctl *c, tl_ui *ui);
 /* 1 when the key was the panel's. */
 int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui *ui);
+/* The language changed (the key v): the list, or the shown step's narration and outcome, again in
+ * lang, without playing the step again. */
+void LessonCtl_setLang(tl_lesson_ctl *c, const char *lang, tl_session *s, tl_ui *ui);
 void LessonCtl_free(tl_lesson_ctl *c);
 
 #endif

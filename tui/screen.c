@@ -82,13 +82,16 @@ static void help(WINDOW *w, int cols, int rows, const tl_ui *ui)
         "n           new conversation (same prompt, from the start)",
         "Tab / 1-6   focus a pane (a tab on small terminals)",
         "c           the same settings as a transformers call",
-        "l           lessons: \xE2\x86\x92 \xE2\x86\x90 steps, Esc leaves (your session back), \xE2\x86\x91\xE2\x86\x93 scroll",
-        "q           quit (cancels a run first)",
+        "l           lessons: \xE2\x86\x92 \xE2\x86\x90 steps, Esc leaves, \xE2\x86\x91\xE2\x86\x93 scroll",
+        "v / q       Vi\xE1\xBB\x87t \xE2\x86\x94 English / quit (cancels a run first)",
     };
     /* every key must show at 80x24: the box may take the whole height, and how to close it
      * goes on its bottom border */
-    int n = (int)(sizeof lines / sizeof lines[0]);
-    int bw = 70 < cols - 2 ? 70 : cols - 2, bh = n + 2 < rows ? n + 2 : rows;
+    int n = (int)(sizeof lines / sizeof lines[0]), widest = 0;
+    for (int i = 0; i < n; i++)   /* as wide as the longest line in this language, if it fits */
+        if (Format_widthz(T(lines[i])) > widest)
+            widest = Format_widthz(T(lines[i]));
+    int bw = widest + 4 < cols - 2 ? widest + 4 : cols - 2, bh = n + 2 < rows ? n + 2 : rows;
     tl_rect r = {(rows - bh) / 2, (cols - bw) / 2, bh, bw};
     for (int y = 0; y < bh; y++)
         Draw_fill(w, r.y + y, r.x, bw, A_NORMAL);

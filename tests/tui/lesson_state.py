@@ -14,6 +14,8 @@
    its end (its first step puts the file's weights and the defaults back, as the title bar then
    shows), then Esc leaves the lessons: the title bar, the Stop pane's budget and the Prompt
    pane must show the teacher's settings and question again, and the status line says so.
+3. v switches the language live: the footer, the lesson list, and a step's narration and check
+   mark say it again in the other language without playing the step again.
 Exit 77 (skip) when tmux is missing.
 """
 import os
@@ -212,6 +214,27 @@ def restore():
     key("q")
 
 
+def switch_language():
+    """v switches the language live: the footer, the lesson list and a step's narration."""
+    if not start():
+        return
+    key("v")
+    check(wait_for(lambda s: "tho\u00e1t" in s.split("\n")[-2] or "tho\u00e1t" in s, "the footer in Vietnamese", 10) is not None,
+          "v: the screen in Vietnamese (the footer says tho\u00e1t)")
+    key("l")
+    s = wait_for(lambda s: "\u25b6" in s and "1-template" in s, "the lesson list", 10)
+    check(s is not None and "M\u00f4 h\u00ecnh th\u1ef1c s\u1ef1 nh\u1eadn \u0111\u01b0\u1ee3c g\u00ec" in s,
+          "v: the lesson list in Vietnamese")
+    key("Enter")
+    s = wait_for(lambda s: " 1/7 " in s and "\u2713" in s, "lesson 1 step 1", 60)
+    check(s is not None and "M\u00f4 h\u00ecnh ch\u1ec9 l\u00e0m m\u1ed9t vi\u1ec7c" in s, "the step's narration in Vietnamese")
+    key("v")
+    s = wait_for(lambda s: "A model only continues a sequence of tokens" in s, "the narration in English", 10)
+    check(s is not None and "\u2713 checked on this model" in s and " 1/7 " in s,
+          "v again: the same step, its narration and check in English, not played again")
+    key("q")
+
+
 def main():
     if not shutil.which("tmux"):
         print("tmux not installed: skipped")
@@ -222,6 +245,9 @@ def main():
         global SOCK
         SOCK += "-2"
         restore()
+        tmux("kill-server", check_rc=False)
+        SOCK += "-3"
+        switch_language()
     finally:
         tmux("kill-server", check_rc=False)
     print("%d failures" % len(failures))
