@@ -16,10 +16,11 @@
 #include "tokenloop/engine.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/session.h"
+#include "tokenloop/synthetic.h"
 #include "tokenloop/tokenizer.h"
 
 static const char usage[] =
-    "usage: tokenloop generate [--model DIR] (--ids 128000,791,... | --prompt TEXT [--system TEXT] |\n"
+    "usage: tokenloop generate [--model DIR | --synthetic NAME] (--ids 128000,791,... | --prompt TEXT [--system TEXT] |\n"
     "                          --messages FILE) [--no-generation-prompt] [--no-parse-special-in-content]\n"
     "                          [--max-new-tokens N]\n"
     "                          [--greedy | --temperature T --top-k K --top-p P] [--seed S] [--top N]\n"
@@ -30,6 +31,10 @@ static const char usage[] =
     "  and chooses the first new token; each later pass (decode) reads one token.\n"
     "  --model DIR        Hugging Face Llama directory (default: $TOKENLOOP_MODEL, else the\n"
     "                     bundled model, assets/models/" TL_DEFAULT_MODEL_NAME ")\n"
+    "  --synthetic NAME   random weights of a published shape (llama-3.2-1b, llama-3.1-8b), made\n"
+    "                     in memory, with the bundled tokenizer: the tokens are noise, the timing\n"
+    "                     is real (weights that reach memory); --dtype converts them, and a\n"
+    "                     smaller dtype is taken, saying so, when memory is short\n"
     "  --ids LIST         prompt token ids, comma-separated (no template, no tokenizer)\n"
     "  --prompt TEXT      a user message, wrapped in the model's chat template\n"
     "  --system TEXT      a system message before it\n"
@@ -234,6 +239,7 @@ static void print_json(tl_session *s)
     /* the floor's reads of the same weights beside the steps: how many, their spread; a pace
      * under the fastest read is a measurement problem (below_floor) and gets no ratio */
     cJSON_AddNumberToObject(o, "floor_reads", r.floor_reads);
+    cJSON_AddNumberToObject(o, "floor_pairs", r.floor_pairs);   /* reads right after a decode pass */
     cJSON_AddItemToObject(o, "floor_lo_ms", num_or_null(r.floor_lo_ms));
     cJSON_AddItemToObject(o, "floor_hi_ms", num_or_null(r.floor_hi_ms));
     cJSON_AddItemToObject(o, "tpot_over_floor", num_or_null(r.tpot_over_floor));
@@ -243,6 +249,9 @@ static void print_json(tl_session *s)
     cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);
     cJSON_AddStringToObject(o, "dtype", tl_dtype_name(tl_session_dtype(s)));
     cJSON_AddStringToObject(o, "file_dtype", tl_dtype_name(tl_session_file_dtype(s)));
+    /* random weights of a published shape: the tokens are noise, the timing is real */
+    if (tl_session_synthetic(s)) cJSON_AddStringToObject(o, "synthetic", tl_session_synthetic(s));
+    else cJSON_AddNullToObject(o, "synthetic");
     cJSON_AddStringToObject(o, "kv_cache", tl_engine_kv_dtype(tl_session_engine(s)) == TL_BF16 ? "bf16" : "fp32");
     cJSON_AddNumberToObject(o, "weight_bytes", (double)tl_session_model(s)->weight_bytes);
     cJSON_AddNumberToObject(o, "ref_floor_ms", r.ref_floor_ms);
@@ -286,7 +295,7 @@ static void print_json(tl_session *s)
 
 int cmd_generate(int argc, char **argv)
 {
-    const char *model = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
+    const char *model = NULL, *synthetic = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
     const char *device = NULL, *stop[TL_MAX_STOP];
     const char *dtype = NULL;
     tl_precision prec = TL_PRECISION_MIXED;
@@ -310,7 +319,7 @@ int cmd_generate(int argc, char **argv)
         if (pf) continue;
         if (!strcmp(a, "--no-generation-prompt")) { gen_prompt = 0; continue; }
         if (!strcmp(a, "--no-parse-special-in-content")) { parse_special = 0; continue; }
-        static const char *const with_value[] = {"--model", "--ids", "--prompt", "--system", "--messages",
+        static const char *const with_value[] = {"--model", "--synthetic", "--ids", "--prompt", "--system", "--messages",
             "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed", "--top", "--stop",
             "--stream-mode", "--device", "--threads", "--dtype", "--kv-cache"};
         int known = 0;
@@ -323,6 +332,7 @@ int cmd_generate(int argc, char **argv)
         if (i + 1 >= argc) return cli_fail(2, "generate: %s: missing value", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--synthetic")) synthetic = v;
         else if (!strcmp(a, "--ids")) ids_arg = v;
         else if (!strcmp(a, "--prompt")) prompt = v;
         else if (!strcmp(a, "--system")) system = v;
@@ -378,8 +388,18 @@ int cmd_generate(int argc, char **argv)
     if (ids_arg && !ids_arg[0]) return cli_fail(2, "--ids: empty (expected comma-separated token ids)");
     if (ids_arg && parse_ids(ids_arg, &ids, &n_ids))
         return cli_fail(2, "--ids: %s: expected comma-separated token ids (integers >= 0)", ids_arg);
+    tl_error err = {{0}};
+    if (model && synthetic) {
+        free(ids);
+        return cli_fail(2, "generate: give one of --model DIR and --synthetic NAME");
+    }
+    tl_config syn_cfg;
+    if (synthetic && tl_synthetic_config(&syn_cfg, synthetic, &err)) {
+        free(ids);
+        return cli_fail(2, "--synthetic %s", err.msg);
+    }
     char default_model[4096];
-    if (!model) {
+    if (!model && !synthetic) {
         tl_error perr = {{0}};
         if (tl_paths_default_model(default_model, sizeof default_model, &perr)) {
             free(ids);
@@ -388,13 +408,25 @@ int cmd_generate(int argc, char **argv)
         model = default_model;
     }
 
-    tl_error err = {{0}};
     tl_session *s = NULL;
     tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads, .async = async,
-                         .precision = prec, .kv_bf16 = kv_bf16, .dtype = dtype};
+                         .precision = prec, .kv_bf16 = kv_bf16, .dtype = dtype, .synthetic = synthetic};
     int status = 1;
     char *msgs = NULL;
-    if (tl_session_open(&s, &o, &err)) goto fail;
+    if (synthetic) {   /* random bf16 weights, converted by the session when another dtype runs */
+        tl_dtype want = TL_BF16, got;
+        char note[256];
+        tl_model *m = NULL;
+        if (dtype) tl_dtype_parse(dtype, &want);
+        if (tl_synthetic_pick_dtype(synthetic, want, tl_synthetic_mem_available(), &got, note, sizeof note, &err))
+            goto fail;
+        if (note[0]) fprintf(stderr, "tokenloop: %s\n", note);
+        if (!json)
+            fprintf(stderr, "%s: random weights of the published shape, %s: the tokens are noise, the timing is real\n",
+                    synthetic, tl_dtype_name(got));
+        o.dtype = got == TL_BF16 ? NULL : tl_dtype_name(got);
+        if (tl_model_synthetic(&m, &syn_cfg, TL_BF16, 0, &err) || tl_session_open_model(&s, m, 1, &o, &err)) goto fail;
+    } else if (tl_session_open(&s, &o, &err)) goto fail;
     if (ids) {
         if (tl_session_set_prompt_ids(s, ids, n_ids, &err)) goto fail;
     } else if (prompt) {

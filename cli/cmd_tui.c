@@ -15,17 +15,21 @@
 #endif
 #include "tokenloop/paths.h"
 #include "tokenloop/session.h"
+#include "tokenloop/synthetic.h"
 
 static const char *default_user = "What is the capital of France?";
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tokenloop tui [--model DIR] [--prompt TEXT] [--system TEXT] [--device cpu|cuda]\n"
+            "usage: tokenloop tui [--model DIR | --synthetic NAME] [--prompt TEXT] [--system TEXT] [--device cpu|cuda]\n"
             "                     [--threads N] [--async] [--exact | --bf16-activations] [--dtype D]\n"
             "                     [--lang en|vi] [--kv-cache fp32|bf16] [--mono] [--bench-frame [N]]\n"
             "  Steps through generation one forward pass at a time. Without --model: $TOKENLOOP_MODEL,\n"
             "  else the bundled model (assets/models/tl-mini-instruct).\n"
+            "  --synthetic NAME random weights of a published shape (llama-3.2-1b, llama-3.1-8b) with the\n"
+            "                   bundled tokenizer, labelled as such: the tokens are noise, the timing is\n"
+            "                   real; a smaller dtype when memory is short (it says so)\n"
             "  --async          queue each pass to a worker thread as a GPU stream does, so the Timing\n"
             "                   pane's unsynchronized reading (trap 2) shows on the CPU too\n"
             "  --exact          fp32 activations in every product with bf16 weights (default: only\n"
@@ -61,7 +65,7 @@ static void utf8_locale(void)
 
 int cmd_tui(int argc, char **argv)
 {
-    const char *model = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL, *dtype = NULL;
+    const char *model = NULL, *synthetic = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL, *dtype = NULL;
     int threads = 0, bench = 0, mono = 0, async = 0, kv_bf16 = 0, pf;
     tl_precision prec = TL_PRECISION_MIXED;
     for (int i = 1; i < argc; i++) {
@@ -70,7 +74,7 @@ int cmd_tui(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--system") ||
+        } else if (!strcmp(a, "--model") || !strcmp(a, "--synthetic") || !strcmp(a, "--prompt") || !strcmp(a, "--system") ||
                    !strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--lang") ||
                    !strcmp(a, "--dtype") || !strcmp(a, "--kv-cache")) {
             if (!has)
@@ -78,6 +82,8 @@ int cmd_tui(int argc, char **argv)
             const char *v = argv[++i];
             if (!strcmp(a, "--model"))
                 model = v;
+            else if (!strcmp(a, "--synthetic"))
+                synthetic = v;
             else if (!strcmp(a, "--prompt"))
                 prompt = v;
             else if (!strcmp(a, "--system"))
@@ -129,7 +135,12 @@ int cmd_tui(int argc, char **argv)
 
     char bundled[4096];
     tl_error err;
-    if (!model) {
+    tl_config syn_cfg;
+    if (model && synthetic)
+        return cli_fail(2, "tui: give one of --model DIR and --synthetic NAME");
+    if (synthetic && tl_synthetic_config(&syn_cfg, synthetic, &err))
+        return cli_fail(2, "--synthetic %s", err.msg);
+    if (!model && !synthetic) {
         /* tokenloop/paths.h: $TOKENLOOP_MODEL, the install, a checkout, the source tree */
         if (tl_paths_default_model(bundled, sizeof bundled, &err))
             return cli_fail(1, "%s", err.msg);
@@ -146,12 +157,27 @@ int cmd_tui(int argc, char **argv)
     so.precision = prec;
     so.kv_bf16 = kv_bf16;
     so.dtype = dtype;
+    so.synthetic = synthetic;
     tl_session *s = NULL;
-    if (tl_session_open(&s, &so, &err))
+    if (synthetic) {   /* random bf16 weights, converted by the session when another dtype runs */
+        tl_dtype want = TL_BF16, got;
+        char note[256];
+        tl_model *m = NULL;
+        if (dtype)
+            tl_dtype_parse(dtype, &want);
+        if (tl_synthetic_pick_dtype(synthetic, want, tl_synthetic_mem_available(), &got, note, sizeof note, &err))
+            return cli_fail(1, "%s", err.msg);
+        if (note[0])
+            fprintf(stderr, "tokenloop: %s\n", note);
+        fprintf(stderr, "tokenloop: filling %s with random weights...\n", synthetic);
+        so.dtype = got == TL_BF16 ? NULL : tl_dtype_name(got);
+        if (tl_model_synthetic(&m, &syn_cfg, TL_BF16, 0, &err) || tl_session_open_model(&s, m, 1, &so, &err))
+            return cli_fail(1, "%s", err.msg);
+    } else if (tl_session_open(&s, &so, &err))
         return cli_fail(1, "%s", err.msg);
     if (!tl_session_tokenizer(s)) {
         tl_session_free(s);
-        return cli_fail(1, "%s: no tokenizer.json for this model", model);
+        return cli_fail(1, "%s: no tokenizer.json for this model", model ? model : synthetic);
     }
 
     const char *nc = getenv("NO_COLOR");

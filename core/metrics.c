@@ -27,6 +27,7 @@ struct tl_metrics {
     int n, cap;
     double step_bytes, bw;
     double *rate;                    /* bytes/s of each floor read this request */
+    double *pair;                    /* the pass of the decode step right before it (ms; < 0: none) */
     int n_rate, cap_rate;
     double llc, weight_bytes;
 };
@@ -50,6 +51,7 @@ void tl_metrics_free(tl_metrics *m)
     free(m->work);
     free(m->joined);
     free(m->rate);
+    free(m->pair);
     free(m);
 }
 
@@ -141,10 +143,14 @@ void tl_metrics_floor_read(tl_metrics *m, double bytes, double seconds)
     if (m->n_rate == m->cap_rate) {
         int cap = m->cap_rate ? m->cap_rate * 2 : 16;
         double *r = realloc(m->rate, sizeof(double) * (size_t)cap);
-        if (!r) return;
-        m->rate = r;
+        if (r) m->rate = r;
+        double *q = realloc(m->pair, sizeof(double) * (size_t)cap);
+        if (q) m->pair = q;
+        if (!r || !q) return;
         m->cap_rate = cap;
     }
+    /* paired with the decode pass just made (token 1 on), as bench pairs each step with its read */
+    m->pair[m->n_rate] = m->n >= 2 ? m->pass_ms[m->n - 1] : -1;
     m->rate[m->n_rate++] = bytes / seconds;
 }
 
@@ -262,8 +268,20 @@ tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
         r.floor_ms = m->step_bytes / bw * 1e3;
         r.floor_lo_ms = m->step_bytes / fast * 1e3;
         r.floor_hi_ms = m->step_bytes / slow * 1e3;
-        r.below_floor = r.pace_ms > 0 && r.pace_ms < r.floor_lo_ms;
-        if (r.pace_ms > 0 && !r.below_floor) r.tpot_over_floor = r.pace_ms / r.floor_ms;
+        /* TPOT / floor as bench gives it: the median over the pairs of a decode pass and the read
+         * right after it, so a switch of the memory rate falls on both sides of each ratio;
+         * without pairs, the pace over the median floor */
+        double ratio = r.pace_ms > 0 ? r.pace_ms / r.floor_ms : -1;
+        double *q = m->n_rate > 0 ? malloc(sizeof(double) * (size_t)m->n_rate) : NULL;
+        int k = 0;
+        for (int i = 0; q && i < m->n_rate; i++)
+            if (m->pair[i] > 0) q[k++] = m->pair[i] / (m->step_bytes / m->rate[i] * 1e3);
+        if (k > 0 && r.pace_ms > 0) ratio = tl_median(q, k);
+        free(q);
+        r.floor_pairs = k;
+        /* under the floor by more than the reads' spread: a measurement problem, no ratio */
+        r.below_floor = ratio > 0 && ratio < r.floor_lo_ms / r.floor_ms;
+        if (ratio > 0 && !r.below_floor) r.tpot_over_floor = ratio;
     }
     r.llc_bytes = m->llc;
     r.weight_bytes = m->weight_bytes;

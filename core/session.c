@@ -1084,6 +1084,8 @@ const tl_model *tl_session_model(const tl_session *s) { return s->m; }
 
 /* --- dtype --- */
 
+const char *tl_session_synthetic(const tl_session *s) { return s->opts.synthetic; }
+
 tl_dtype tl_session_dtype(const tl_session *s) { return s->m->layers[0].wq.dtype; }
 tl_dtype tl_session_file_dtype(const tl_session *s) { return s->m_file->layers[0].wq.dtype; }
 

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -331,4 +332,60 @@ int tl_model_synthetic(tl_model **out, const tl_config *cfg, tl_dtype dtype, uin
     m->weight_bytes = bytes;
     *out = m;
     return 0;
+}
+
+/* ---- what a front end can afford ---- */
+
+double tl_synthetic_bytes(const tl_config *c, tl_dtype dt)
+{
+    const double d = c->hidden_size, ff = c->intermediate_size, V = c->vocab_size;
+    const double q = (double)c->n_heads * c->head_dim, kv = (double)c->n_kv_heads * c->head_dim;
+    double per_layer = tl_dtype_row_bytes(dt, (int64_t)d) * (q + 2 * kv + ff * 2)   /* q, k, v, gate, up */
+                       + tl_dtype_row_bytes(dt, (int64_t)q) * d                     /* o */
+                       + tl_dtype_row_bytes(dt, (int64_t)ff) * d                    /* down */
+                       + 2 * 4 * d;                                                 /* norms, fp32 */
+    return c->n_layers * per_layer + tl_dtype_row_bytes(dt, (int64_t)d) * V + 4 * d;
+}
+
+double tl_synthetic_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    double kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+int tl_synthetic_pick_dtype(const char *name, tl_dtype want, double avail, tl_dtype *got, char *note,
+                            size_t note_size, tl_error *err)
+{
+    tl_config cfg;
+    if (note_size)
+        note[0] = '\0';
+    if (tl_synthetic_config(&cfg, name, err))
+        return -1;
+    const double bf16 = tl_synthetic_bytes(&cfg, TL_BF16);
+    const tl_dtype tries[] = {want, TL_Q8_0, TL_Q4_0};
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        tl_dtype dt = tries[i];
+        double need = bf16 + (dt == TL_BF16 ? 0 : tl_synthetic_bytes(&cfg, dt)), margin = 512e6;
+        if (i > 0 && tl_synthetic_bytes(&cfg, dt) >= tl_synthetic_bytes(&cfg, want))
+            continue;   /* only smaller dtypes are a fallback */
+        if (avail <= 0 || need + margin <= avail) {
+            *got = dt;
+            if (i > 0)
+                snprintf(note, note_size, "%s: %.1f GB of memory available, %s needs %.1f GB: running %s instead",
+                         name, avail / 1e9, tl_dtype_name(want),
+                         (bf16 + (want == TL_BF16 ? 0 : tl_synthetic_bytes(&cfg, want)) + margin) / 1e9,
+                         tl_dtype_name(dt));
+            return 0;
+        }
+    }
+    return tl_error_set(err, "%s: %.1f GB of memory available, not enough for its weights in any dtype (bf16 alone "
+                        "is %.1f GB)", name, avail / 1e9, bf16 / 1e9);
 }

@@ -79,6 +79,8 @@
 {"✓ checked on this model", "✓ đã kiểm chứng trên mô hình này"},
 {"✗ expectation failed: ", "✗ kết quả không như mong đợi: "},
 {"? not decided on this machine, the runs' spread hides the answer: ", "? chưa quyết định được trên máy này, độ trải của các lần chạy che mất kết quả: "},
+{"%s (random weights)", "%s (trọng số ngẫu nhiên)"},
+{"random weights of a published shape: the tokens are noise, the timing is real", "trọng số ngẫu nhiên theo hình dạng đã công bố: các token là nhiễu, thời gian là thật"},
 {"→/Space next · ← back · Esc leaves", "→/Space tiếp · ← lùi · Esc thoát bài học"},
 {"left the lessons: your prompt and settings are back, %s weights", "đã rời bài học: lời nhắc và thiết lập của bạn đã trở lại, trọng số %s"},
 {"left the lessons; your session could not be restored: %s", "đã rời bài học; không khôi phục được phiên của bạn: %s"},

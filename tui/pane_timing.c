@@ -220,6 +220,12 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         if (y >= end)
             return;
     }
+    if (v->random_weights) {   /* a published shape with random weights (--synthetic) */
+        Draw_text(w, y++, in.x, in.w, I18n_tr(lang, "random weights of a published shape: the tokens are noise, the timing is real"),
+                  Theme_attr(TA_WARN));
+        if (y >= end)
+            return;
+    }
     if (v->in_cache) {   /* the weights stay in the last-level cache: no DRAM floor binds them */
         Format_bytesLang(lang, v->weight_bytes, a, sizeof a);
         Format_bytesLang(lang, v->llc_bytes, b, sizeof b);

@@ -67,6 +67,9 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     tl_engine *e = tl_session_engine(s);
 
     basename_of(m->dir[0] ? m->dir : "synthetic", v->model_name, sizeof v->model_name);
+    if (tl_session_synthetic(s))   /* random weights: the tokens are noise, the timing is real */
+        snprintf(v->model_name, sizeof v->model_name, I18n_tr(ui->lang, "%s (random weights)"), tl_session_synthetic(s));
+    v->random_weights = tl_session_synthetic(s) != NULL;
     snprintf(v->device, sizeof v->device, "%s", e ? tl_engine_device(e) : "?");
     snprintf(v->precision, sizeof v->precision, "%s", e ? tl_precision_name(tl_engine_precision(e)) : "");
     v->vocab_size = m->cfg.vocab_size;

@@ -49,6 +49,7 @@ typedef struct tl_view_dtype {
 typedef struct tl_view {
     /* title */
     char model_name[128];
+    int random_weights;         /* tl_model_synthetic's weights: the Timing pane says so */
     char device[32];
     char precision[8];          /* tl_precision_name: what products read as x (docs/accuracy.md) */
     long long vocab_size;

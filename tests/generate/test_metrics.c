@@ -71,12 +71,16 @@ int main(void)
     TL_CHECK_NEAR(r.floor_ms, 20, 1e-9);
     TL_CHECK_NEAR(r.floor_lo_ms, 10, 1e-9);
     TL_CHECK_NEAR(r.floor_hi_ms, 25, 1e-9);
-    TL_CHECK_INT(r.below_floor, 0);             /* 13 ms is inside the spread: a ratio */
-    TL_CHECK_NEAR(r.tpot_over_floor, 13.0 / 20, 1e-9);
+    /* TPOT / floor as bench gives it: each read paired with the decode pass before it (the
+     * newest, 15 ms), floors 20, 25 and 10 ms: the median of 0.75, 0.6 and 1.5 */
+    TL_CHECK_INT(r.floor_pairs, 3);
+    TL_CHECK_INT(r.below_floor, 0);             /* 0.75 is above 10 / 20: inside the spread */
+    TL_CHECK_NEAR(r.tpot_over_floor, 0.75, 1e-9);
     tl_metrics_floor_read(m, 1e9, 0.1);         /* a fourth: 10 GB/s; the fastest stays 50 */
     r = tl_metrics_report_get(m);
     TL_CHECK_NEAR(r.floor_ms, 0.5e9 / 22.5e9 * 1e3, 1e-9);   /* median of 10, 20, 25, 50 */
     TL_CHECK_NEAR(r.floor_lo_ms, 10, 1e-9);
+    TL_CHECK_NEAR(r.tpot_over_floor, (0.6 + 0.75) / 2, 1e-9);   /* 15 / 50 joins: 0.3, 0.6, 0.75, 1.5 */
     /* the cache: 35.7 MB of weights against a 32 MiB cache is near it; 19 MB fits; 2.5 GB not */
     tl_metrics_set_cache(m, 32 * 1048576.0, 35.7e6);
     TL_CHECK_INT(tl_metrics_report_get(m).in_cache, 1);
@@ -96,6 +100,9 @@ int main(void)
     /* an asynchronous backend: launches return long before the work is done */
     tl_metrics_start(m);
     TL_CHECK_INT(tl_metrics_floor_reads(m), 0);   /* a new request reads again */
+    tl_metrics_floor_read(m, 1e9, 0.04);          /* before any decode step: no pair */
+    TL_CHECK_INT(tl_metrics_report_get(m).floor_pairs, 0);
+    tl_metrics_start(m);
     TL_CHECK(tl_metrics_report_get(m).template_ms < 0);               /* ids given: no templating */
     tl_metrics_tokenized(m, 10);
     for (int i = 0; i < 5; i++) {

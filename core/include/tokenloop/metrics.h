@@ -68,13 +68,18 @@ typedef struct tl_metrics_report {
     double unsynced_tpot_ms;
     double step_bytes, bandwidth_gbs, floor_ms;    /* -1 when the bandwidth is unknown */
     double tpot_over_floor;                        /* pace / floor; -1 when either is unknown,
-                                                    * or when the pace is below the floor */
+                                                    * or when the pace is below the floor. With
+                                                    * floor reads: the median over floor_pairs of
+                                                    * (decode pass / the read right after it), as
+                                                    * `tokenloop bench` gives it */
+    int floor_pairs;
     /* The floor's spread: step_bytes over the fastest and the slowest read (both floor_ms for a
      * single figure); floor_reads: how many reads beside the steps (0: set_floor's figure). */
     double floor_lo_ms, floor_hi_ms;
     int floor_reads;
-    /* 1 when the pace is below floor_lo_ms: a read cannot be slower than the step that reads the
-     * same bytes and more, so this is a measurement problem, and no ratio is given. */
+    /* 1 when TPOT / floor is below floor_lo_ms / floor_ms (under the floor by more than the
+     * reads' spread): a read cannot be slower than the step that reads the same bytes and more,
+     * so this is a measurement problem, and no ratio is given. */
     int below_floor;
     double llc_bytes, weight_bytes;   /* 0 when unknown */
     int in_cache;                     /* tl_bandwidth_cache_fit of the weights: 2 fit, 1 near, 0 no */

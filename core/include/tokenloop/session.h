@@ -39,7 +39,10 @@ typedef struct tl_session_opts {
     tl_precision precision;     /* 0: TL_PRECISION_MIXED (tl_engine_set_precision) */
     int kv_bf16;                /* 1: a bf16 KV cache (tl_engine_set_kv_dtype); 0: fp32 */
     const char *dtype;          /* "q8_0", "q4_0", "bf16", ...: convert the weights on load; NULL: as loaded */
+    const char *synthetic;      /* the shape's name when the weights are random (tl_model_synthetic) */
 } tl_session_opts;
+/* The shape's name when the session runs random weights (front ends label them); NULL otherwise. */
+const char *tl_session_synthetic(const tl_session *s);
 
 int tl_session_open(tl_session **out, const tl_session_opts *opts, tl_error *err);
 /* On a model already loaded (synthetic or shared); own != 0 hands it to the session. */
