@@ -589,8 +589,8 @@ static void key(tl_app *a, int is_code, wint_t ch)
 {
     tl_ui *u = &a->ui;
     a->message[0] = 0;
-    if (u->help) {
-        u->help = 0;
+    if (u->help || u->hf_call || u->lesson_full) {   /* an overlay: any key only closes it */
+        u->help = u->hf_call = u->lesson_full = 0;
         return;
     }
     if (u->edit) {
@@ -622,10 +622,6 @@ static void key(tl_app *a, int is_code, wint_t ch)
             }
             return;
         }
-    }
-    if (u->hf_call) {
-        u->hf_call = 0;
-        return;
     }
     tl_sampling sp = tl_session_sampling(a->s);
     if (is_code) {
@@ -776,6 +772,7 @@ static void key(tl_app *a, int is_code, wint_t ch)
         LessonCtl_open(&a->lesson, u);
         break;
     case 'v': switch_lang(a); break;
+    case 'z': u->lesson_full = u->lesson_open; break;
     default: break;
     }
 }

@@ -69,7 +69,8 @@
 /* lessons */
 {"no lessons available", "không có bài học nào"},
 {"Lessons (l)", "Bài học (l)"},
-{"PgUp/PgDn or ↑↓ scroll · Esc hides", "PgUp/PgDn hoặc ↑↓ để cuộn · Esc để ẩn"},
+{"PgUp/PgDn or ↑↓ scroll · z all of it · l hides", "PgUp/PgDn hoặc ↑↓ để cuộn · z xem hết · l để ẩn"},
+{"the lesson (any key closes)", "bài học (phím bất kỳ để đóng)"},
 {"↓ more %d/%d ", "↓ còn nữa %d/%d "},
 {"↑ end %d/%d ", "↑ hết %d/%d "},
 {"Lessons (↑↓ select, Enter starts)", "Bài học (↑↓ chọn, Enter bắt đầu)"},

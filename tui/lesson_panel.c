@@ -49,7 +49,7 @@ void LessonPanel_draw(WINDOW *w, tl_rect r, tl_ui *ui)
     Draw_fill(w, r.y, r.x, r.w, Theme_attr(TA_TITLE));
     char chrome[256], more[64] = "";
     snprintf(chrome, sizeof chrome, " %s \xC2\xB7 %s", T("Lessons (l)"),
-             T("PgUp/PgDn or \xE2\x86\x91\xE2\x86\x93 scroll \xC2\xB7 Esc hides"));
+             T("PgUp/PgDn or \xE2\x86\x91\xE2\x86\x93 scroll \xC2\xB7 z all of it \xC2\xB7 l hides"));
     int pages = (n + rows - 1) / rows;
     int page = first >= maxscroll ? pages : first / rows + 1;
     if (first < maxscroll)

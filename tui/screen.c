@@ -104,11 +104,10 @@ static void help(WINDOW *w, int cols, int rows, const tl_ui *ui)
         Draw_text(w, r.y + 1 + i, r.x + 2, bw - 4, T(lines[i]), A_NORMAL);
 }
 
-/* v->hf_call: the transformers code that would generate with the settings on screen, so the
- * class can take what they tried here to a notebook. */
-static void hf_call(WINDOW *w, int cols, int rows, const tl_view *v, const tl_ui *ui)
+/* A text in a box over the panes, wrapped, as tall as it needs up to the screen (then an
+ * ellipsis says more is there). */
+static void text_box(WINDOW *w, int cols, int rows, const char *title, const char *t)
 {
-    const char *t = v->hf_call[0] ? v->hf_call : T("(no transformers call for these settings)");
     int bw = cols - 4 > 100 ? 100 : cols - 2, inner = bw - 4;
     if (inner < 10 || rows < 6)
         return;
@@ -123,7 +122,7 @@ static void hf_call(WINDOW *w, int cols, int rows, const tl_view *v, const tl_ui
     tl_rect r = {(rows - bh) / 2, (cols - bw) / 2, bh, bw};
     for (int y = 0; y < bh; y++)
         Draw_fill(w, r.y + y, r.x, bw, A_NORMAL);
-    Draw_box(w, r, T("the same in transformers (any key closes)"), 1);
+    Draw_box(w, r, title, 1);
     int y = r.y + 1;
     for (size_t i = 0, len = strlen(t); i < len && y < r.y + bh - 2; y++) {
         size_t k = Format_wrap(t + i, len - i, inner, NULL);
@@ -132,6 +131,14 @@ static void hf_call(WINDOW *w, int cols, int rows, const tl_view *v, const tl_ui
     }
     if (n > bh - 3)
         Draw_text(w, r.y + bh - 2, r.x + 2, inner, "\xE2\x80\xA6", Theme_attr(TA_DIM));
+}
+
+/* v->hf_call: the transformers code that would generate with the settings on screen, so the
+ * class can take what they tried here to a notebook. */
+static void hf_call(WINDOW *w, int cols, int rows, const tl_view *v, const tl_ui *ui)
+{
+    text_box(w, cols, rows, T("the same in transformers (any key closes)"),
+             v->hf_call[0] ? v->hf_call : T("(no transformers call for these settings)"));
 }
 
 void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
@@ -213,6 +220,8 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
         Pane_prompt(w, L.pane[PANE_PROMPT], v, ui);
     if (ui->hf_call)
         hf_call(w, cols, rows, v, ui);
+    if (ui->lesson_full && ui->lesson_open && ui->lesson_text)   /* z: the whole step at once */
+        text_box(w, cols, rows, T("the lesson (any key closes)"), ui->lesson_text);
     if (ui->help)
         help(w, cols, rows, ui);
 }

@@ -28,6 +28,7 @@ typedef struct tl_ui {
     int lesson_highlight;     /* pane the lesson points at (-1 none): never covered by the panel */
     int lesson_scroll;        /* first line of the lesson text shown in the strip */
     int hf_call;              /* overlay: the equivalent transformers call (v->hf_call) */
+    int lesson_full;          /* overlay: the lesson strip's whole text (z) */
     char lang[8];             /* "en" or "vi": every string a student reads */
 } tl_ui;
 

@@ -140,6 +140,14 @@ def recap():
         m = in_strip(r"gave (\S+) a probability of (\S+?)%")
         check(m is not None and m.group(1) != "<|start_header_id|>" and m.group(2) not in (">99.9", "100"),
               "question 2: the first token and its probability are the answer's, not a header's (%s)" % (m.group(0) if m else "-"))
+    key("z")   # the whole step at once, however small the strip
+    s = wait_for(lambda s: "the lesson (any key closes)" in s, "z: the lesson's whole text", 10)
+    flat = re.sub(r"[\s\u2502]+", " ", s or "")
+    check(s is not None and "Question 2:" in flat and "not the model's confidence." in flat,
+          "z: question 2 from its first word to its last in one box")
+    key("Escape")   # closes the box only: the lesson stays at question 2
+    check(wait_for(lambda s: "the lesson (any key closes)" not in s and "Question 2:" in s, "the box closed", 10) is not None,
+          "any key closes the box, the lesson stays")
     key("Right")
     at_step(3, 5, "recap question 3")
     key("r")   # "Run to the end (r)": it already has
