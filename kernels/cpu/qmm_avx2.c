@@ -156,12 +156,77 @@ QM_INLINE void qm_rows(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
     }
 }
 
-void tl_cpu_mm_q8_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+/* One token (a decode step): one row at a time, so a thread's rows are one sequential stream
+ * (as mv_tmpl.h does for bf16), with a software prefetch into L2 QV_PF bytes ahead. Per block:
+ * a Q4_0 block's 16 bytes are loaded once into both halves of a vector and the upper half
+ * shifted by 4 (VPSRLVQ) before the one mask, 3 instructions where qm_tile's unpack takes 5;
+ * two accumulators alternate so that consecutive blocks' FMAs do not wait for each other. */
+#define QV_PF 1024
+
+QM_INLINE __m256i a2q_unpack_q4_bcast(const uint8_t *p)
+{
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(15));
+}
+
+QM_INLINE __m256 qv_block(const tl_cpu_mm *a, int dt, const uint8_t *blk, int64_t b, __m256 acc)
+{
+    const __m256i xv = _mm256_loadu_si256((const __m256i *)(a->xq + b * TL_QK));
+    __m256i s;
+    if (dt == TL_Q8_0) {
+        const __m256i wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
+        s = QM_DOT_Q8(wv, xv, 0);
+    } else {
+        const __m256i cv = _mm256_loadu_si256((const __m256i *)(a->xc + b * (TL_QK / 4)));
+        s = QM_DOT_Q4(a2q_unpack_q4_bcast(blk + 2), xv, cv);
+    }
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(qm_scale(blk) * a->xd[b]), acc);
+}
+
+QM_INLINE void qv_rows(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
+{
+    const int64_t nb = a->cols / TL_QK;
+    const size_t bb = dt == TL_Q8_0 ? sizeof(tl_block_q8_0) : sizeof(tl_block_q4_0);
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = (const uint8_t *)a->w + (size_t)r * (size_t)nb * bb;
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+        int64_t b = 0;
+        for (; b + 2 <= nb; b += 2) {
+            __builtin_prefetch(w + (size_t)b * bb + QV_PF, 0, 2);   /* into L2, as _MM_HINT_T1 */
+            acc0 = qv_block(a, dt, w + (size_t)b * bb, b, acc0);
+            acc1 = qv_block(a, dt, w + (size_t)(b + 1) * bb, b + 1, acc1);
+        }
+        if (b < nb)
+            acc0 = qv_block(a, dt, w + (size_t)b * bb, b, acc0);
+        a->out[r] = qm_hsum(_mm256_add_ps(acc0, acc1));
+    }
+}
+
+/* The tiles above: any T (tools/bench/gemm_avx2.c times them against the decode loop). */
+void tl_cpu_mm_q8_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q8_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
     qm_rows(a, TL_Q8_0, r0, r1);
 }
 
-void tl_cpu_mm_q4_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+void tl_cpu_mm_q4_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q4_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
     qm_rows(a, TL_Q4_0, r0, r1);
+}
+
+void tl_cpu_mm_q8_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    if (a->T == 1)
+        qv_rows(a, TL_Q8_0, r0, r1);
+    else
+        qm_rows(a, TL_Q8_0, r0, r1);
+}
+
+void tl_cpu_mm_q4_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    if (a->T == 1)
+        qv_rows(a, TL_Q4_0, r0, r1);
+    else
+        qm_rows(a, TL_Q4_0, r0, r1);
 }
