@@ -107,6 +107,8 @@
 /* 2 Tokens */
 {"2 Tokens · prompt %d · generated %d · pos %d", "2 Token · lời nhắc %d · đã sinh %d · vị trí %d"},
 {"#%d %s id %d «%s» %s%sbytes %s", "#%d %s id %d «%s» %s%sbyte %s"},
+{"bytes %s", "byte %s"},
+{"#%d %s id %d «%s» %s", "#%d %s id %d «%s» %s"},
 {"generated", "đã sinh"},
 {"prompt", "lời nhắc"},
 {"no tokens yet", "chưa có token nào"},

@@ -17,10 +17,23 @@ void Pane_tokens(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     tl_rect in = Draw_inner(r);
     if (in.h < 2 || in.w < 10)
         return;
-    int rows = in.h - 1;   /* the last row: the selected token's detail */
     int n = v->n_tokens;
     if (ui->tok_sel >= n)
         ui->tok_sel = n - 1;
+    /* the selected token's detail: one row, or two when its bytes would not fit beside it */
+    char d[320] = "", bytes[160] = "";
+    if (ui->tok_sel >= 0 && ui->tok_sel < n) {
+        const tl_view_token *t = &v->tokens[ui->tok_sel];
+        snprintf(d, sizeof d, T("#%d %s id %d \xC2\xAB%s\xC2\xBB %s%sbytes %s"), ui->tok_sel,
+                 t->generated ? T("generated") : T("prompt"), t->id, v->sel_text, v->sel_choice,
+                 v->sel_choice[0] ? " \xC2\xB7 " : "", v->sel_bytes);
+        if (Format_widthz(d) > in.w && in.h >= 4) {
+            snprintf(d, sizeof d, T("#%d %s id %d \xC2\xAB%s\xC2\xBB %s"), ui->tok_sel,
+                     t->generated ? T("generated") : T("prompt"), t->id, v->sel_text, v->sel_choice);
+            snprintf(bytes, sizeof bytes, T("bytes %s"), v->sel_bytes);   /* below, with their label */
+        }
+    }
+    int rows = in.h - (bytes[0] ? 2 : 1);   /* the last rows: the selected token's detail */
     int focus = ui->tok_sel >= 0 ? ui->tok_sel : n - 1;
     /* columns of entries: "  pos id piece" */
     int colw = 30;
@@ -63,12 +76,9 @@ void Pane_tokens(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     /* detail line */
     int dy = in.y + in.h - 1;
     if (ui->tok_sel >= 0 && ui->tok_sel < n) {
-        const tl_view_token *t = &v->tokens[ui->tok_sel];
-        char d[320];
-        snprintf(d, sizeof d, T("#%d %s id %d \xC2\xAB%s\xC2\xBB %s%sbytes %s"), ui->tok_sel,
-                 t->generated ? T("generated") : T("prompt"), t->id, v->sel_text, v->sel_choice,
-                 v->sel_choice[0] ? " \xC2\xB7 " : "", v->sel_bytes);
-        Draw_text(w, dy, in.x, in.w, d, Theme_attr(TA_HEADER));
+        Draw_text(w, bytes[0] ? dy - 1 : dy, in.x, in.w, d, Theme_attr(TA_HEADER));
+        if (bytes[0])
+            Draw_text(w, dy, in.x, in.w, bytes, Theme_attr(TA_HEADER));
     } else if (n == 0) {
         Draw_text(w, in.y, in.x, in.w, T("no tokens yet"), Theme_attr(TA_DIM));
     } else {

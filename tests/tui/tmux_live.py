@@ -177,6 +177,13 @@ def main():
         s, _ = wait_for(lambda s: "a again" in s, "a's warning")
         check("starts over, the 1 token goes" in s, "a with one token: 'the 1 token goes'")
         key("Escape")
+        # the generated token selected: its choice and its bytes both whole (two rows if need be)
+        key("2")
+        key("Up")
+        s, _ = wait_for(lambda s: re.search(r"#\d+ generated id", s), "the selected token's detail")
+        m = re.search(r"bytes(?: [0-9a-f]{2})+\s*\u2502", s)
+        check(re.search(r"rank \d+", s) is not None and m is not None,
+              "the selected token: rank and every byte on screen (%s)" % (m.group(0) if m else "-"))
 
         key("c")
         s, _ = wait_for(lambda s: "model.generate(" in s, "the transformers call")
