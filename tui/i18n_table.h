@@ -192,7 +192,7 @@
 {"your request (m)", "bạn yêu cầu (m)"},
 {"generation_config.json max_new_tokens", "max_new_tokens của generation_config.json"},
 {"generation_config.json max_length minus the prompt", "max_length của generation_config.json trừ đi lời nhắc"},
-{"transformers' default of 20 (nothing set it)", "mặc định 20 của transformers (không có gì đặt nó)"},
+{"transformers' default of 20 (nothing set it)", "mặc định 20 của transformers (không ai đặt)"},
 {"cut to the positions left in the context", "cắt bớt cho vừa số vị trí còn lại trong ngữ cảnh"},
 {"stopped (%s) — ← steps back, n starts over", "đã dừng (%s) — ← lùi lại, n bắt đầu lại"},
 {"done", "xong"},

@@ -57,6 +57,10 @@ void Pane_stream(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         snprintf(opts, sizeof opts, "%s%s%s", v->skip_prompt ? "skip_prompt" : "",
                  v->skip_prompt && v->skip_special ? ", " : "", v->skip_special ? "skip_special_tokens" : "");
         snprintf(title, sizeof title, "%s \xC2\xB7 hf TextStreamer(%s) \xC2\xB7 h: server", T("4 Stream"), opts);
+        /* the streamer's settings are what the title is for: the key's hint goes first (the
+         * footer and ? list h) */
+        if (Format_widthz(title) > r.w - 6)
+            snprintf(title, sizeof title, "%s \xC2\xB7 hf TextStreamer(%s)", T("4 Stream"), opts);
     }
     Draw_box(w, r, title, ui->active == PANE_STREAM);
     tl_rect in = Draw_inner(r);

@@ -177,6 +177,11 @@ def main():
             s, m = wait_for(lambda s, k=k: re.search(r"\u0111\u00e3 sinh %d\b" % k, s), "pass %d" % k, 60)
             check(m, "Space %d: %d generated (\u0111\u00e3 sinh %d)" % (k, k, k))
         no_english(s, "after three passes", probes)
+        if COLS >= 160:   # whole lines: the Stream title and the budget line end before the border
+            check(re.search(r"Lu\u1ed3ng ra \(Stream\) \u00b7 hf TextStreamer\(skip_prompt, skip_special_tokens\) \u2500", s),
+                  "the Stream pane's title is whole")
+            check(re.search(r"ng\u00e2n s\u00e1ch .*\(kh\u00f4ng ai \u0111\u1eb7t\)\s*\u2502", s),
+                  "the budget line is whole")
         ms = re.findall(r"\b\d+[.,]\d+ ms\b", s)
         check(ms and all("," in x for x in ms), "times with a comma decimal mark: %s" % ms[:4])
         if COLS >= 120:
