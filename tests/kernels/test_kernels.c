@@ -610,9 +610,10 @@ int main(int argc, char **argv)
          * the last part-filled, rows off the 8-row tiles, odd widths, two k-blocks */
         {37, 517, 32}, {29, 1031, 33}, {50, 4099, 48}, {13, 96, 64}, {25, 301, 80}, {61, 33, 112},
         {19, 4100, 1}, {16, 8192, 1}, {7, 8200, 1},   /* a decode's wide rows: 8 at a time, the rest alone */
-        /* avx2 from T = 8 (gemm_avx2.h): 16-row panels, 6-token tiles, k in blocks of 256, tokens
-         * in blocks of at most 240: a 5-token tail, a part-filled panel, a k tail, 2 token blocks */
-        {21, 519, 11}, {40, 300, 17}, {18, 520, 250},
+        /* avx2 from T = 16 (gemm_avx2.h): 16-row panels, 6-token tiles, k in blocks of 256,
+         * tokens in blocks of at most 240: a 1- and a 5-token tail, a part-filled panel, a k
+         * tail, 2 token blocks */
+        {21, 519, 19}, {40, 300, 17}, {18, 520, 250},
     };
     int tested = 0;
     for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {

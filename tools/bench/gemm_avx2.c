@@ -8,7 +8,7 @@
  *
  *   cc -O2 -mavx2 -mfma -Ikernels/cpu -Icore/include tools/bench/gemm_avx2.c \
  *      build/libtokenloop_core.a -lpthread -lm -o /tmp/gemm_avx2
- *   /tmp/gemm_avx2 [rounds]      (default 7)
+ *   /tmp/gemm_avx2 [rounds [T ...]]      (default 7 rounds, T = 32 128 512)
  */
 #include <immintrin.h>
 #include <stdio.h>
@@ -88,10 +88,16 @@ int main(int argc, char **argv)
     /* the 1B shape's widths: q/k/v, o, gate/up read 2048 columns, down 8192 */
     static const struct { const char *name; int64_t rows, cols; } shapes[] = {
         {"cols 2048 (q/k/v, o, gate/up)", 2048, 2048}, {"cols 8192 (down)", 512, 8192}};
-    static const int Ts[] = {32, 128, 512};
+    int Ts[16] = {32, 128, 512}, nT = 3;
+    if (argc > 2)
+        for (nT = 0; nT < argc - 2 && nT < 16; nT++)
+            if ((Ts[nT] = atoi(argv[nT + 2])) < 1 || Ts[nT] > 4096) {
+                fprintf(stderr, "gemm_avx2: T must be 1..4096\n");
+                return 2;
+            }
     tl_cpu_mm_fn fn_new = tl_cpu_isa_avx2.mm[TL_BF16];
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+        for (int ti = 0; ti < nT; ti++) {
             int64_t rows = shapes[s].rows, cols = shapes[s].cols;
             int T = Ts[ti];
             uint16_t *w = aligned_alloc(64, (size_t)(rows * cols) * 2);
