@@ -9,11 +9,18 @@
 #ifndef TL_TUI_I18N_H
 #define TL_TUI_I18N_H
 
+#include <stddef.h>
+
 /* 1 when lang asks for Vietnamese ("vi", "vi_VN.UTF-8", ...). */
 int I18n_isVi(const char *lang);
 
 /* The text to show for the English string en in lang. Never NULL (NULL en gives ""). */
 const char *I18n_tr(const char *lang, const char *en);
+
+/* A lesson expectation that failed (core's why: "FIELD is VALUE, expected OP WANT", "FIELD:
+ * cannot read NAME", ...) worded in lang: the words around the field names, values and the
+ * lesson file's operator names are translated, those stay. Writes out (always terminated). */
+void I18n_expectation(const char *lang, const char *why, char *out, size_t size);
 
 /* The table itself, for tests: entry i's English and Vietnamese, i in [0, I18n_count()). */
 int I18n_count(void);

@@ -278,7 +278,9 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
 static void step_text(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
 {
     int rc = c->shown_rc, chk = c->shown_chk;
-    const char *why = c->shown_why;
+    char said[1200];   /* an expectation that failed, in the strip's language */
+    I18n_expectation(chk == 1 ? c->lang : "en", c->shown_why, said, sizeof said);
+    const char *why = said;
     char *say = tl_lesson_narrate(c->cur, c->step, c->lang, s);
     size_t cap = (say ? strlen(say) : 0) + 1024;
     char *t = malloc(cap);

@@ -69,5 +69,17 @@ int main(void)
     TL_CHECK_STR(I18n_tr("vi", "no such string"), "no such string");
     TL_CHECK_STR(I18n_tr("vi", NULL), "");
     TL_CHECK(I18n_isVi("vi") && I18n_isVi("vi-VN") && !I18n_isVi("en_US.UTF-8") && !I18n_isVi(""));
+        /* expectation failures in Vietnamese: the words around field names and values, which stay */
+    char o[512];
+    I18n_expectation("vi", "stop_reason is \"eos\", expected \"max_new_tokens\"", o, sizeof o);
+    TL_CHECK_STR(o, "stop_reason là \"eos\", mong đợi \"max_new_tokens\"");
+    I18n_expectation("vi", "text is \"It is red, expected or not\", expected contains \"green\"", o, sizeof o);
+    TL_CHECK_STR(o, "text là \"It is red, expected or not\", mong đợi contains \"green\"");
+    I18n_expectation("vi", "generated is 5, expected eq 7 from max_new_tokens", o, sizeof o);
+    TL_CHECK_STR(o, "generated là 5, mong đợi eq 7 từ max_new_tokens");
+    I18n_expectation("vi", "first_prob: cannot read x", o, sizeof o);
+    TL_CHECK_STR(o, "first_prob: không đọc được x");
+    I18n_expectation("en", "stop_reason is \"eos\", expected \"max_new_tokens\"", o, sizeof o);
+    TL_CHECK_STR(o, "stop_reason is \"eos\", expected \"max_new_tokens\"");
     return TL_TEST_END("tui_i18n");
 }

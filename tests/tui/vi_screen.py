@@ -150,12 +150,48 @@ def narration_marks():
         ": %s" % bad[:5] if bad else ""))
 
 
+def failed_expectation(probes):
+    """A lesson whose expectation fails on this model says why in Vietnamese."""
+    import json
+    d = tempfile.mkdtemp(prefix="tlvil")
+    with open(os.path.join(d, "1-fails.json"), "w") as f:
+        json.dump({"id": "1-fails", "title": {"en": "Fails", "vi": "Sai"},
+                   "steps": [{"say": {"en": "a", "vi": "b"}, "expect": [{"stop_reason": "eos"}],
+                              "actions": [{"user": "Count from 1 to 50."}, {"max_new_tokens": 3}, {"run": True}]}]}, f)
+    sock = SOCK + "-f"
+    cmd = "env -u LC_ALL -u LC_MESSAGES LANG=vi_VN.UTF-8 TOKENLOOP_LESSONS=%s %s tui --model %s; sleep 30" % (d, TOKENLOOP, MODEL)
+    base = ["tmux", "-u", "-L", sock, "-f", "/dev/null"]
+    subprocess.run(base + ["new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "sh", "-c", cmd], check=True)
+    try:
+        def cap():
+            return subprocess.run(base + ["capture-pane", "-p", "-t", "t"], capture_output=True, text=True).stdout
+        t0 = time.time()
+        while "tho\u00e1t" not in cap() and time.time() - t0 < 30:
+            time.sleep(0.1)
+        subprocess.run(base + ["send-keys", "-t", "t", "l"])
+        time.sleep(0.5)
+        subprocess.run(base + ["send-keys", "-t", "t", "Enter"])
+        s = ""
+        while time.time() - t0 < 60:
+            s = cap()
+            if "\u2717" in s:
+                break
+            time.sleep(0.1)
+        flat = re.sub(r"[\s\u2502]+", " ", s)
+        check('stop_reason l\u00e0 "max_new_tokens", mong \u0111\u1ee3i "eos"' in flat and "expected" not in flat,
+              "a failed expectation is said in Vietnamese: %s" % flat[flat.find("\u2717"):][:120])
+    finally:
+        subprocess.run(base + ["kill-server"], capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     if not shutil.which("tmux"):
         print("tmux not installed: skipped")
         return 77
     pairs, probes = english_strings()
     narration_marks()
+    failed_expectation(probes)
     check(len(pairs) > 100, "the message table has %d entries, %d to look for" % (len(pairs), len(probes)))
     tmp = tempfile.mkdtemp(prefix="tlvi")
     status = os.path.join(tmp, "status")
