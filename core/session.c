@@ -794,7 +794,7 @@ static int recheck_stop(tl_session *s)
 
 static void floor_read(tl_session *s)
 {
-    if (s->opts.bandwidth_gbs > 0 || strcmp(tl_engine_device(s->e), "cpu")) return;
+    if (s->opts.bandwidth_gbs > 0 || s->opts.no_floor_reads || strcmp(tl_engine_device(s->e), "cpu")) return;
     if (s->regions_of != s->m) {
         free(s->regions);
         s->regions = malloc(sizeof *s->regions * (size_t)tl_bandwidth_model_max(s->m));

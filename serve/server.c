@@ -95,7 +95,9 @@ static int resolve(const char *host, int port, struct sockaddr_storage *addr, ch
  * same weights: one copy, a KV cache each. */
 static int open_slots(server *srv, const serve_opts *o, tl_error *err)
 {
-    tl_session_opts so = {.model_dir = o->model_dir, .threads = o->threads, .precision = o->precision};
+    /* no floor reads: the slots share the memory bus, and the answers carry no floor */
+    tl_session_opts so = {.model_dir = o->model_dir, .threads = o->threads, .precision = o->precision,
+                          .no_floor_reads = 1};
     tl_model *m = o->model;
     if (!m) {
         if (tl_session_open(&srv->slots[0].s, &so, err)) return -1;

@@ -40,6 +40,8 @@ typedef struct tl_session_opts {
     int kv_bf16;                /* 1: a bf16 KV cache (tl_engine_set_kv_dtype); 0: fp32 */
     const char *dtype;          /* "q8_0", "q4_0", "bf16", ...: convert the weights on load; NULL: as loaded */
     const char *synthetic;      /* the shape's name when the weights are random (tl_model_synthetic) */
+    int no_floor_reads;         /* 1: no reads of the weights beside the steps, so no floor on the CPU
+                                 * (a server's slots share one memory bus and show no floor) */
 } tl_session_opts;
 /* The shape's name when the session runs random weights (front ends label them); NULL otherwise. */
 const char *tl_session_synthetic(const tl_session *s);
