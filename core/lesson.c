@@ -1485,6 +1485,22 @@ void tl_lesson_stop_detail(const char *detail, const char *lang, char *out, size
         snprintf(out, size, "%d token mới (hạn mức lấy từ %s)", n, budget_source_vi(src));
 }
 
+char *tl_lesson_field(const tl_lesson *l, tl_session *s, const char *name, const char *lang)
+{
+    field_value fv = { 0 };
+    if (field_get(l, s, name, &fv))
+        return NULL;
+    if (fv.kind == F_STR)
+        return fv.str;
+    free(fv.str);
+    if (isnan(fv.num))
+        return NULL;
+    char num[64];
+    format_num(num, sizeof num, fv.num);
+    decimal_mark(num, lang);
+    return dupstr(num);
+}
+
 /* Text in a sentence: a newline would break the narration's paragraph, so it is shown as the
  * Prompt pane shows it, ↵. */
 static void put_inline(buf_t *b, const char *s)

@@ -86,6 +86,8 @@
 {"left the lessons: your prompt and settings are back, %s weights", "đã rời bài học: lời nhắc và thiết lập của bạn đã trở lại, trọng số %s"},
 {"left the lessons; your session could not be restored: %s", "đã rời bài học; không khôi phục được phiên của bạn: %s"},
 {"(the other keys still work)", "(các phím khác vẫn dùng được)"},
+{"HTTP client: %s chunks, first text %s ms; server TTFT %s ms", "client HTTP: %s đoạn, chữ đầu %s ms; TTFT máy chủ %s ms"},
+{"iterator streamer: %s chunks through the queue", "iterator streamer: %s đoạn qua hàng đợi"},
 {" · changed: next token", " · đã đổi: từ token kế"},
 {" · full: %zu characters not taken (the editor holds %d bytes)", " · đầy: %zu ký tự không được nhận (ô sửa chứa tối đa %d byte)"},
 {"%zu characters did not fit the editor (%d bytes): Enter again applies the text as cut, Esc cancels", "%zu ký tự không vừa ô sửa (%d byte): Enter lần nữa áp dụng đoạn đã bị cắt, Esc hủy"},

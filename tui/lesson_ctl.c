@@ -180,6 +180,7 @@ static void show_list(tl_lesson_ctl *c, tl_ui *ui)
     for (int i = 0; i < c->n && o < cap; i++)
         o += (size_t)snprintf(t + o, cap - o, "%s %s\n", i == c->sel ? "\xE2\x96\xB6" : " ", c->titles[i]);
     set_text(c, ui, t);
+    ui->stream_note[0] = 0;
     /* the strip shows a few lines: keep the selected one (line sel + 1) in them */
     ui->lesson_scroll = c->sel;
     ui->lesson_highlight = -1;
@@ -242,6 +243,7 @@ static int play_step(tl_lesson_ctl *c, tl_session *s, tl_lesson_ui *lui, tl_erro
 }
 
 static void step_text(tl_lesson_ctl *c, tl_session *s, tl_ui *ui);
+static void stream_note(tl_lesson_ctl *c, tl_session *s, tl_ui *ui);
 
 static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
 {
@@ -258,6 +260,7 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
     int chk = rc ? -1 : tl_lesson_check(c->cur, c->step, s, why, sizeof why);
     c->shown_rc = rc;
     c->shown_chk = chk;
+    stream_note(c, s, ui);
     snprintf(c->shown_why, sizeof c->shown_why, "%s", rc ? err.msg : why);
     step_text(c, s, ui);
     c->applied = 1;
@@ -320,10 +323,31 @@ void LessonCtl_setLang(tl_lesson_ctl *c, const char *lang, tl_session *s, tl_ui 
     }
 }
 
+/* What the lesson's runs through the iterator queue delivered, for the Stream pane: the step
+ * narrates these figures, so the screen shows them (and the HTTP client's beside the server's). */
+static void stream_note(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
+{
+    char *iter = tl_lesson_field(c->cur, s, "iter_chunks", c->lang);
+    char *served = tl_lesson_field(c->cur, s, "served_chunks", c->lang);
+    char *client = tl_lesson_field(c->cur, s, "client_ttft_ms", c->lang);
+    char *server = tl_lesson_field(c->cur, s, "server_ttft_ms", c->lang);
+    ui->stream_note[0] = 0;
+    if (served && client && server && strcmp(served, "0"))
+        snprintf(ui->stream_note, sizeof ui->stream_note,
+                 T("HTTP client: %s chunks, first text %s ms; server TTFT %s ms"), served, client, server);
+    else if (iter && strcmp(iter, "0"))
+        snprintf(ui->stream_note, sizeof ui->stream_note, T("iterator streamer: %s chunks through the queue"), iter);
+    free(iter);
+    free(served);
+    free(client);
+    free(server);
+}
+
 /* Esc: out of the lessons, and the teacher's session back as it was before the first. */
 static void leave(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
 {
     ui->lesson_open = 0;
+    ui->stream_note[0] = 0;
     ui->lesson_highlight = -1;
     tl_lesson_free(c->cur);
     c->cur = NULL;

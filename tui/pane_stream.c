@@ -84,6 +84,10 @@ void Pane_stream(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     Draw_text(w, in.y + in.h - 1, in.x, in.w, line, *h ? Theme_attr(TA_HEADER) : Theme_attr(TA_DIM));
     tl_rect tx = in;
     tx.h--;
+    if (ui->stream_note[0] && tx.h > 2) {   /* what a lesson's run through the queue delivered */
+        Draw_text(w, in.y + in.h - 2, in.x, in.w, ui->stream_note, Theme_attr(TA_HEADER));
+        tx.h--;
+    }
     if (tx.h < 1)
         return;
     size_t pl = strlen(p), hl = strlen(h);

@@ -29,6 +29,7 @@ typedef struct tl_ui {
     int lesson_scroll;        /* first line of the lesson text shown in the strip */
     int hf_call;              /* overlay: the equivalent transformers call (v->hf_call) */
     int lesson_full;          /* overlay: the lesson strip's whole text (z) */
+    char stream_note[240];    /* the Stream pane's line on a lesson's queue / HTTP run ("" none) */
     char lang[8];             /* "en" or "vi": every string a student reads */
 } tl_ui;
 

@@ -16,6 +16,8 @@
    pane must show the teacher's settings and question again, and the status line says so.
 3. v switches the language live: the footer, the lesson list, and a step's narration and check
    mark say it again in the other language without playing the step again.
+4. Lesson 4's steps 4 and 5: the Stream pane shows the queue's chunk count, then the HTTP
+   client's chunks and first-text time beside the server's TTFT, the narration's own figures.
 Exit 77 (skip) when tmux is missing.
 """
 import os
@@ -243,6 +245,36 @@ def switch_language():
     key("q")
 
 
+def streaming():
+    """Lesson 4's steps 4 and 5 show what they narrate: the Stream pane carries the queue's chunk
+    count, then the HTTP client's chunks and first-text time beside the server's TTFT, the
+    narration's own figures."""
+    if not start() or not open_lesson("4-streaming"):
+        return
+    at_step(1, 6, "lesson 4 step 1")
+    for n in (2, 3, 4):
+        key("Right")
+        s = at_step(n, 6, "lesson 4 step %d" % n)
+    key("4")
+    s = wait_for(lambda s: "chunks through the queue" in s, "the queue's chunks in the Stream pane", 20)
+    m = in_strip(r"This run delivered (\d+) chunks")
+    p = re.search(r"iterator streamer: (\d+) chunks through the queue", s or "")
+    check(m is not None and p is not None and m.group(1) == p.group(1),
+          "step 4: the Stream pane says the queue's %s chunks the narration counts (%s)" % (
+              p.group(1) if p else "-", m.group(1) if m else "-"))
+    key("Right")
+    s = at_step(5, 6, "lesson 4 step 5")
+    key("4")
+    s = wait_for(lambda s: "HTTP client:" in s, "the HTTP client's figures in the Stream pane", 30)
+    p = re.search(r"HTTP client: (\d+) chunks, first text (\S+) ms; server TTFT (\S+) ms", s or "")
+    m = in_strip(r"The client received (\d+) chunks")
+    t = in_strip(r"first text (\S+) ms after sending; the server's TTFT was (\S+) ms")
+    check(p is not None and m is not None and t is not None and p.group(1) == m.group(1)
+          and (p.group(2), p.group(3)) == (t.group(1), t.group(2)),
+          "step 5: the Stream pane carries the narration's chunks, client and server times (%s)" % (p.group(0) if p else "-"))
+    key("q")
+
+
 def main():
     if not shutil.which("tmux"):
         print("tmux not installed: skipped")
@@ -256,6 +288,9 @@ def main():
         tmux("kill-server", check_rc=False)
         SOCK += "-3"
         switch_language()
+        tmux("kill-server", check_rc=False)
+        SOCK += "-4"
+        streaming()
     finally:
         tmux("kill-server", check_rc=False)
     print("%d failures" % len(failures))

@@ -66,5 +66,9 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
 /* A stop's detail (tl_stop_result.detail, English) in lang: "vi" gets the Vietnamese of its
  * three forms, anything else the text as it is. Writes out (always terminated). */
 void tl_lesson_stop_detail(const char *detail, const char *lang, char *out, size_t size);
+/* A field's live value as the narration writes it in lang (numbers with lang's decimal mark);
+ * malloc'd, NULL when the field is unknown or not measured yet. For front ends that show a
+ * figure a step narrates (the TUI's Stream pane: the queue's and the HTTP client's chunks). */
+char *tl_lesson_field(const tl_lesson *l, tl_session *s, const char *name, const char *lang);
 
 #endif
