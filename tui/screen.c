@@ -208,8 +208,17 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
         wmove(w, L.status.y, sx + col);
     } else {
         sx += Draw_text(w, L.status.y, 0, cols, v->next, Theme_attr(TA_STATUS));
-        if (v->message[0] && sx + 3 < cols)
-            Draw_text(w, L.status.y, sx + 3, cols - sx - 3, v->message, Theme_attr(TA_WARN));
+        if (v->message[0] && sx + 4 < cols) {
+            int room = cols - sx - 3, used = 0;
+            size_t len = strlen(v->message);
+            if (Format_widthz(v->message) <= room) {
+                Draw_text(w, L.status.y, sx + 3, room, v->message, Theme_attr(TA_WARN));
+            } else {   /* cut: an ellipsis says so */
+                size_t k = Format_prefixFitting(v->message, len, room - 1, &used);
+                Draw_textn(w, L.status.y, sx + 3, room - 1, v->message, k, Theme_attr(TA_WARN));
+                Draw_text(w, L.status.y, sx + 3 + used, 1, "\xE2\x80\xA6", Theme_attr(TA_WARN));
+            }
+        }
     }
     footer(w, L.footer, ui);
     if (L.lesson.h > 0)

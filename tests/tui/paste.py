@@ -142,6 +142,10 @@ def main():
         # (at 80 columns the status line shows the refusal's start after what Space would do)
         s, _ = wait_for(lambda s: re.search(r"message changed|prompt: [\d,]+ tokens do not fit( the c)?", s),
                         "the second Enter applies", 30)
+        if s is not None:   # a status message longer than the line ends with an ellipsis
+            st = [l.rstrip() for l in s.split("\n") if l.startswith("next:") and "prompt:" in l]
+            check(st and (len(st[0]) < COLS - 1 or st[0].endswith("\u2026")),
+                  "the refusal on the status line is whole or ends with an ellipsis: %r" % (st[0] if st else "-"))
         check(s is not None, "the second Enter applies the cut text: %s" % (
             re.search(r"(message changed|prompt: [\d,]+ tokens do not fit.*)", s).group(1).strip() if s else "-"))
         tmux("send-keys", "-t", "t", "q")
