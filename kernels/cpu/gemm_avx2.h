@@ -16,7 +16,8 @@
 #define GA_KC 256           /* columns a panel */
 #define GA_NC 240           /* tokens a block of x at most (a multiple of GA_NR) */
 #define GA_MIN_T 16         /* fewer tokens: mm_tmpl.h's tiles (tools/bench/gemm_avx2.c: the GEMM
-                              * took 1.22x the tiles' time at 8 tokens, 0.95-1.17x at 10-14, 0.79-0.92x at 16) */
+                              * took 1.22x the tiles' time at 8 tokens, 0.95-1.17x at 10-14, 0.79-1.22x
+                              * at 16 (median 0.93 over four runs), 0.65-0.98x at 20-24) */
 
 /* 8 x 8 floats transposed in registers: r[i][j] -> r[j][i]. */
 static inline void ga_transpose8(__m256 r[8])

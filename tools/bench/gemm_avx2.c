@@ -6,9 +6,8 @@
  * (mm_tmpl.h's 4 x 2 tile, tl_cpu_mm_bf16_avx2) and the new one (tl_cpu_isa_avx2.mm[TL_BF16],
  * gemm_avx2.h) alternated round by round; medians and ranges over the rounds.
  *
- *   cc -O2 -mavx2 -mfma -Ikernels/cpu -Icore/include tools/bench/gemm_avx2.c \
- *      build/libtokenloop_core.a -lpthread -lm -o /tmp/gemm_avx2
- *   /tmp/gemm_avx2 [rounds [T ...]]      (default 7 rounds, T = 32 128 512)
+ *   cmake --build build --target gemm_avx2     (CMake builds it on x86-64 with everything else)
+ *   build/gemm_avx2 [rounds [T ...]]      (default 7 rounds, T = 32 128 512)
  */
 #include <immintrin.h>
 #include <stdio.h>

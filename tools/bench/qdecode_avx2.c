@@ -6,9 +6,8 @@
  * (tl_cpu_isa_avx2.mm[dt]) and the read are alternated round by round, each over the whole
  * matrix in 8 chunks of rows; medians and ranges of GB/s of weights.
  *
- *   cc -O2 -mavx2 -mfma -Ikernels/cpu -Icore/include tools/bench/qdecode_avx2.c \
- *      build/libtokenloop_core.a -lpthread -lm -o /tmp/qdecode_avx2
- *   /tmp/qdecode_avx2 [rounds]      (default 7)
+ *   cmake --build build --target qdecode_avx2     (CMake builds it on x86-64 with everything else)
+ *   build/qdecode_avx2 [rounds]      (default 7)
  */
 #include <immintrin.h>
 #include <stdio.h>
