@@ -94,7 +94,8 @@ typedef struct tl_view {
     char held_reason[96];
     int stream_server;          /* 0: hf TextStreamer, 1: server mode */
     int skip_prompt, skip_special;   /* the streamer's options, as the session runs it */
-    char hf_call[4096];         /* the transformers call equivalent to the current settings */
+    char hf_call[73728];        /* the transformers program for the current settings: room for a
+                                 * message as long as the editor takes (64 KiB) and the code */
 
     /* stop pane */
     int eos_ids[TL_VIEW_MAX_EOS];
