@@ -609,12 +609,6 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
 
 /* ---------- loading and validation ---------- */
 
-static const char *const action_names[] = {
-    "reset", "system", "user", "messages", "raw_prompt", "generation_prompt", "greedy",
-    "sampling", "defaults", "max_new_tokens", "stop_strings", "stream_mode", "step", "run",
-    "rewind", "force", "force_rank", "highlight", "wrong_readings", "remember", "top_n",
-    "run_iter", "tokenize", "async", "parse_special_in_content", "serve_request", "dtype", "compare", NULL,
-};
 static const char *const panes[] = { "prompt", "tokens", "logits", "stream", "stop", "timing", "", NULL };
 
 static int fail(tl_error *err, const tl_lesson *l, int step, const char *what, const char *field,
@@ -631,6 +625,18 @@ static int is_count(const cJSON *v, double max)
     return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= max && v->valuedouble == floor(v->valuedouble);
 }
 
+/* The lesson actions: one row each in `actions` (below, after their handlers) says the name, what
+ * its value must be when the lesson loads, and what it does to the session. Adding an action is
+ * one row and its handler. */
+typedef enum { V_BOOL, V_STRING, V_STRING_OR_NULL, V_COUNT, V_ARRAY, V_STRINGS, V_TEST, V_CHECK } value_kind;
+typedef struct action_row {
+    const char *name;
+    value_kind kind;
+    int (*test)(const cJSON *v);   /* V_TEST: 1 when the value is right */
+    int (*check)(const tl_lesson *l, int si, const cJSON *v, tl_error *err);   /* V_CHECK: says why not */
+    int (*apply)(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *ui, tl_error *err);
+} action_row;
+static const action_row *find_action(const char *name);
 static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *err);
 
 /* compare: {"as", "a": {"field", "actions"?}, "b": {...}, "runs"? (3-50), "same_within"? (0-1)};
@@ -676,68 +682,80 @@ static int check_compare(const tl_lesson *l, int si, const cJSON *v, tl_error *e
     return 0;
 }
 
+/* The custom checks of the lesson actions table (the rest are checked by their value kind). */
+static int check_sampling(const tl_lesson *l, int si, const cJSON *v, tl_error *err)
+{
+    const char *k = "sampling";
+    if (!cJSON_IsObject(v))
+        return fail(err, l, si, "action", k, "wrong type or value (see lessons/README.md)");
+    for (const cJSON *e = v->child; e; e = e->next) {
+        if (!(cJSON_IsNumber(e) && (!strcmp(e->string, "temperature") || !strcmp(e->string, "top_k")
+                                    || !strcmp(e->string, "top_p") || !strcmp(e->string, "seed")))
+            && !(cJSON_IsBool(e) && !strcmp(e->string, "greedy")))
+            return fail(err, l, si, "action", k, "takes greedy, temperature, top_k, top_p, seed");
+        /* the ranges of generate's options */
+        double x = e->valuedouble;
+        if (!strcmp(e->string, "temperature") && !(x > 0 && isfinite(x)))
+            return fail(err, l, si, "action", k, "temperature must be a finite number > 0");
+        if (!strcmp(e->string, "top_p") && !(x > 0 && x <= 1))
+            return fail(err, l, si, "action", k, "top_p must be a number in (0, 1]");
+        if (!strcmp(e->string, "top_k") && !is_count(e, 2147483647.0))
+            return fail(err, l, si, "action", k, "top_k must be an integer >= 0");
+        if (!strcmp(e->string, "seed") && !is_count(e, 9007199254740992.0))
+            return fail(err, l, si, "action", k, "seed must be an integer in [0, 2^53]");
+    }
+    return 0;
+}
+
+static int check_dtype(const tl_lesson *l, int si, const cJSON *v, tl_error *err)
+{
+    tl_dtype dt;
+    if (!cJSON_IsString(v) || (strcmp(v->valuestring, "file") && tl_dtype_parse(v->valuestring, &dt)))
+        return fail(err, l, si, "action", "dtype", "expected bf16, f16, f32, q8_0, q4_0 or file");
+    return 0;
+}
+
+static int check_stream_mode(const cJSON *v)
+{
+    return cJSON_IsString(v) && (!strcmp(v->valuestring, "hf") || !strcmp(v->valuestring, "server"));
+}
+
+static int check_force(const cJSON *v) { return cJSON_IsString(v) || is_count(v, 2147483647.0); }
+
+static int check_highlight(const cJSON *v) { return cJSON_IsString(v) && in_list(panes, v->valuestring); }
+
+static int check_remember(const cJSON *v)
+{
+    const cJSON *as = cJSON_GetObjectItemCaseSensitive(v, "as");
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, "field");
+    return cJSON_IsString(as) && cJSON_IsString(f) && strlen(as->valuestring) < 32
+           && (is_num_field(f->valuestring) || is_str_field(f->valuestring));
+}
+
 static int check_action(const tl_lesson *l, int si, const cJSON *a, tl_error *err)
 {
     if (!cJSON_IsObject(a) || !a->child || a->child->next)
         return fail(err, l, si, "action", "?", "each action is an object with exactly one key");
     const cJSON *v = a->child;
-    const char *k = v->string;
-    if (!in_list(action_names, k))
-        return fail(err, l, si, "action", k, "unknown action");
+    const action_row *row = find_action(v->string);
+    if (!row)
+        return fail(err, l, si, "action", v->string, "unknown action");
     int ok = 1;
-    if (!strcmp(k, "compare"))
-        return check_compare(l, si, v, err);
-    if (!strcmp(k, "system") || !strcmp(k, "user") || !strcmp(k, "raw_prompt") || !strcmp(k, "tokenize"))
-        ok = cJSON_IsString(v) || (!strcmp(k, "system") && cJSON_IsNull(v));
-    else if (!strcmp(k, "messages") || !strcmp(k, "stop_strings")) {
+    switch (row->kind) {
+    case V_BOOL: ok = cJSON_IsBool(v); break;
+    case V_STRING: ok = cJSON_IsString(v); break;
+    case V_STRING_OR_NULL: ok = cJSON_IsString(v) || cJSON_IsNull(v); break;
+    case V_COUNT: ok = is_count(v, 16777216); break;
+    case V_ARRAY: ok = cJSON_IsArray(v); break;
+    case V_STRINGS:
         ok = cJSON_IsArray(v);
-        if (ok && !strcmp(k, "stop_strings"))
-            for (const cJSON *e = v->child; e; e = e->next)
-                ok = ok && cJSON_IsString(e);
-    } else if (!strcmp(k, "generation_prompt") || !strcmp(k, "greedy") || !strcmp(k, "wrong_readings")
-               || !strcmp(k, "reset") || !strcmp(k, "run") || !strcmp(k, "defaults")
-               || !strcmp(k, "run_iter") || !strcmp(k, "async") || !strcmp(k, "parse_special_in_content")
-               || !strcmp(k, "serve_request"))
-        ok = cJSON_IsBool(v);
-    else if (!strcmp(k, "max_new_tokens") || !strcmp(k, "step") || !strcmp(k, "rewind")
-             || !strcmp(k, "top_n") || !strcmp(k, "force_rank"))
-        ok = is_count(v, 16777216);
-    else if (!strcmp(k, "sampling")) {
-        ok = cJSON_IsObject(v);
-        for (const cJSON *e = ok ? v->child : NULL; e; e = e->next) {
-            if (!(cJSON_IsNumber(e) && (!strcmp(e->string, "temperature") || !strcmp(e->string, "top_k")
-                                        || !strcmp(e->string, "top_p") || !strcmp(e->string, "seed")))
-                && !(cJSON_IsBool(e) && !strcmp(e->string, "greedy")))
-                return fail(err, l, si, "action", k, "takes greedy, temperature, top_k, top_p, seed");
-            /* the ranges of generate's options */
-            double x = e->valuedouble;
-            if (!strcmp(e->string, "temperature") && !(x > 0 && isfinite(x)))
-                return fail(err, l, si, "action", k, "temperature must be a finite number > 0");
-            if (!strcmp(e->string, "top_p") && !(x > 0 && x <= 1))
-                return fail(err, l, si, "action", k, "top_p must be a number in (0, 1]");
-            if (!strcmp(e->string, "top_k") && !is_count(e, 2147483647.0))
-                return fail(err, l, si, "action", k, "top_k must be an integer >= 0");
-            if (!strcmp(e->string, "seed") && !is_count(e, 9007199254740992.0))
-                return fail(err, l, si, "action", k, "seed must be an integer in [0, 2^53]");
-        }
-    } else if (!strcmp(k, "stream_mode"))
-        ok = cJSON_IsString(v) && (!strcmp(v->valuestring, "hf") || !strcmp(v->valuestring, "server"));
-    else if (!strcmp(k, "force"))
-        ok = cJSON_IsString(v) || is_count(v, 2147483647.0);
-    else if (!strcmp(k, "highlight"))
-        ok = cJSON_IsString(v) && in_list(panes, v->valuestring);
-    else if (!strcmp(k, "dtype")) {
-        tl_dtype dt;
-        if (!cJSON_IsString(v) || (strcmp(v->valuestring, "file") && tl_dtype_parse(v->valuestring, &dt)))
-            return fail(err, l, si, "action", k, "expected bf16, f16, f32, q8_0, q4_0 or file");
+        for (const cJSON *e = ok ? v->child : NULL; e; e = e->next)
+            ok = ok && cJSON_IsString(e);
+        break;
+    case V_TEST: ok = row->test(v); break;
+    case V_CHECK: return row->check(l, si, v, err);
     }
-    else if (!strcmp(k, "remember")) {
-        const cJSON *as = cJSON_GetObjectItemCaseSensitive(v, "as");
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, "field");
-        ok = cJSON_IsString(as) && cJSON_IsString(f) && strlen(as->valuestring) < 32
-             && (is_num_field(f->valuestring) || is_str_field(f->valuestring));
-    }
-    return ok ? 0 : fail(err, l, si, "action", k, "wrong type or value (see lessons/README.md)");
+    return ok ? 0 : fail(err, l, si, "action", v->string, "wrong type or value (see lessons/README.md)");
 }
 
 static const char *const str_ops[] = { "equals", "contains", "not_contains", "starts_with",
@@ -1132,125 +1150,220 @@ static int compare(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *ui
     return 0;
 }
 
-static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *ui, tl_error *err)
+/* ---------- the actions' handlers, and their table ---------- */
+
+#define ACT(name) static int act_##name(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *ui, tl_error *err)
+#define UNUSED (void)l, (void)s, (void)v, (void)ui, (void)err
+
+ACT(reset) { UNUSED; tl_session_reset(s); return 0; }
+
+/* The session holds the conversation. "system" changes that one message; "user" asks a new
+ * question: the system message stays, earlier turns (a "messages" step) go. */
+ACT(system) { UNUSED; return tl_session_set_message(s, "system", cJSON_IsString(v) ? v->valuestring : NULL, err); }
+ACT(user) { UNUSED; return tl_session_set_user(s, tl_session_message(s, "system"), v->valuestring, err); }
+
+ACT(messages)
 {
-    const char *k = v->string;
-    if (!strcmp(k, "compare"))
-        return compare(l, s, v, ui, err);
-    if (!strcmp(k, "reset")) {
-        tl_session_reset(s);
-    } else if (!strcmp(k, "system") || !strcmp(k, "user")) {
-        /* The session holds the conversation. "system" changes that one message; "user" asks a
-         * new question: the system message stays, earlier turns (a "messages" step) go. */
-        if (!strcmp(k, "system"))
-            return tl_session_set_message(s, k, cJSON_IsString(v) ? v->valuestring : NULL, err);
-        return tl_session_set_user(s, tl_session_message(s, "system"), v->valuestring, err);
-    } else if (!strcmp(k, "messages")) {
-        char *json = cJSON_PrintUnformatted(v);
-        int rc = json ? tl_session_set_messages(s, json, err) : tl_error_set(err, "out of memory");
-        free(json);
-        return rc;
-    } else if (!strcmp(k, "raw_prompt")) {
-        const tl_tokenizer *tok = tl_session_tokenizer(s);
-        int *ids = NULL, n = 0;
-        if (!tok)
-            return tl_error_set(err, "raw_prompt: no tokenizer loaded");
-        if (tl_tokenizer_encode(tok, v->valuestring, strlen(v->valuestring), TL_TOK_ADD_BOS, &ids, &n, err))
+    UNUSED;
+    char *json = cJSON_PrintUnformatted(v);
+    int rc = json ? tl_session_set_messages(s, json, err) : tl_error_set(err, "out of memory");
+    free(json);
+    return rc;
+}
+
+ACT(raw_prompt)
+{
+    UNUSED;
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
+    int *ids = NULL, n = 0;
+    if (!tok)
+        return tl_error_set(err, "raw_prompt: no tokenizer loaded");
+    if (tl_tokenizer_encode(tok, v->valuestring, strlen(v->valuestring), TL_TOK_ADD_BOS, &ids, &n, err))
+        return -1;
+    int rc = tl_session_set_prompt_ids(s, ids, n, err);
+    free(ids);
+    return rc;
+}
+
+ACT(generation_prompt) { UNUSED; tl_session_set_add_generation_prompt(s, cJSON_IsTrue(v)); return 0; }
+ACT(parse_special_in_content) { UNUSED; tl_session_set_parse_special_in_content(s, cJSON_IsTrue(v)); return 0; }
+
+ACT(greedy)
+{
+    UNUSED;
+    tl_sampling p = tl_session_sampling(s);
+    p.greedy = cJSON_IsTrue(v);
+    tl_session_set_sampling(s, p);
+    return 0;
+}
+
+/* a lesson starts from the same place whatever the one before it left on screen */
+ACT(defaults)
+{
+    UNUSED;
+    tl_session_reset(s);
+    tl_session_set_sampling(s, tl_sampling_defaults(&tl_session_model(s)->gen));
+    tl_session_set_max_new_tokens(s, 0);
+    tl_session_set_stop_strings(s, NULL, 0, err);
+    tl_session_set_stream_mode(s, TL_STREAM_HF);
+    tl_session_set_add_generation_prompt(s, 1);
+    tl_session_set_parse_special_in_content(s, 1);
+    /* the weights as loaded: a lesson's figures (weight_mb, the floor) assume them */
+    return tl_session_set_dtype(s, tl_session_file_dtype(s), err);
+}
+
+ACT(dtype)
+{
+    UNUSED;
+    tl_dtype dt = tl_session_file_dtype(s);
+    if (strcmp(v->valuestring, "file"))
+        tl_dtype_parse(v->valuestring, &dt);   /* checked when the lesson loaded */
+    return tl_session_set_dtype(s, dt, err);
+}
+
+ACT(sampling)
+{
+    UNUSED;
+    tl_sampling p = tl_session_sampling(s);
+    for (const cJSON *e = v->child; e; e = e->next) {
+        if (!strcmp(e->string, "greedy")) p.greedy = cJSON_IsTrue(e);
+        else if (!strcmp(e->string, "temperature")) p.temperature = (float)e->valuedouble;
+        else if (!strcmp(e->string, "top_k")) p.top_k = (int)e->valuedouble;
+        else if (!strcmp(e->string, "top_p")) p.top_p = (float)e->valuedouble;
+        else if (!strcmp(e->string, "seed")) p.seed = (uint64_t)e->valuedouble;
+    }
+    tl_session_set_sampling(s, p);
+    return 0;
+}
+
+ACT(max_new_tokens) { UNUSED; tl_session_set_max_new_tokens(s, (int)v->valuedouble); return 0; }
+
+ACT(stop_strings)
+{
+    UNUSED;
+    const char *list[TL_MAX_STOP];
+    int n = 0;
+    for (const cJSON *e = v->child; e && n < TL_MAX_STOP; e = e->next)
+        list[n++] = e->valuestring;
+    return tl_session_set_stop_strings(s, list, n, err);
+}
+
+ACT(stream_mode)
+{
+    UNUSED;
+    tl_session_set_stream_mode(s, !strcmp(v->valuestring, "server") ? TL_STREAM_SERVER : TL_STREAM_HF);
+    return 0;
+}
+
+ACT(step)
+{
+    UNUSED;
+    for (int i = 0; i < (int)v->valuedouble; i++) {
+        int rc = tl_session_step(s, NULL, err);
+        if (rc < 0)
             return -1;
-        int rc = tl_session_set_prompt_ids(s, ids, n, err);
-        free(ids);
-        return rc;
-    } else if (!strcmp(k, "generation_prompt")) {
-        tl_session_set_add_generation_prompt(s, cJSON_IsTrue(v));
-    } else if (!strcmp(k, "parse_special_in_content")) {
-        tl_session_set_parse_special_in_content(s, cJSON_IsTrue(v));
-    } else if (!strcmp(k, "greedy")) {
-        tl_sampling p = tl_session_sampling(s);
-        p.greedy = cJSON_IsTrue(v);
-        tl_session_set_sampling(s, p);
-    } else if (!strcmp(k, "defaults")) {
-        /* a lesson starts from the same place whatever the one before it left on screen */
-        tl_session_reset(s);
-        tl_session_set_sampling(s, tl_sampling_defaults(&tl_session_model(s)->gen));
-        tl_session_set_max_new_tokens(s, 0);
-        tl_session_set_stop_strings(s, NULL, 0, err);
-        tl_session_set_stream_mode(s, TL_STREAM_HF);
-        tl_session_set_add_generation_prompt(s, 1);
-        tl_session_set_parse_special_in_content(s, 1);
-        /* the weights as loaded: a lesson's figures (weight_mb, the floor) assume them */
-        return tl_session_set_dtype(s, tl_session_file_dtype(s), err);
-    } else if (!strcmp(k, "dtype")) {
-        tl_dtype dt = tl_session_file_dtype(s);
-        if (strcmp(v->valuestring, "file"))
-            tl_dtype_parse(v->valuestring, &dt);   /* checked when the lesson loaded */
-        return tl_session_set_dtype(s, dt, err);
-    } else if (!strcmp(k, "sampling")) {
-        tl_sampling p = tl_session_sampling(s);
-        for (const cJSON *e = v->child; e; e = e->next) {
-            if (!strcmp(e->string, "greedy")) p.greedy = cJSON_IsTrue(e);
-            else if (!strcmp(e->string, "temperature")) p.temperature = (float)e->valuedouble;
-            else if (!strcmp(e->string, "top_k")) p.top_k = (int)e->valuedouble;
-            else if (!strcmp(e->string, "top_p")) p.top_p = (float)e->valuedouble;
-            else if (!strcmp(e->string, "seed")) p.seed = (uint64_t)e->valuedouble;
-        }
-        tl_session_set_sampling(s, p);
-    } else if (!strcmp(k, "max_new_tokens")) {
-        tl_session_set_max_new_tokens(s, (int)v->valuedouble);
-    } else if (!strcmp(k, "stop_strings")) {
-        const char *list[TL_MAX_STOP];
-        int n = 0;
-        for (const cJSON *e = v->child; e && n < TL_MAX_STOP; e = e->next)
-            list[n++] = e->valuestring;
-        return tl_session_set_stop_strings(s, list, n, err);
-    } else if (!strcmp(k, "stream_mode")) {
-        tl_session_set_stream_mode(s, !strcmp(v->valuestring, "server") ? TL_STREAM_SERVER : TL_STREAM_HF);
-    } else if (!strcmp(k, "step")) {
-        for (int i = 0; i < (int)v->valuedouble; i++) {
-            int rc = tl_session_step(s, NULL, err);
-            if (rc < 0)
-                return -1;
-            if (rc == TL_SESSION_DONE || tl_session_done(s))
-                break;
-        }
-    } else if (!strcmp(k, "run")) {
-        if (cJSON_IsTrue(v) && tl_generate(s, NULL, NULL, err) < 0)
-            return -1;
-    } else if (!strcmp(k, "rewind")) {
-        return tl_session_rewind(s, (int)v->valuedouble, err);
-    } else if (!strcmp(k, "force")) {
-        return force_token(s, v, err);
-    } else if (!strcmp(k, "force_rank")) {
-        return force_rank(s, (int)v->valuedouble, err);
-    } else if (!strcmp(k, "run_iter")) {
-        if (cJSON_IsTrue(v))
-            return run_iter(l, s, err);
-    } else if (!strcmp(k, "serve_request")) {
-        if (cJSON_IsTrue(v))
-            return serve_request(l, s, err);
-    } else if (!strcmp(k, "async")) {
-        tl_error e2;   /* false asks for the backend's own mode, which on CUDA stays asynchronous */
-        if (tl_engine_set_async(tl_session_engine(s), cJSON_IsTrue(v), &e2) && cJSON_IsTrue(v))
-            return tl_error_set(err, "async: %s", e2.msg);
-    } else if (!strcmp(k, "highlight")) {
-        if (ui)
-            snprintf(ui->highlight, sizeof ui->highlight, "%s", v->valuestring);
-    } else if (!strcmp(k, "wrong_readings")) {
-        if (ui)
-            ui->show_wrong_readings = cJSON_IsTrue(v);
-    } else if (!strcmp(k, "remember")) {
-        return remember(l, s, v, err);
-    } else if (!strcmp(k, "top_n")) {
-        tl_session_set_top_n(s, (int)v->valuedouble);
-    } else if (!strcmp(k, "tokenize")) {
-        char *pieces = NULL;
-        int n = split_tokens(tl_session_tokenizer(s), v->valuestring, &pieces);
-        if (n < 0)
-            return tl_error_set(err, "tokenize: no tokenizer loaded, or the text does not encode");
-        free(l->tokenized_pieces);
-        l->tokenized_pieces = pieces;
-        l->tokenized_count = n;
+        if (rc == TL_SESSION_DONE || tl_session_done(s))
+            break;
     }
     return 0;
+}
+
+ACT(run) { UNUSED; return cJSON_IsTrue(v) && tl_generate(s, NULL, NULL, err) < 0 ? -1 : 0; }
+ACT(rewind) { UNUSED; return tl_session_rewind(s, (int)v->valuedouble, err); }
+ACT(force) { UNUSED; return force_token(s, v, err); }
+ACT(force_rank) { UNUSED; return force_rank(s, (int)v->valuedouble, err); }
+ACT(run_iter) { UNUSED; return cJSON_IsTrue(v) ? run_iter(l, s, err) : 0; }
+ACT(serve_request) { UNUSED; return cJSON_IsTrue(v) ? serve_request(l, s, err) : 0; }
+
+ACT(async)
+{
+    UNUSED;
+    tl_error e2;   /* false asks for the backend's own mode, which on CUDA stays asynchronous */
+    if (tl_engine_set_async(tl_session_engine(s), cJSON_IsTrue(v), &e2) && cJSON_IsTrue(v))
+        return tl_error_set(err, "async: %s", e2.msg);
+    return 0;
+}
+
+ACT(highlight)
+{
+    UNUSED;
+    if (ui)
+        snprintf(ui->highlight, sizeof ui->highlight, "%s", v->valuestring);
+    return 0;
+}
+
+ACT(wrong_readings)
+{
+    UNUSED;
+    if (ui)
+        ui->show_wrong_readings = cJSON_IsTrue(v);
+    return 0;
+}
+
+ACT(remember) { UNUSED; return remember(l, s, v, err); }
+ACT(top_n) { UNUSED; tl_session_set_top_n(s, (int)v->valuedouble); return 0; }
+
+ACT(tokenize)
+{
+    UNUSED;
+    char *pieces = NULL;
+    int n = split_tokens(tl_session_tokenizer(s), v->valuestring, &pieces);
+    if (n < 0)
+        return tl_error_set(err, "tokenize: no tokenizer loaded, or the text does not encode");
+    free(l->tokenized_pieces);
+    l->tokenized_pieces = pieces;
+    l->tokenized_count = n;
+    return 0;
+}
+
+ACT(compare) { return compare(l, s, v, ui, err); }
+
+#define ROW(name, kind) {#name, kind, NULL, NULL, act_##name}
+#define ROW_TEST(name, fn) {#name, V_TEST, fn, NULL, act_##name}
+#define ROW_CHECK(name, fn) {#name, V_CHECK, NULL, fn, act_##name}
+static const action_row actions[] = {
+    ROW(reset, V_BOOL),
+    ROW(system, V_STRING_OR_NULL),
+    ROW(user, V_STRING),
+    ROW(messages, V_ARRAY),
+    ROW(raw_prompt, V_STRING),
+    ROW(generation_prompt, V_BOOL),
+    ROW(greedy, V_BOOL),
+    ROW_CHECK(sampling, check_sampling),
+    ROW(defaults, V_BOOL),
+    ROW(max_new_tokens, V_COUNT),
+    ROW(stop_strings, V_STRINGS),
+    ROW_TEST(stream_mode, check_stream_mode),
+    ROW(step, V_COUNT),
+    ROW(run, V_BOOL),
+    ROW(rewind, V_COUNT),
+    ROW_TEST(force, check_force),
+    ROW(force_rank, V_COUNT),
+    ROW_TEST(highlight, check_highlight),
+    ROW(wrong_readings, V_BOOL),
+    ROW_TEST(remember, check_remember),
+    ROW(top_n, V_COUNT),
+    ROW(run_iter, V_BOOL),
+    ROW(tokenize, V_STRING),
+    ROW(async, V_BOOL),
+    ROW(parse_special_in_content, V_BOOL),
+    ROW(serve_request, V_BOOL),
+    ROW_CHECK(dtype, check_dtype),
+    ROW_CHECK(compare, check_compare),
+};
+
+static const action_row *find_action(const char *name)
+{
+    for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++)
+        if (!strcmp(actions[i].name, name))
+            return &actions[i];
+    return NULL;
+}
+
+static int apply_one(tl_lesson *l, tl_session *s, const cJSON *v, tl_lesson_ui *ui, tl_error *err)
+{
+    const action_row *row = find_action(v->string);   /* checked when the lesson loaded */
+    return row ? row->apply(l, s, v, ui, err) : tl_error_set(err, "%s: unknown action", v->string);
 }
 
 static const cJSON *step_at(const tl_lesson *l, int i)
