@@ -136,7 +136,7 @@ static void tb_cut(topbuf *b)
 }
 
 /* The first k scores enter whatever they are (-inf and NaN too: the list is always k long). */
-static void tb_start(topbuf *b, const float *v, int k)
+__attribute__((unused)) static void tb_start(topbuf *b, const float *v, int k)   /* the SIMD passes only */
 {
     b->k = k;
     b->cap = 2 * k + 32;
@@ -167,7 +167,7 @@ static void tb_sort(topbuf *b)
     }
 }
 
-static void tb_finish(topbuf *b, const float *v, int *ids, float *vals)
+__attribute__((unused)) static void tb_finish(topbuf *b, const float *v, int *ids, float *vals)
 {
     tb_cut(b);
     tb_sort(b);

@@ -69,7 +69,7 @@ typedef struct tl_cpu_isa {
 } tl_cpu_isa;
 
 extern const tl_cpu_isa tl_cpu_isa_generic, tl_cpu_isa_avx2, tl_cpu_isa_avx512,
-    tl_cpu_isa_avx512bf16;
+    tl_cpu_isa_avx512bf16, tl_cpu_isa_neon;
 void tl_cpu_attn_bf16_avx512(const tl_cpu_attn *a, int t, int kvh, float *scores);
 
 /* Quantizes T rows of x (cols a multiple of 32) into xq/xd/xc for kernels with bias qbias. */
