@@ -588,9 +588,20 @@ static void check_small_ops(void *ctx, const char *tag)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--default-set")) {   /* the set a context gets (TL_CPU_ISA, else the CPU's best) */
+        tl_error err;
+        void *ctx = tl_backend_cpu()->create(1, &err);
+        if (!ctx) {
+            fprintf(stderr, "kernels: %s\n", err.msg);
+            return 1;
+        }
+        printf("kernels: default set %s\n", tl_cpu_ctx_isa(ctx));
+        tl_backend_cpu()->destroy(ctx);
+        return 0;
+    }
     int threaded_only = argc > 1 && !strcmp(argv[1], "--threaded-only");
     if (argc > 2 || (argc == 2 && !threaded_only)) {
-        fprintf(stderr, "usage: %s [--threaded-only]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--threaded-only | --default-set]\n", argv[0]);
         return 2;
     }
     if (threaded_only)
