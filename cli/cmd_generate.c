@@ -244,6 +244,7 @@ static void print_json(tl_session *s)
     cJSON_AddItemToObject(o, "floor_hi_ms", num_or_null(r.floor_hi_ms));
     cJSON_AddItemToObject(o, "tpot_over_floor", num_or_null(r.tpot_over_floor));
     cJSON_AddBoolToObject(o, "below_floor", r.below_floor);
+    cJSON_AddItemToObject(o, "floor_ratio_measured", num_or_null(r.floor_ratio_measured));
     cJSON_AddItemToObject(o, "llc_bytes", r.llc_bytes > 0 ? cJSON_CreateNumber(r.llc_bytes) : cJSON_CreateNull());
     cJSON_AddStringToObject(o, "weights_in_cache", r.in_cache == 2 ? "fit" : r.in_cache == 1 ? "near" : "no");
     cJSON_AddNumberToObject(o, "step_bytes", r.step_bytes);

@@ -252,7 +252,7 @@ tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
         r.unsynced_applicable = m->unsynced[0] >= 0;
     }
     r.step_bytes = m->step_bytes;
-    r.floor_lo_ms = r.floor_hi_ms = -1;
+    r.floor_lo_ms = r.floor_hi_ms = r.floor_ratio_measured = -1;
     r.floor_reads = m->n_rate;
     double bw = m->bw, fast = m->bw, slow = m->bw;
     if (m->n_rate > 0) {   /* the reads beside the steps: their median, and their range */
@@ -281,6 +281,7 @@ tl_metrics_report tl_metrics_report_get(const tl_metrics *m)
         r.floor_pairs = k;
         /* under the floor by more than the reads' spread: a measurement problem, no ratio */
         r.below_floor = ratio > 0 && ratio < r.floor_lo_ms / r.floor_ms;
+        r.floor_ratio_measured = ratio;
         if (ratio > 0 && !r.below_floor) r.tpot_over_floor = ratio;
     }
     r.llc_bytes = m->llc;

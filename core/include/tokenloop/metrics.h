@@ -81,6 +81,9 @@ typedef struct tl_metrics_report {
      * reads' spread): a read cannot be slower than the step that reads the same bytes and more,
      * so this is a measurement problem, and no ratio is given. */
     int below_floor;
+    /* the ratio below_floor was decided from (pairs' median, or pace / floor_ms), given even when
+     * below_floor withholds tpot_over_floor; -1 when there is none */
+    double floor_ratio_measured;
     double llc_bytes, weight_bytes;   /* 0 when unknown */
     int in_cache;                     /* tl_bandwidth_cache_fit of the weights: 2 fit, 1 near, 0 no */
     /* The headline pace: tpot_ms when the tokens came in one run; when any gap waited for a
