@@ -99,7 +99,7 @@ static void judge(const char *head, req_error *e)
  * after the client has had a moment to read it. */
 static void refuse(server *srv, int fd, const char *head, const req_error *e, const char *client)
 {
-    char *body = http_error_json(e);
+    char *body = reply_error_json(e);
     const char *reason = e->status == 505 ? "HTTP Version Not Supported" : e->status == 414 ? "URI Too Long"
                        : e->status == 431 ? "Request Header Fields Too Large" : "Bad Request";
     char *msg = NULL;
@@ -117,7 +117,7 @@ static void refuse(server *srv, int fd, const char *head, const req_error *e, co
     close(fd);
     char method[16] = "-";
     sscanf(head, "%15s", method);
-    server_log_line(srv, "%s %s - %u prompt_tokens=0 completion_tokens=0 ttft_ms=- ms=0.0", client, method, e->status);
+    serve_log_line(srv, "%s %s - %u prompt_tokens=0 completion_tokens=0 ttft_ms=- ms=0.0", client, method, e->status);
 }
 
 /* Reads ahead until the head is whole: 1 with head filled, 0 when refused (e set), -1 when the

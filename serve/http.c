@@ -13,10 +13,6 @@
 #include "class_page.h"
 #include "internal.h"
 
-/* The status of the answer this connection's thread queued last: every answer goes through
- * queue() below, and with a thread per connection the handler reads it back on the same thread
- * for the access log. */
-static __thread unsigned last_status;
 
 /* Bodies above this are handed back to the system after their request (malloc_trim): an 8 MB
  * body parsed into 240,000 cJSON nodes otherwise stays in the heap. */
@@ -37,67 +33,7 @@ typedef struct request {
     answer_stats st;
 } request;
 
-static enum MHD_Result queue(struct MHD_Connection *c, unsigned code, struct MHD_Response *r)
-{
-    last_status = code;
-    enum MHD_Result ok = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
-    return ok;
-}
-
-enum MHD_Result http_json(struct MHD_Connection *c, unsigned code, const char *json)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(json), (void *)json, MHD_RESPMEM_MUST_COPY);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    return queue(c, code, r);
-}
-
-/* OpenAI's error body: {"error": {"message", "type", "param", "code"}}; 429 and 503 say when to
- * come back, 405 which methods the path takes (e->param holds them there, not sent as param). */
-char *http_error_json(const req_error *e)
-{
-    cJSON *root = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddStringToObject(o, "message", e->msg);
-    cJSON_AddStringToObject(o, "type", e->type);
-    if (e->param[0]) cJSON_AddStringToObject(o, "param", e->param);
-    else cJSON_AddNullToObject(o, "param");
-    if (e->code) cJSON_AddStringToObject(o, "code", e->code);
-    else cJSON_AddNullToObject(o, "code");
-    char *j = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    return j;
-}
-
-static enum MHD_Result send_error(struct MHD_Connection *c, const req_error *e, const char *allow)
-{
-    char *j = http_error_json(e);
-    const char *body = j ? j : "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    free(j);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    if (e->status == 429 || e->status == 503) MHD_add_response_header(r, "Retry-After", "1");
-    if (allow) MHD_add_response_header(r, "Allow", allow);
-    return queue(c, e->status, r);
-}
-
-enum MHD_Result http_error(struct MHD_Connection *c, const req_error *e) { return send_error(c, e, NULL); }
-
-/* 1 when the client has closed its side or reset: poll without waiting, and a readable socket
- * with nothing to read is an orderly close. Bytes waiting (a pipelined request) are not. */
-int http_client_gone(struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) return 0;
-    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0) return 0;
-    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) return 1;
-    char b;
-    return (p.revents & POLLIN) && recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
-
-static int gone_cb(void *ctx) { return http_client_gone(ctx); }
+static int gone_cb(void *ctx) { return reply_client_gone(ctx); }
 
 /* A URL as text a JSON string can carry: bytes outside printable ASCII %-escaped, so an error
  * that names it is valid UTF-8 whatever the client sent. */
@@ -122,7 +58,7 @@ static enum MHD_Result wrong_method(struct MHD_Connection *c, const char *method
     url_text(url, u, sizeof u);
     req_error e;
     req_error_set(&e, 405, NULL, "method_not_allowed", "%.16s %s: use %s", method, u, allow);
-    return send_error(c, &e, allow);
+    return reply_error_allow(c, &e, allow);
 }
 
 static enum MHD_Result page(struct MHD_Connection *c)
@@ -130,7 +66,7 @@ static enum MHD_Result page(struct MHD_Connection *c)
     struct MHD_Response *r = MHD_create_response_from_buffer(sizeof class_page - 1, (void *)class_page, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
-    return queue(c, 200, r);
+    return reply_queue(c, 200, r);
 }
 
 /* the slots and the queue as they are now: a class (and the load test) sees them fill and free */
@@ -143,7 +79,7 @@ static enum MHD_Result health(struct MHD_Connection *c, server *srv)
     snprintf(h, sizeof h, "{\"status\":\"ok\",\"slots\":%d,\"busy\":%d,\"waiting\":%d,\"queue\":%d}", srv->n_slots,
              busy, srv->waiting, srv->max_queue);
     pthread_mutex_unlock(&srv->mu);
-    return http_json(c, 200, h);
+    return reply_json(c, 200, h);
 }
 
 static cJSON *model_object(server *srv)
@@ -167,7 +103,7 @@ static enum MHD_Result models(struct MHD_Connection *c, server *srv, const char 
             req_error e;
             req_error_set(&e, 404, "model", "model_not_found", "the model '%s' does not exist here (this server has "
                           "'%s')", u, srv->model_id);
-            return http_error(c, &e);
+            return reply_error(c, &e);
         }
         o = model_object(srv);
     } else {
@@ -177,7 +113,7 @@ static enum MHD_Result models(struct MHD_Connection *c, server *srv, const char 
     }
     char *j = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    enum MHD_Result ok = http_json(c, 200, j ? j : "{}");
+    enum MHD_Result ok = reply_json(c, 200, j ? j : "{}");
     free(j);
     return ok;
 }
@@ -192,7 +128,7 @@ static enum MHD_Result complete(struct MHD_Connection *c, request *q, int raw)
         req_error_set(&e, 400, raw ? "prompt" : "messages", "context_length_exceeded", "the body is %zu bytes; a "
                       "request this context can hold is at most %zu (%d positions, no token over %d bytes, a byte at "
                       "most 6 in JSON)", q->received, srv->body_limit, srv->capacity, srv->max_piece);
-        return http_error(c, &e);
+        return reply_error(c, &e);
     }
     int bad = req_parse(srv, q->body ? q->body : "", q->len, raw, &r, &e);
     if (q->len > TRIM_ABOVE) {   /* the body and its parse are gone: give their pages back */
@@ -200,20 +136,20 @@ static enum MHD_Result complete(struct MHD_Connection *c, request *q, int raw)
         q->body = NULL;
         malloc_trim(0);
     }
-    if (bad) return http_error(c, &e);
+    if (bad) return reply_error(c, &e);
     slot *sl;
     int got = slot_acquire(srv, gone_cb, c, &sl);
     enum MHD_Result ok;
     if (got == SLOT_FULL) {
         req_error_set(&e, 429, NULL, "rate_limit_exceeded", "all %d slots are busy and %d requests wait: try again "
                       "shortly", srv->n_slots, srv->max_queue);
-        ok = http_error(c, &e);
+        ok = reply_error(c, &e);
     } else if (got == SLOT_GONE) {
-        last_status = 499;   /* the access log's word for a client that left (nginx's) */
+        reply_set_status(499);   /* the access log's word for a client that left (nginx's) */
         ok = MHD_NO;
     } else if (got == SLOT_DRAINING) {
         req_error_set(&e, 503, NULL, "server_shutting_down", "the server is shutting down");
-        ok = http_error(c, &e);
+        ok = reply_error(c, &e);
     } else {
         ok = respond_complete(c, srv, sl, &r, &q->st);
     }
@@ -239,15 +175,15 @@ static enum MHD_Result route(struct MHD_Connection *c, request *q, const char *u
     int is_page = !strcmp(url, "/") || !strcmp(url, "/index.html");
     if (srv->draining) {
         req_error_set(&e, 503, NULL, "server_shutting_down", "the server is shutting down");
-        return http_error(c, &e);
+        return reply_error(c, &e);
     }
     if (srv->api_key && !is_page && strcmp(url, "/health") && !authorized(c, srv)) {   /* the page and /health carry no secret */
         req_error_set(&e, 401, NULL, "invalid_api_key", "Incorrect or missing API key (send \"Authorization: Bearer KEY\")");
-        return http_error(c, &e);
+        return reply_error(c, &e);
     }
     if (q->too_big) {
         req_error_set(&e, 413, NULL, "request_too_large", "the body is larger than %d bytes", MAX_BODY);
-        return http_error(c, &e);
+        return reply_error(c, &e);
     }
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
     if (is_page) return get ? page(c) : wrong_method(c, method, url, "GET");
@@ -263,7 +199,7 @@ static enum MHD_Result route(struct MHD_Connection *c, request *q, const char *u
     url_text(url, u, sizeof u);
     req_error_set(&e, 404, NULL, "not_found", "%.16s %s: no such endpoint (/v1/chat/completions, /v1/completions, "
                   "/v1/models, /health)", method, u);
-    return http_error(c, &e);
+    return reply_error(c, &e);
 }
 
 static void client_address(struct MHD_Connection *c, char *out, size_t cap)
@@ -300,14 +236,14 @@ static int begin(struct MHD_Connection *c, server *srv, const char *url, const c
     if (announced > DISCARD_MAX || (announced > MAX_BODY && expect && !strcasecmp(expect, "100-continue"))) {
         req_error_set(&e, 413, NULL, "request_too_large", "the body is larger than %d bytes (Content-Length %.30s)",
                       MAX_BODY, cl);
-        *ok = http_error(c, &e);
+        *ok = reply_error(c, &e);
         return 1;
     }
     if (!strncmp(url, "/v1/", 4) && strncmp(url, "/v1/models", 10)) {
         if (client_enter(srv, q->addr)) {
             req_error_set(&e, 429, NULL, "rate_limit_exceeded", "this client already has %d requests in flight "
                           "(the server's --per-client)", srv->per_client);
-            *ok = http_error(c, &e);
+            *ok = reply_error(c, &e);
             return 1;
         }
         q->counted = 1;
@@ -324,9 +260,9 @@ enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const char *url
         q = calloc(1, sizeof *q);
         if (!q) return MHD_NO;
         *con_cls = q;
-        last_status = 0;
+        reply_set_status(0);
         enum MHD_Result ok = MHD_YES;
-        if (begin(c, cls, url, method, q, &ok)) q->status = last_status;
+        if (begin(c, cls, url, method, q, &ok)) q->status = reply_status();
         return ok;
     }
     if (q->status) {   /* answered at the headers: the rest of the body is not kept */
@@ -353,9 +289,9 @@ enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const char *url
         return MHD_YES;
     }
     watch_phase(c, 2);
-    last_status = 0;
+    reply_set_status(0);
     enum MHD_Result ok = route(c, q, url, method);
-    q->status = last_status ? last_status : 499;
+    q->status = reply_status() ? reply_status() : 499;
     return ok;
 }
 
@@ -367,7 +303,7 @@ static void log_request(const request *q)
     double ms = (double)(t1.tv_sec - q->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - q->t0.tv_nsec) / 1e6;
     char ttft[32] = "-";
     if (q->st.completion_tokens || q->st.prompt_tokens) snprintf(ttft, sizeof ttft, "%.1f", q->st.ttft_ms);
-    server_log_line(q->srv, "%s %s %s %u prompt_tokens=%d completion_tokens=%d ttft_ms=%s ms=%.1f", q->addr, q->method,
+    serve_log_line(q->srv, "%s %s %s %u prompt_tokens=%d completion_tokens=%d ttft_ms=%s ms=%.1f", q->addr, q->method,
                     q->path, q->status ? q->status : 499, q->st.prompt_tokens, q->st.completion_tokens, ttft, ms);
 }
 

@@ -1,7 +1,9 @@
 /* What serve/'s files share: the server, its slots, a request's parsed form. One idea a file:
- * door.c the listening socket, http.c the routes and HTTP replies, watch.c the connections' deadlines, slots.c the slots, the
- * queue and each client's count, protocol.c a request body to a checked request, respond.c the
- * answers (a JSON object, or server-sent events), server.c start, drain and stop. */
+ * door.c the listening socket, http.c the routes, reply.c the answers' primitives (JSON, OpenAI's
+ * errors, is the client still there), log.c the access log, watch.c the connections' deadlines,
+ * slots.c the slots, the queue and each client's count, protocol.c a request body to a checked
+ * request, respond.c a completion's answer (a JSON object, or server-sent events), server.c
+ * start, drain and stop. Calls run one way: server -> door, http -> respond -> reply/log. */
 #ifndef TOKENLOOP_SERVE_INTERNAL_H
 #define TOKENLOOP_SERVE_INTERNAL_H
 
@@ -103,11 +105,17 @@ void slot_release(server *srv, slot *sl);
 int client_enter(server *srv, const char *addr);   /* 0, or -1 past --per-client */
 void client_leave(server *srv, const char *addr);
 
-/* http.c */
-enum MHD_Result http_json(struct MHD_Connection *c, unsigned code, const char *json);
-enum MHD_Result http_error(struct MHD_Connection *c, const req_error *e);
-char *http_error_json(const req_error *e);   /* OpenAI's error object (malloc'd; NULL: no memory) */
-int http_client_gone(struct MHD_Connection *c);
+/* reply.c: answers on a connection; the status queued last on this thread, for the access log */
+enum MHD_Result reply_queue(struct MHD_Connection *c, unsigned code, struct MHD_Response *r);
+enum MHD_Result reply_json(struct MHD_Connection *c, unsigned code, const char *json);
+enum MHD_Result reply_error(struct MHD_Connection *c, const req_error *e);
+enum MHD_Result reply_error_allow(struct MHD_Connection *c, const req_error *e, const char *allow);
+char *reply_error_json(const req_error *e);   /* OpenAI's error object (malloc'd; NULL: no memory) */
+int reply_client_gone(struct MHD_Connection *c);
+unsigned reply_status(void);
+void reply_set_status(unsigned s);
+
+/* http.c: the routes (libmicrohttpd's callbacks) */
 enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                             const char *version, const char *data, size_t *data_size, void **con_cls);
 void http_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe);
@@ -131,7 +139,7 @@ int door_open(server *srv, const struct sockaddr_storage *addr, unsigned *port, 
 int door_start(server *srv);
 void door_close(server *srv, int started);
 
-/* server.c */
-void server_log_line(server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* log.c: one access-log line */
+void serve_log_line(server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -236,7 +236,7 @@ static int next_event(stream *q)
                 tl_iter_cancel(q->it);
             }
             if (content_event(q)) return 1;
-            if (http_client_gone(q->c)) return -1;
+            if (reply_client_gone(q->c)) return -1;
             continue;
         }
         if (q->phase == 2) {
@@ -303,7 +303,7 @@ static enum MHD_Result start_stream(struct MHD_Connection *c, server *srv, slot 
         slot_release(srv, sl);
         req_error e;
         req_error_set(&e, 500, NULL, NULL, "%s", q ? err.msg : "out of memory");
-        return http_error(c, &e);
+        return reply_error(c, &e);
     }
     q->srv = srv;
     q->sl = sl;   /* the response holds the slot now */
@@ -342,7 +342,7 @@ static int generate_hook(void *ctx, tl_session *s, const tl_step *step)
     (void)s;
     (void)step;
     watch_ctx *w = ctx;
-    if (http_client_gone(w->c)) return w->gone = 1;
+    if (reply_client_gone(w->c)) return w->gone = 1;
     return w->srv->draining;
 }
 
@@ -389,7 +389,7 @@ enum MHD_Result respond_complete(struct MHD_Connection *c, server *srv, slot *sl
     req_error e;
     if (req_apply(srv, sl->s, r, &e)) {
         slot_release(srv, sl);
-        return http_error(c, &e);
+        return reply_error(c, &e);
     }
     pthread_mutex_lock(&srv->mu);
     long long id = ++srv->next_id;
@@ -403,13 +403,13 @@ enum MHD_Result respond_complete(struct MHD_Connection *c, server *srv, slot *sl
     enum MHD_Result ok;
     if (rc < 0) {
         req_error_set(&e, 500, NULL, NULL, "%s", err.msg);
-        ok = http_error(c, &e);
+        ok = reply_error(c, &e);
     } else if (w.gone) {
         ok = MHD_NO;   /* nobody to answer: the connection closes */
     } else {
         cJSON *o = whole_answer(srv, sl->s, r, cid, rc == TL_GENERATE_CANCELLED, st);
         char *j = cJSON_PrintUnformatted(o);
-        ok = http_json(c, 200, j ? j : "{}");
+        ok = reply_json(c, 200, j ? j : "{}");
         free(j);
         cJSON_Delete(o);
     }

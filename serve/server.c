@@ -21,25 +21,6 @@ static const double IDLE_S = 15, BODY_S = 60;
 /* A body's bytes beyond its prompt's: the other fields, the JSON around the messages. */
 enum { BODY_SLACK = 64 << 10 };
 
-void server_log_line(server *srv, const char *fmt, ...)
-{
-    if (srv->no_log) return;
-    char line[600];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    size_t n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%SZ ", &tm);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - n, fmt, ap);
-    va_end(ap);
-    pthread_mutex_lock(&srv->log_mu);
-    FILE *f = srv->log ? srv->log : stderr;
-    fprintf(f, "%s\n", line);
-    fflush(f);
-    pthread_mutex_unlock(&srv->log_mu);
-}
-
 static void base_name(const char *dir, char *name, size_t cap)
 {
     size_t n = strlen(dir);
