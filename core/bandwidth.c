@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tokenloop/bandwidth.h"
+#include "tokenloop/system.h"
 
 #define BW_BUFFER ((size_t)256 << 20)
 #define BW_MAX_PASSES 64
@@ -78,21 +79,12 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int cores(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 int tl_bandwidth_probe(tl_bandwidth *out, int threads, double budget_s, tl_error *err)
 {
     double t_begin = now_s();
     memset(out, 0, sizeof *out);
     if (threads <= 0)
-        threads = cores();
+        threads = tl_cpu_count();
     if (threads > 256)
         threads = 256;
     if (budget_s <= 0)
@@ -227,7 +219,7 @@ static void *rd_thread(void *v)
 double tl_bandwidth_read(const tl_mem_region *r, int n, int threads)
 {
     if (threads <= 0)
-        threads = cores();
+        threads = tl_cpu_count();
     if (threads > 256)
         threads = 256;
     rd_shared s = {.r = r, .n = n};

@@ -10,6 +10,7 @@
 
 #include "model_priv.h"
 #include "tokenloop/quant.h"
+#include "tokenloop/system.h"
 
 typedef struct convert_priv {
     tl_model_priv head;   /* first: tl_model_free calls head.release */
@@ -128,8 +129,8 @@ int tl_model_convert(tl_model **out, const tl_model *src, tl_dtype dtype, tl_err
         memcpy(f, src->rope_freqs, sizeof(float) * n);
         m->rope_freqs = f;
     }
-    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = nproc < 1 ? 1 : nproc > 64 ? 64 : (int)nproc;
+    int nproc = tl_cpu_count();   /* the cores this process may use, not the machine's */
+    int threads = nproc > 64 ? 64 : nproc;
     int rc = convert_weight(p, &src->embed, &m->embed, dtype, "embedding", threads, err) ||
              convert_weight(p, &src->final_norm, &m->final_norm, TL_F32, "final norm", threads, err);
     if (!rc && src->lm_head.data == src->embed.data)

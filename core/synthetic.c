@@ -19,6 +19,7 @@
 
 #include "model_priv.h"
 #include "tokenloop/synthetic.h"
+#include "tokenloop/system.h"
 
 typedef struct synth_priv {
     tl_model_priv head;   /* first: tl_model_free calls head.release */
@@ -174,15 +175,6 @@ static void *fill_thread(void *v)
     }
 }
 
-static int cores(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 static void fill_all(tensor_fill *t, int n, uint64_t seed, size_t *first_piece)
 {
     fill_job j = {.t = t, .n = n, .first_piece = first_piece, .seed = seed};
@@ -193,7 +185,7 @@ static void fill_all(tensor_fill *t, int n, uint64_t seed, size_t *first_piece)
     }
     j.n_pieces = total;
     atomic_init(&j.next, 0);
-    int nth = cores();
+    int nth = tl_cpu_count();
     if (nth > 64)
         nth = 64;
     pthread_t th[64];

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "pool.h"
+#include "tokenloop/system.h"
 
 #define TL_POOL_SPIN 2000   /* ~30-50 us of PAUSE: covers the gaps between one pass's operations */
 
@@ -93,18 +94,6 @@ static void *worker(void *v)
             take_items(p, tid);
         atomic_fetch_sub(&p->inside, 1);
     }
-}
-
-int tl_cpu_count(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return n;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
 }
 
 tl_pool *tl_pool_create(int nthreads)

@@ -15,6 +15,5 @@ void tl_pool_destroy(tl_pool *p);
 int tl_pool_size(const tl_pool *p);
 /* Runs fn for items 0..n_items-1 and returns when all are done. One caller at a time. */
 void tl_pool_for(tl_pool *p, int n_items, tl_pool_fn fn, void *arg);
-int tl_cpu_count(void);                  /* cores this process may run on */
 
 #endif
