@@ -1,5 +1,7 @@
 /* What every subcommand shares: the one-line error and the precision flags. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,4 +31,15 @@ int cli_precision_flag(const char *a, tl_precision *p)
         return cli_fail(-1, "give at most one of --exact and --bf16-activations");
     *p = q;
     return 1;
+}
+
+int cli_parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
 }

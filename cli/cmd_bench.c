@@ -55,10 +55,8 @@ typedef struct bench_opts {
 
 static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
+    long v;
+    if (cli_parse_int(s, lo, hi, &v))
         return cli_fail(2, "%s: '%s' is not an integer in [%d, %d]", opt, s, lo, hi);
     *out = (int)v;
     return 0;

@@ -66,16 +66,6 @@ static const char usage[] =
     "  --print-transformers-code  print a Python program that runs the same request with\n"
     "                     transformers (the TUI's c), and generate nothing\n";
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_float(const char *s, double *out)
 {
     char *end;
@@ -349,26 +339,26 @@ int cmd_generate(int argc, char **argv)
             dtype = v;
         }
         else if (!strcmp(a, "--max-new-tokens")) {
-            if (parse_int(v, 1, 1 << 24, &max_new))
+            if (cli_parse_int(v, 1, 1 << 24, &max_new))
                 return cli_fail(2, "--max-new-tokens: %s: expected an integer in [1, %d]", v, 1 << 24);
         } else if (!strcmp(a, "--temperature")) {
             if (parse_float(v, &temperature) || temperature <= 0)
                 return cli_fail(2, "--temperature: %s: expected a number > 0 (use --greedy for argmax)", v);
             have_t = 1;
         } else if (!strcmp(a, "--top-k")) {
-            if (parse_int(v, 0, INT_MAX, &top_k)) return cli_fail(2, "--top-k: %s: expected an integer >= 0", v);
+            if (cli_parse_int(v, 0, INT_MAX, &top_k)) return cli_fail(2, "--top-k: %s: expected an integer >= 0", v);
             have_k = 1;
         } else if (!strcmp(a, "--top-p")) {
             if (parse_float(v, &top_p) || top_p <= 0 || top_p > 1)
                 return cli_fail(2, "--top-p: %s: expected a number in (0, 1]", v);
             have_p = 1;
         } else if (!strcmp(a, "--seed")) {
-            if (parse_int(v, 0, LONG_MAX, &seed)) return cli_fail(2, "--seed: %s: expected an integer >= 0", v);
+            if (cli_parse_int(v, 0, LONG_MAX, &seed)) return cli_fail(2, "--seed: %s: expected an integer >= 0", v);
             have_seed = 1;
         } else if (!strcmp(a, "--top")) {
-            if (parse_int(v, 1, TL_MAX_TOP, &top_n)) return cli_fail(2, "--top: %s: expected 1..%d", v, TL_MAX_TOP);
+            if (cli_parse_int(v, 1, TL_MAX_TOP, &top_n)) return cli_fail(2, "--top: %s: expected 1..%d", v, TL_MAX_TOP);
         } else if (!strcmp(a, "--threads")) {
-            if (parse_int(v, 0, 4096, &threads)) return cli_fail(2, "--threads: %s: expected an integer >= 0", v);
+            if (cli_parse_int(v, 0, 4096, &threads)) return cli_fail(2, "--threads: %s: expected an integer >= 0", v);
         } else if (!strcmp(a, "--stream-mode")) {
             if (!strcmp(v, "hf")) mode = TL_STREAM_HF;
             else if (!strcmp(v, "server")) mode = TL_STREAM_SERVER;

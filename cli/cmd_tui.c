@@ -45,10 +45,8 @@ static void usage(FILE *f)
 
 static int parse_int(const char *s, int lo, int hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
+    long v;
+    if (cli_parse_int(s, lo, hi, &v))
         return -1;
     *out = (int)v;
     return 0;

@@ -26,6 +26,8 @@ int cli_fail(int status, const char *fmt, ...);
 /* --exact or --bf16-activations (docs/accuracy.md): 1 with *p set, 0 when a is neither, -1
  * (said on stderr) when *p already holds the other one. */
 int cli_precision_flag(const char *a, tl_precision *p);
+/* s as a whole decimal integer in [lo, hi] into *out: 0, or -1 (nothing said) when it is not one. */
+int cli_parse_int(const char *s, long lo, long hi, long *out);
 #define CLI_PRECISION_USAGE \
     "  --exact            fp32 activations in every product with bf16 weights (twice the\n" \
     "                     arithmetic of the default on AVX-512 BF16; the logits transformers\n" \
