@@ -20,6 +20,7 @@
 #include "tokenloop/metrics.h"
 #include "tokenloop/sampler.h"
 #include "tokenloop/topk.h"
+#include "tokenloop/system.h"
 
 static const char usage[] =
     "usage: tokenloop bench --sampler [--vocab N] [--reps N] [--json]\n"
@@ -28,13 +29,6 @@ static const char usage[] =
     "  CPU's decode pass gathers, i.e. what is left outside the pass) for greedy and sampled\n"
     "  settings, and of tl_topk (k 64, with its softmax sum), on generated scores of N tokens\n"
     "  (default 128256), each timed over --reps steps (default 300).\n";
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -148,7 +142,7 @@ int cmd_bench_sampler(int argc, char **argv)
                 }
                 for (int r = -10; r < reps; r++) {   /* ten untimed steps warm the caches */
                     const float *x = v + (size_t)((r + 10) % N_VARIANTS) * vocab;
-                    double t0 = now_us();
+                    double t0 = tl_now_s() * 1e6;
                     if (s) {
                         tl_sampler_choose_with(s, x, f == 2 ? &st[(r + 10) % N_VARIANTS] : NULL, 10, fields, rep);
                         kept = rep->kept;
@@ -158,7 +152,7 @@ int cmd_bench_sampler(int argc, char **argv)
                         double z;
                         tl_topk(x, vocab, TL_TOPK_MAX, ids, vals, &z);
                     }
-                    double dt = now_us() - t0;
+                    double dt = tl_now_s() * 1e6 - t0;
                     if (r >= 0) t[r] = dt;
                 }
                 tl_sampler_free(s);

@@ -8,13 +8,7 @@
 
 #include "commands.h"
 #include "tokenloop/template.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "tokenloop/system.h"
 
 /* A kB value from /proc/self/status, or -1 where there is none (not Linux). */
 static long status_kb(const char *field)
@@ -137,11 +131,11 @@ static void run_case(const char *src, int runs, bench_case *c)
         tl_error err = {{0}};
         tl_template *tpl = NULL;
         tl_chat_result res = {0};
-        double t0 = now_s();
+        double t0 = tl_now_s();
         int rc = tl_template_compile(src, &tpl, &err);
         if (!rc)
             rc = tl_chat_render(tpl, messages, NULL, 0, 1, "<|begin_of_text|>", "<|eot_id|>", &res, &err);
-        double dt = now_s() - t0;
+        double dt = tl_now_s() - t0;
         long hwm = status_kb("VmHWM");
         if (dt < c->best_s)
             c->best_s = dt;

@@ -11,13 +11,7 @@
 #include "commands.h"
 #include "tokenloop/file.h"
 #include "tokenloop/tokenizer.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "tokenloop/system.h"
 
 /* CPU time of this thread: on a shared, busy machine wall time also counts other programs' turns */
 static double cpu_s(void)
@@ -130,10 +124,10 @@ int cmd_bench_tokenizer(int argc, char **argv)
     for (int r = 0; r < 3; r++) {
         if (tok)
             tl_tokenizer_free(tok);
-        double t0 = now_s(), c0 = cpu_s();
+        double t0 = tl_now_s(), c0 = cpu_s();
         if (tl_tokenizer_load(&tok, model, &err))
             return cli_fail(1, "%s", err.msg);
-        double dt = now_s() - t0, dc = cpu_s() - c0;
+        double dt = tl_now_s() - t0, dc = cpu_s() - c0;
         if (dt < best_load)
             best_load = dt;
         if (dc < best_load_cpu)
@@ -158,12 +152,12 @@ int cmd_bench_tokenizer(int argc, char **argv)
     int n = 0, status = 0;
     for (int r = 0; r < runs && !status; r++) {
         int *ids;
-        double t0 = now_s(), c0 = cpu_s();
+        double t0 = tl_now_s(), c0 = cpu_s();
         if (tl_tokenizer_encode(tok, text, len, 0, &ids, &n, &err)) {
             status = cli_fail(1, "%s", err.msg);
             break;
         }
-        double t1 = now_s();
+        double t1 = tl_now_s();
         if (cpu_s() - c0 < best_enc_cpu)
             best_enc_cpu = cpu_s() - c0;
         char *back;
@@ -174,7 +168,7 @@ int cmd_bench_tokenizer(int argc, char **argv)
             status = cli_fail(1, "%s", err.msg);
             break;
         }
-        double t2 = now_s();
+        double t2 = tl_now_s();
         if (blen != len || memcmp(back, text, len))
             status = cli_fail(1, "bench: decode(encode(text)) differs from the text");
         free(back);

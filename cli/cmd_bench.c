@@ -22,6 +22,7 @@
 #include "tokenloop/engine.h"
 #include "tokenloop/model.h"
 #include "tokenloop/synthetic.h"
+#include "tokenloop/system.h"
 
 static const char usage[] =
     "usage: tokenloop bench (--model DIR | --synthetic NAME) [--prompt-tokens N] [--new-tokens N]\n"
@@ -121,13 +122,6 @@ static int parse(int argc, char **argv, bench_opts *o)
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -211,7 +205,7 @@ int cmd_bench(int argc, char **argv)
 
     tl_error err = {{0}};
     tl_model *m = NULL;
-    double t_load = now_s();
+    double t_load = tl_now_s();
     if (o.synthetic) {
         tl_config cfg;
         if (tl_synthetic_config(&cfg, o.synthetic, &err))
@@ -229,7 +223,7 @@ int cmd_bench(int argc, char **argv)
     tl_dtype want;
     if (o.dtype && !tl_dtype_parse(o.dtype, &want) && want != m->layers[0].wq.dtype) {
         tl_model *conv;
-        t_convert = now_s();
+        t_convert = tl_now_s();
         if (!o.json)
             fprintf(stderr, "bench: converting the weights to %s...\n", o.dtype);
         if (tl_model_convert(&conv, m, want, &err)) {
@@ -238,10 +232,10 @@ int cmd_bench(int argc, char **argv)
         }
         tl_model_free(m);   /* the conversion owns its weights, in 2 MiB pages already */
         m = conv;
-        t_convert = now_s() - t_convert;
+        t_convert = tl_now_s() - t_convert;
     }
     uint64_t copied = !strcmp(o.device, "cpu") ? tl_model_copy_to_hugepages(m, TL_HUGEPAGE_MIN) : 0;
-    t_load = now_s() - t_load;
+    t_load = tl_now_s() - t_load;
     const tl_config *c = &m->cfg;
     int64_t need = (int64_t)o.prompt_tokens + o.new_tokens;
     if (too_long(need, c)) {

@@ -35,13 +35,6 @@ typedef struct {
     int tid;
 } bw_arg;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Eight independent sums per 64-byte line keep many loads in flight; the compiler
  * vectorizes the inner loop. */
 static uint64_t read_slice(const uint64_t *p, size_t n)
@@ -81,7 +74,7 @@ static int cmp_double(const void *a, const void *b)
 
 int tl_bandwidth_probe(tl_bandwidth *out, int threads, double budget_s, tl_error *err)
 {
-    double t_begin = now_s();
+    double t_begin = tl_now_s();
     memset(out, 0, sizeof *out);
     if (threads <= 0)
         threads = tl_cpu_count();
@@ -101,11 +94,11 @@ int tl_bandwidth_probe(tl_bandwidth *out, int threads, double budget_s, tl_error
         w[i] = (x += 0x9e3779b97f4a7c15ull);
 
     /* Time one pass single-handedly to size the run to the budget. */
-    double t0 = now_s();
+    double t0 = tl_now_s();
     volatile uint64_t sink = read_slice(w, BW_BUFFER / 8);
     (void)sink;
-    double one = now_s() - t0;
-    double left = budget_s - (now_s() - t_begin);
+    double one = tl_now_s() - t0;
+    double left = budget_s - (tl_now_s() - t_begin);
     int passes = one > 0 ? (int)(left / (one / threads + 1e-4)) : BW_MAX_PASSES;
     if (passes < 3)
         passes = 3;
@@ -148,10 +141,10 @@ int tl_bandwidth_probe(tl_bandwidth *out, int threads, double budget_s, tl_error
     uint64_t acc = 0;
     for (int p = 0; p < passes; p++) {
         pthread_barrier_wait(&s->start);
-        double a = now_s();
+        double a = tl_now_s();
         acc ^= read_slice(w, per);
         pthread_barrier_wait(&s->end);
-        rates[p] = (double)(per * 8 * (size_t)threads) / (now_s() - a);
+        rates[p] = (double)(per * 8 * (size_t)threads) / (tl_now_s() - a);
     }
     s->sink[0] = acc;
     for (int i = 1; i < started; i++)
@@ -170,7 +163,7 @@ int tl_bandwidth_probe(tl_bandwidth *out, int threads, double budget_s, tl_error
     out->buffer_bytes = per * 8 * (size_t)threads;
     out->threads = threads;
     out->passes = passes;
-    out->seconds = now_s() - t_begin;
+    out->seconds = tl_now_s() - t_begin;
     return 0;
 }
 
@@ -233,12 +226,12 @@ double tl_bandwidth_read(const tl_mem_region *r, int n, int threads)
         started++;
     }
     s.threads = started;   /* the shares of the threads that exist */
-    double t0 = now_s();
+    double t0 = tl_now_s();
     __atomic_store_n(&s.go, 1, __ATOMIC_RELEASE);
     s.sink[0] = read_share(&s, 0);
     for (int i = 1; i < started; i++)
         pthread_join(th[i], NULL);
-    return now_s() - t0;
+    return tl_now_s() - t0;
 }
 
 /* ---- which bytes, and whether they stay in cache ---- */

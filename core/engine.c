@@ -13,6 +13,7 @@
 
 #include "tokenloop/engine.h"
 #include "vecsel.h"
+#include "tokenloop/system.h"
 
 #define DEFAULT_CAPACITY 4096
 #define MAX_CHUNK 256          /* prefill rows per pass: bounds the activation buffers */
@@ -60,13 +61,6 @@ struct tl_engine {
     tl_precision prec;         /* tl_engine_set_precision */
     int rounds;                /* the backend's products can round x (set_exact's answer) */
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
@@ -391,7 +385,7 @@ static int finish(tl_engine *e, double t0, tl_error *err)
 {
     int V = e->m->cfg.vocab_size;
     /* a synchronous backend has done the work by now: there is no wrong number to read */
-    e->last_unsynced_ms = e->async ? now_ms() - t0 : -1;
+    e->last_unsynced_ms = e->async ? tl_now_ms() - t0 : -1;
     if (e->be->sync(e->ctx, err)) {   /* a device fault: no logits, no timing to report */
         e->n_top = 0;
         return -1;
@@ -412,7 +406,7 @@ static int finish(tl_engine *e, double t0, tl_error *err)
         } else if (e->keep_top) {
             e->n_top = tl_topk(e->scores, V, e->keep_top, e->top_ids, e->top_vals, &e->top_sumexp);
         }
-        e->last_ms = now_ms() - t0;
+        e->last_ms = tl_now_ms() - t0;
         return 0;
     }
     e->scores = e->logits;
@@ -427,7 +421,7 @@ static int finish(tl_engine *e, double t0, tl_error *err)
         if (e->keep_top)
             e->n_top = tl_topk(e->logits, V, e->keep_top, e->top_ids, e->top_vals, &e->top_sumexp);
     }
-    e->last_ms = now_ms() - t0;
+    e->last_ms = tl_now_ms() - t0;
     return 0;
 }
 
@@ -585,7 +579,7 @@ int tl_engine_prefill(tl_engine *e, const int *ids, int n, tl_error *err)
         return tl_error_set(err, "ids: the prompt is empty");
     if (check_ids(e, ids, n, "ids", err) || check_room(e, n, "ids", err))
         return -1;
-    double t0 = now_ms();
+    double t0 = tl_now_ms();
     pass_begins(e);
     for (int done = 0; done < n;) {
         int T = n - done < e->chunk ? n - done : e->chunk;
@@ -599,7 +593,7 @@ int tl_engine_decode(tl_engine *e, int id, tl_error *err)
 {
     if (check_ids(e, &id, 1, "id", err) || check_room(e, 1, "id", err))
         return -1;
-    double t0 = now_ms();
+    double t0 = tl_now_ms();
     pass_begins(e);
     forward(e, &id, 1, 1);
     return finish(e, t0, err);

@@ -2,6 +2,7 @@
  * host. */
 #include "tokenloop/metrics.h"
 #include "tokenloop/bandwidth.h"
+#include "tokenloop/system.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,7 @@
 double tl_clock_monotonic_ms(void *ctx)
 {
     (void)ctx;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return tl_now_ms();
 }
 
 struct tl_metrics {

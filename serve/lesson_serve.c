@@ -19,13 +19,7 @@
 #include "lesson_serve.h"
 #include "serve.h"
 #include "tokenloop/model.h"
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+#include "tokenloop/system.h"
 
 /* The body of POST /v1/chat/completions for s's conversation and settings; NULL with err set
  * for what the protocol cannot say (the server would answer a different request). */
@@ -156,7 +150,7 @@ static int exchange(unsigned port, const char *body, tl_lesson_served *out, tl_e
     char head[256];
     int hn = snprintf(head, sizeof head, "POST /v1/chat/completions HTTP/1.0\r\nHost: 127.0.0.1:%u\r\n"
                       "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", port, strlen(body));
-    double t0 = now_ms();
+    double t0 = tl_now_ms();
     if (connect(fd, (struct sockaddr *)&a, sizeof a) || send_all(fd, head, (size_t)hn) || send_all(fd, body, strlen(body))) {
         int e = errno;
         close(fd);
@@ -184,7 +178,7 @@ static int exchange(unsigned port, const char *body, tl_lesson_served *out, tl_e
                               errno == EAGAIN ? "no answer for 120 s" : strerror(errno));
             break;
         }
-        double t = now_ms() - t0;
+        double t = tl_now_ms() - t0;
         len += (size_t)r;
         buf[len] = 0;
         if (!status) {

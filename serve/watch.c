@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tokenloop/system.h"
 
 enum { WATCH_TICK_MS = 100 };
 
@@ -29,13 +30,6 @@ struct conn_watch {
     int stop;
 };
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 void watch_notify(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode tc)
 {
     server *srv = cls;
@@ -51,7 +45,7 @@ void watch_notify(void *cls, struct MHD_Connection *c, void **socket_ctx, enum M
         if (!e) return;
         e->fd = ci->connect_fd;
         e->w = w;
-        e->since = now_s();
+        e->since = tl_now_s();
         pthread_mutex_lock(&w->mu);
         e->prev = w->head.prev;
         e->next = &w->head;
@@ -79,7 +73,7 @@ void watch_phase(struct MHD_Connection *c, int phase)
     conn_entry *e = ci->socket_context;
     pthread_mutex_lock(&e->w->mu);
     e->phase = phase;
-    e->since = now_s();
+    e->since = tl_now_s();
     pthread_mutex_unlock(&e->w->mu);
 }
 
@@ -89,7 +83,7 @@ static void *watch_main(void *arg)
     conn_watch *w = srv->watch;
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
-        double t = now_s();
+        double t = tl_now_s();
         for (conn_entry *e = w->head.next; e != &w->head; e = e->next) {
             double limit = e->phase == 0 ? srv->idle_s : e->phase == 1 ? srv->body_s : 0;
             if (limit > 0 && !e->cut && t - e->since > limit) {

@@ -26,6 +26,7 @@
 #include "welcome.h"
 #include "tokenloop/template.h"
 #include "ui.h"
+#include "tokenloop/system.h"
 
 /* ---- terminal ownership ---- */
 
@@ -69,13 +70,6 @@ static void install_signals(void)
     sigaction(SIGFPE, &sa, NULL);
     sigaction(SIGILL, &sa, NULL);
     atexit(restore_terminal);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* ---- the application ---- */
@@ -270,14 +264,14 @@ static void next_dtype(tl_app *a)
     if (g_curses)
         draw(a);
     tl_error err;
-    double t0 = now_ms();
+    double t0 = tl_now_ms();
     if (tl_session_set_dtype(a->s, next, &err)) {
         char m[256];
         snprintf(m, sizeof m, I18n_tr(lang, "weights stay %s: %s"), from, err.msg);
         say(a, "%s", m);
         return;
     }
-    double conv_ms = now_ms() - t0;
+    double conv_ms = tl_now_ms() - t0;
     apply_request(a);
     tl_dtype_row rows[TL_DTYPE_COUNT];
     int nr = tl_session_dtype_rows(a->s, rows, TL_DTYPE_COUNT);
@@ -319,7 +313,7 @@ static void run_start(tl_app *a)
         say(a, "%s", err.msg);
         return;
     }
-    a->run_t0 = now_ms();
+    a->run_t0 = tl_now_ms();
     a->run_chunks = 0;
     a->sv.v.running = 1;
     a->sv.v.stopped = 0;
@@ -892,12 +886,12 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o)
             } else {
                 char m[128];
                 snprintf(m, sizeof m, I18n_tr(a->ui.lang, "running: %d chunks from the queue in %.0f ms"), a->run_chunks,
-                         now_ms() - a->run_t0);
+                         tl_now_ms() - a->run_t0);
                 snprintf(a->sv.v.message, sizeof a->sv.v.message, "%s", m);
                 dirty = 1;
             }
         }
-        double t = now_ms();
+        double t = tl_now_ms();
         /* a paste arrives as thousands of keys: the frame waits until they are read (or 100 ms) */
         if (dirty && (!a->it || t - last_draw >= 33) && (!burst || t - last_draw >= 100)) {
             if (burst)
@@ -993,14 +987,14 @@ int tl_tui_bench_frame(tl_session *s, const tl_app_opts *o, int frames, int cols
     a->ui.active = PANE_LOGITS;
     double fill_ms = 0, draw_ms = 0;
     for (int f = 0; f < frames; f++) {
-        double t0 = now_ms();
+        double t0 = tl_now_ms();
         refresh_view(a);
-        double t1 = now_ms();
+        double t1 = tl_now_ms();
         Screen_draw(stdscr, cols, rows, &a->sv.v, &a->ui);
         wnoutrefresh(stdscr);
         redrawwin(stdscr);   /* a full repaint every frame: the worst case */
         doupdate();
-        double t2 = now_ms();
+        double t2 = tl_now_ms();
         fill_ms += t1 - t0;
         draw_ms += t2 - t1;
     }

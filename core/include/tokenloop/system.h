@@ -6,4 +6,8 @@
  * or `taskset` limit counts), at least 1. */
 int tl_cpu_count(void);
 
+/* Seconds and milliseconds on the monotonic clock (CLOCK_MONOTONIC): for intervals, not dates. */
+double tl_now_s(void);
+double tl_now_ms(void);
+
 #endif
