@@ -79,9 +79,8 @@ int cmd_bench_sampler(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         } else if ((!strcmp(a, "--vocab") || !strcmp(a, "--reps")) && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > (1 << 24))
+            long v;
+            if (cli_parse_int(argv[++i], 1, 1 << 24, &v))
                 return cli_fail(2, "bench --sampler: %s %s: expected 1..%d", a, argv[i], 1 << 24);
             if (!strcmp(a, "--vocab")) vocab = (int)v;
             else reps = (int)v;

@@ -180,9 +180,8 @@ int cmd_bench_template(int argc, char **argv)
             return 0;
         }
         if (i + 1 < argc && !strcmp(argv[i], "--runs")) {
-            char *e;
-            long r = strtol(argv[++i], &e, 10);
-            if (*e || r < 1 || r > 1000)
+            long r;
+            if (cli_parse_int(argv[++i], 1, 1000, &r))
                 return cli_fail(2, "--runs: expected 1..1000, got '%s'", argv[i]);
             runs = (int)r;
         } else

@@ -113,10 +113,8 @@ static int int_option(const char *a, const char *v, serve_args *s)
         {"--default-max-tokens", 1, 1 << 20, offsetof(serve_args, default_max)}};
     for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
         if (strcmp(a, opts[k].name)) continue;
-        char *end;
-        errno = 0;
-        long x = strtol(v, &end, 10);
-        if (errno || end == v || *end || x < opts[k].lo || x > opts[k].hi)
+        long x;
+        if (cli_parse_int(v, opts[k].lo, opts[k].hi, &x))
             return cli_fail(2, "%s %s: expected an integer from %ld to %ld", a, v, opts[k].lo, opts[k].hi);
         *(long *)((char *)s + opts[k].off) = x;
         return 1;
