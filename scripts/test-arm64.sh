@@ -28,9 +28,10 @@ fi
 # --- the cross build --------------------------------------------------------------------------
 targets=(test_kernels test_synthetic test_engine test_topk test_config test_async
          test_tokenizer test_tokenizer_conformance test_tokenizer_golden test_template)
+mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake" \
-      -DTL_WERROR=ON -DTL_CUDA=OFF >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log" >&2; exit 1; }
+      -DTL_WERROR=ON -DTL_CUDA=OFF >"$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j2 --target "${targets[@]}"
 built=$(date +%s)
 echo "test-arm64: built in $((built - start)) s ($(file -b "$build/tests/kernels/test_kernels" | cut -d, -f1-2))"
