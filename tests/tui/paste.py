@@ -121,7 +121,8 @@ def main():
             wait_for(lambda s: "next: decode" in s, "the prefill made", 120)
             tmux("send-keys", "-t", "t", "6")   # the Timing pane (a tab on a small terminal)
             s, _ = wait_for(lambda s: "TTFT" in s and "prefill" in s, "the prefill", 120)
-            check(s is not None and re.search(r"prefill of %d tokens" % n, s.replace(",", "")) is not None,
+            # one line where it fits ("prefill of N tokens"), else two ("prefill (N tokens)")
+            check(s is not None and re.search(r"prefill (of |\()%d tokens" % n, s.replace(",", "")) is not None,
                   "Space: the prefill reads all %s tokens" % n)
 
         # 2. past the editor's limit
