@@ -7,6 +7,7 @@
  * bf16 (tl_engine_set_kv_dtype) they write fp32 rows that are rounded into the cache after
  * RoPE, and a decode step reads half the cache bytes. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +42,10 @@ struct tl_engine {
     float *k_cache, *v_cache;  /* [n_layers, capacity, kv_dim] of fp32, or of bf16 (kv_bf16) */
     int kv_bf16;
     float *k_new, *v_new;      /* kv_bf16: [chunk, kv_dim] fp32 rows before they are rounded */
+    /* a batched decode led by this engine (tl_engine_decode_batch), allocated on first use */
+    float *bk, *bv;            /* [chunk, kv_dim] each sequence's new K and V row */
+    float *blogits;            /* [bcap, vocab] */
+    int bcap;
 
     float *logits;             /* [vocab] host copy (stale in keep_top mode) */
     const float *scores;       /* what tl_engine_logits shows: logits, or logits_dev in place */
@@ -230,7 +235,7 @@ void tl_engine_free(tl_engine *e)
         return;
     if (e->ctx) {
         float *bufs[] = {e->x, e->xb, e->xb2, e->q, e->att, e->hb, e->hb2, e->logits_dev, e->k_cache, e->v_cache,
-                         e->k_new, e->v_new};
+                         e->k_new, e->v_new, e->bk, e->bv, e->blogits};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i])
                 e->be->release(e->ctx, bufs[i]);
@@ -597,6 +602,147 @@ int tl_engine_decode(tl_engine *e, int id, tl_error *err)
     pass_begins(e);
     forward(e, &id, 1, 1);
     return finish(e, t0, err);
+}
+
+/* ---- a batched decode: one read of the weights, a token for each sequence ----------------- */
+
+/* Like attention_block, for B rows that belong to B sequences: the products take all rows at
+ * once; each row's RoPE, new K/V row and attention are its own sequence's, at its position. */
+static void attention_block_batch(tl_engine *const *es, int l, int B)
+{
+    tl_engine *e = es[0];
+    const tl_backend_ops *be = e->be;
+    const tl_config *c = &e->m->cfg;
+    const tl_layer *L = &e->layers[l];
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, q_dim = (size_t)c->n_heads * c->head_dim;
+    size_t layer = (size_t)l * e->capacity * kv_dim;
+    const float *inv_freq = e->inv_freq.data;
+
+    be->rmsnorm(e->ctx, e->xb, e->x, &L->attn_norm, B, c->hidden_size, c->rms_norm_eps);
+    const tl_weight *qkv_w[3] = {&L->wq, &L->wk, &L->wv};
+    float *qkv_out[3] = {e->q, e->bk, e->bv};
+    matmul_n(e, 3, qkv_out, e->xb, qkv_w, B);
+    for (int b = 0; b < B; b++) {
+        const tl_engine *s = es[b];
+        int pos = s->pos;
+        float *q = e->q + b * q_dim, *k = e->bk + b * kv_dim, *v = e->bv + b * kv_dim, *att = e->att + b * q_dim;
+        be->rope(e->ctx, q, 1, c->n_heads, c->head_dim, pos, inv_freq);
+        be->rope(e->ctx, k, 1, c->n_kv_heads, c->head_dim, pos, inv_freq);
+        if (e->kv_bf16) {
+            uint16_t *k_layer = (uint16_t *)s->k_cache + layer, *v_layer = (uint16_t *)s->v_cache + layer;
+            be->store_bf16(e->ctx, k_layer + (size_t)pos * kv_dim, k, (int)kv_dim);
+            be->store_bf16(e->ctx, v_layer + (size_t)pos * kv_dim, v, (int)kv_dim);
+            be->attention_bf16(e->ctx, att, q, k_layer, v_layer, 1, pos, c->n_heads, c->n_kv_heads, c->head_dim);
+        } else {
+            float *k_layer = s->k_cache + layer, *v_layer = s->v_cache + layer;
+            be->copy(e->ctx, k_layer + (size_t)pos * kv_dim, k, kv_dim);
+            be->copy(e->ctx, v_layer + (size_t)pos * kv_dim, v, kv_dim);
+            be->attention(e->ctx, att, q, k_layer, v_layer, 1, pos, c->n_heads, c->n_kv_heads, c->head_dim);
+        }
+    }
+    be->matmul(e->ctx, e->xb2, e->att, &L->wo, B);
+    be->add(e->ctx, e->x, e->xb2, B * c->hidden_size);
+}
+
+/* Every row's scores (lm_head reads its weights once for all), each into its engine's logits. */
+static void logits_block_batch(tl_engine *const *es, int B)
+{
+    tl_engine *e = es[0];
+    const tl_config *c = &e->m->cfg;
+    size_t V = (size_t)c->vocab_size;
+    e->be->rmsnorm(e->ctx, e->xb, e->x, &e->final_norm, B, c->hidden_size, c->rms_norm_eps);
+    e->be->matmul(e->ctx, e->blogits, e->xb, &e->lm_head, B);
+    for (int b = 0; b < B; b++)
+        e->be->copy(e->ctx, es[b]->logits_dev, e->blogits + b * V, V);
+}
+
+static void forward_batch(tl_engine *const *es, const int *ids, int B)
+{
+    tl_engine *e = es[0];
+    if (e->be->begin_pass)
+        e->be->begin_pass(e->ctx, B, -1);   /* positions differ: nothing to capture as one pass */
+    e->be->embed(e->ctx, e->x, &e->embed, ids, B);
+    for (int l = 0; l < e->m->cfg.n_layers; l++) {
+        attention_block_batch(es, l, B);
+        mlp_block(e, l, B);
+    }
+    logits_block_batch(es, B);
+    if (e->be->end_pass)
+        e->be->end_pass(e->ctx);
+    for (int b = 0; b < B; b++)
+        es[b]->pos++;
+}
+
+int tl_engine_batch_max(const tl_engine *e) { return e->be->copy ? e->chunk : 0; }
+
+/* The batch's scratch on its first engine: the new K/V rows and B rows of scores. */
+static int batch_buffers(tl_engine *e, int B, tl_error *err)
+{
+    const tl_config *c = &e->m->cfg;
+    int failed = 0;
+    if (!e->bk) {
+        size_t rows = (size_t)e->chunk * c->n_kv_heads * c->head_dim;
+        e->bk = alloc(e, rows, &failed);
+        e->bv = alloc(e, rows, &failed);
+    }
+    if (!failed && B > e->bcap) {
+        float *p = alloc(e, (size_t)B * c->vocab_size, &failed);
+        if (p) {
+            if (e->blogits)
+                e->be->release(e->ctx, e->blogits);
+            e->blogits = p;
+            e->bcap = B;
+        }
+    }
+    if (failed)
+        return tl_error_set(err, "%s: out of memory for a batch of %d sequences", e->be->name, B);
+    return 0;
+}
+
+static int check_batch(tl_engine *const *es, const int *ids, int B, tl_error *err)
+{
+    const tl_engine *e = es[0];
+    if (!e->be->copy)
+        return tl_error_set(err, "%s: this backend has no batched decode (no copy operation)", e->be->name);
+    if (B > e->chunk)
+        return tl_error_set(err, "batch: %d sequences, at most %d on this engine", B, e->chunk);
+    for (int b = 0; b < B; b++) {
+        const tl_engine *s = es[b];
+        char what[32];
+        snprintf(what, sizeof what, "batch[%d]", b);
+        if (s->m != e->m || s->be != e->be)
+            return tl_error_set(err, "%s: another model or backend than batch[0]'s", what);
+        if (s->kv_bf16 != e->kv_bf16)
+            return tl_error_set(err, "%s: a %s KV cache beside batch[0]'s %s", what, s->kv_bf16 ? "bf16" : "fp32",
+                                e->kv_bf16 ? "bf16" : "fp32");
+        if (s->pos == 0)
+            return tl_error_set(err, "%s: no prefill yet (a decode continues a sequence)", what);
+        for (int o = 0; o < b; o++)
+            if (es[o] == s)
+                return tl_error_set(err, "%s: the same engine as batch[%d]", what, o);
+        if (check_ids(e, &ids[b], 1, what, err) || check_room(s, 1, what, err))
+            return -1;
+    }
+    return 0;
+}
+
+int tl_engine_decode_batch(tl_engine *const *es, const int *ids, int B, tl_error *err)
+{
+    if (B < 1 || !es || !ids)
+        return tl_error_set(err, "batch: %d sequences (at least 1)", B);
+    tl_engine *e = es[0];
+    if (check_batch(es, ids, B, err) || batch_buffers(e, B, err))
+        return -1;
+    double t0 = tl_now_ms();
+    for (int b = 0; b < B; b++)
+        pass_begins(es[b]);
+    forward_batch(es, ids, B);
+    if (e->be->sync(e->ctx, err))
+        return -1;
+    for (int b = 0; b < B; b++)
+        if (finish(es[b], t0, err))
+            return -1;
+    return 0;
 }
 
 int tl_engine_rewind(tl_engine *e, int n)

@@ -618,7 +618,7 @@ static void ew_run(cpu_ctx *c, ew_job *e)
  * pass and is not preempted by the worker it just woke: the unsynchronized clock then reads
  * what it reads on a GPU, the launches only. */
 
-typedef enum { OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_ROPE, OP_ATTENTION, OP_SWIGLU, OP_ADD, OP_STORE_BF16 } op_kind;
+typedef enum { OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_ROPE, OP_ATTENTION, OP_SWIGLU, OP_ADD, OP_STORE_BF16, OP_COPY } op_kind;
 
 typedef struct cpu_op {
     op_kind kind;
@@ -634,6 +634,7 @@ typedef struct cpu_op {
     int *ids;                  /* embed, queued: a copy the worker frees */
     const int *ids_in;         /* embed, run now: the caller's */
     int T, n, pos0, n_heads, n_kv, head_dim;
+    size_t len;                /* copy */
     float eps;
 } cpu_op;
 
@@ -667,6 +668,7 @@ static void run_op(cpu_ctx *c, const cpu_op *o)
             run_attention(c, o->out, o->x, o->y, o->z, 0, o->T, o->pos0, o->n_heads, o->n_kv, o->head_dim);
         break;
     case OP_STORE_BF16: tl_quantize_row(TL_BF16, o->x, o->out16, o->n); break;
+    case OP_COPY: memcpy(o->out, o->x, sizeof(float) * o->len); break;
     case OP_SWIGLU:
     case OP_ADD: {
         ew_job e = {o->out, o->y, o->n, o->kind == OP_ADD};
@@ -954,6 +956,12 @@ static void cpu_store_bf16(void *ctx, uint16_t *dst, const float *src, int n)
     launch(ctx, &o);
 }
 
+static void cpu_copy(void *ctx, float *dst, const float *src, size_t n)
+{
+    cpu_op o = {.kind = OP_COPY, .out = dst, .x = src, .len = n};
+    launch(ctx, &o);
+}
+
 static void cpu_swiglu(void *ctx, float *g, const float *u, int n)
 {
     cpu_op o = {.kind = OP_SWIGLU, .out = g, .y = u, .n = n};
@@ -973,7 +981,7 @@ static const tl_backend_ops cpu_ops = {
     .alloc = cpu_alloc, .release = cpu_release, .to_host = cpu_to_host,
     .upload = cpu_upload, .unload = cpu_unload,
     .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matmul = cpu_matmul, .matmul_n = cpu_matmul_n, .rope = cpu_rope,
-    .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .sync = cpu_sync_op,
+    .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .copy = cpu_copy, .sync = cpu_sync_op,
     .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
     .set_exact = cpu_set_exact, .attention_bf16 = cpu_attention_bf16, .store_bf16 = cpu_store_bf16,
     .scores_slots = cpu_scores_slots, .matmul_scores = cpu_matmul_scores,

@@ -57,6 +57,10 @@ typedef struct tl_backend_ops {
     void (*store_bf16)(void *ctx, uint16_t *dst, const float *src, int n);
     void (*attention_bf16)(void *ctx, float *out, const float *q, const uint16_t *k, const uint16_t *v,
                            int T, int pos0, int n_heads, int n_kv, int head_dim);
+    /* Optional: dst[0..n) = src[0..n), in order with the other operations. A batched decode
+     * (tl_engine_decode_batch) needs it to put each sequence's new K/V rows into its own
+     * cache and its scores into its own logits. NULL: no batched decode. */
+    void (*copy)(void *ctx, float *dst, const float *src, size_t n);
     void (*swiglu)(void *ctx, float *gate, const float *up, int n);   /* gate = silu(gate) * up */
     void (*add)(void *ctx, float *x, const float *y, int n);          /* x += y */
     /* Wait for queued work. 0, or -1 with err set when the backend failed since it was created

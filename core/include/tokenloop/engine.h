@@ -17,6 +17,16 @@ void tl_engine_free(tl_engine *e);
 /* Appends n positions (the first call is the prefill); logits of the last position. */
 int tl_engine_prefill(tl_engine *e, const int *ids, int n, tl_error *err);
 int tl_engine_decode(tl_engine *e, int id, tl_error *err);
+/* One decode step for B sequences at once, as a server batches its requests: es[b] appends
+ * ids[b] at its own position. Each weight matrix is read once for all B rows (the law a batch
+ * teaches: one read of the weights, B tokens); RoPE and attention run per sequence, over its
+ * own KV cache. The engines share one model, backend and KV dtype, and each has had its
+ * prefill; the pass runs on es[0]'s backend context and buffers (B <= its prefill chunk).
+ * After it each engine holds its own logits, as after tl_engine_decode, and tl_engine_last_ms
+ * is the batched pass's. No statistics are gathered (the sampler reads the scores). */
+int tl_engine_decode_batch(tl_engine *const *es, const int *ids, int B, tl_error *err);
+/* The most sequences one tl_engine_decode_batch on e as es[0] takes. */
+int tl_engine_batch_max(const tl_engine *e);
 /* Drops the last n positions from the KV cache; the logits become stale (returns -1 if n > pos). */
 int tl_engine_rewind(tl_engine *e, int n);
 
