@@ -31,6 +31,7 @@ static const char usage[] =
     "       tokenloop bench --tokenizer ...   (the tokenizer benchmark; see its --help)\n"
     "       tokenloop bench --template ...    (the template engine benchmark; see its --help)\n"
     "       tokenloop bench --sampler ...     (the sampler's cost per step; see its --help)\n"
+    "       tokenloop bench --batch 1,4,16 ...  (B streams decoding together; see its --help)\n"
     "  Runs one prefill of N prompt tokens (default 64) and N decode steps (default 32) and\n"
     "  reports TTFT, TPOT (median and p90), the bytes a decode step reads, this machine's\n"
     "  memory read bandwidth, the floor bytes / bandwidth and TPOT / floor. On the CPU the floor\n"
@@ -186,6 +187,8 @@ int cmd_bench(int argc, char **argv)
             return cmd_bench_template(argc, argv);
         if (!strcmp(argv[i], "--sampler"))
             return cmd_bench_sampler(argc, argv);
+        if (!strcmp(argv[i], "--batch"))
+            return cmd_bench_batch(argc, argv);
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
             return 0;

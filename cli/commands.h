@@ -20,6 +20,8 @@ int cmd_bench_tokenizer(int argc, char **argv);
 int cmd_bench_template(int argc, char **argv);
 /* `tokenloop bench --sampler ...`: likewise. */
 int cmd_bench_sampler(int argc, char **argv);
+/* `tokenloop bench --batch ...`: likewise. */
+int cmd_bench_batch(int argc, char **argv);
 
 /* "tokenloop: <what>" on stderr; returns status. */
 int cli_fail(int status, const char *fmt, ...);

@@ -149,6 +149,7 @@ static void cpu_unload(void *ctx, tl_weight *dev)
 #define MM_MAX 3   /* products of one x in one dispatch: q/k/v */
 
 #define MM_RANGES 64   /* threads a decode's stolen split serves; more: the uniform split */
+#define DECODE_RANGES_T 16   /* a batched decode of up to this many tokens is still a stream */
 
 /* One thread's share of a decode's rows, [lo, hi) packed as lo | hi << 32 in the job's row
  * space (every matrix's rows one after another): the owner takes from lo, a thief from hi. */
@@ -455,7 +456,7 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
     /* A decode's rows in one range a thread (split_ranges); a prefill's in contiguous chunks
      * of one size, several per thread, handed out as threads come for them. */
     mm_range ranges[MM_RANGES];
-    if (T > 1 || !split_ranges(&j, ranges, mm, nw, n)) {
+    if (T > DECODE_RANGES_T || !split_ranges(&j, ranges, mm, nw, n)) {
         int64_t pieces = T == 1 ? 16 : 4;
         int64_t chunk = rows / (n * pieces);
         int64_t min_chunk = T == 1 ? 16 : 64;
