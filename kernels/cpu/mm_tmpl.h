@@ -48,9 +48,12 @@ MM_INLINE void mm_tile(const tl_cpu_mm *a, int dt, int nt, int64_t r, int64_t re
     const size_t next_tile = (size_t)MM_RB * (size_t)a->cols * es;
     for (; k + MM_VL <= k1; k += MM_VL) {
         MM_VF wv[MM_RB];
-        if (((size_t)k * es & 63) == 0)   /* once per line: the same line of the next tile */
+        /* once per line: the same line of the next tile, into L2 (a tile ahead is past L1; into
+         * L1 a batched decode of 2 took 1.64-1.79x one token's time with the avx2 set, 1.54-1.55x
+         * into L2: `TL_CPU_ISA=avx2 tokenloop bench --batch 1,2,4,8`, the builds alternated) */
+        if (((size_t)k * es & 63) == 0)
             for (int i = 0; i < MM_RB; i++)
-                __builtin_prefetch((const char *)wr[i] + (size_t)k * es + next_tile, 0, 3);
+                __builtin_prefetch((const char *)wr[i] + (size_t)k * es + next_tile, 0, 2);
         for (int i = 0; i < MM_RB; i++)
             wv[i] = mm_loadw(wr[i], dt, k);
         for (int j = 0; j < nt; j++) {
