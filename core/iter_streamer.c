@@ -1,6 +1,9 @@
 /* The iterator streamer: tl_generate on a background thread; each step's printed text goes into
  * a mutex-protected queue that the consumer drains with an optional timeout. The end of the
- * stream is an explicit marker; a cancel is seen by the generation thread after the next token. */
+ * stream is an explicit marker; a cancel is seen by the generation thread after the next token.
+ * A batch runner (tl_batcher) is the same producer for many iterators on one thread: it steps
+ * their sessions together (tl_session_step_batch), so each decode pass reads the weights once
+ * for all of them, and feeds each step to its iterator's queue as the lone thread would. */
 #define _GNU_SOURCE
 #include "tokenloop/session.h"
 
@@ -22,6 +25,7 @@ typedef struct chunk {
 
 struct tl_iter {
     tl_session *s;
+    tl_batcher *batcher;        /* NULL: the iterator's own thread runs tl_generate */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -75,7 +79,8 @@ static int on_step(void *ctx, tl_session *s, const tl_step *st)
         it->pend = p;
         it->cap_pend = cap;
     }
-    it->pend[it->n_pend++] = (tl_iter_token){.id = st->chosen, .forced = st->forced, .sample = st->sample};
+    it->pend[it->n_pend++] = (tl_iter_token){.id = st->chosen, .forced = st->forced,
+                                             .batch = st->batch > 0 ? st->batch : 1, .sample = st->sample};
     size_t n = st->printed ? strlen(st->printed) : 0, cut = st->end_at < n ? st->end_at : n;
     if (!it->started) {
         /* Printed before this step: the prompt (skip_prompt off) and any steps the session took
@@ -90,10 +95,9 @@ static int on_step(void *ctx, tl_session *s, const tl_step *st)
     return atomic_load(&it->cancel);
 }
 
-static void *run(void *arg)
+/* The producer is done with it: after this the consumer may free it at any time. */
+static void end_run(tl_iter *it, int rc)
 {
-    tl_iter *it = arg;
-    int rc = tl_generate(it->s, on_step, it, &it->err);
     pthread_mutex_lock(&it->mu);
     it->rc = rc;
     it->rest = it->pend;
@@ -103,14 +107,22 @@ static void *run(void *arg)
     it->ended = 1;
     pthread_cond_broadcast(&it->cv);
     pthread_mutex_unlock(&it->mu);
+}
+
+static void *run(void *arg)
+{
+    tl_iter *it = arg;
+    end_run(it, tl_generate(it->s, on_step, it, &it->err));
     return NULL;
 }
 
-int tl_iter_start(tl_iter **out, tl_session *s, tl_error *err)
+static tl_iter *iter_new(tl_session *s, tl_error *err)
 {
-    *out = NULL;
     tl_iter *it = calloc(1, sizeof *it);
-    if (!it) return tl_error_set(err, "iterator: out of memory");
+    if (!it) {
+        tl_error_set(err, "iterator: out of memory");
+        return NULL;
+    }
     it->s = s;
     atomic_init(&it->cancel, 0);
     pthread_condattr_t ca;
@@ -119,11 +131,155 @@ int tl_iter_start(tl_iter **out, tl_session *s, tl_error *err)
     pthread_mutex_init(&it->mu, NULL);
     pthread_cond_init(&it->cv, &ca);
     pthread_condattr_destroy(&ca);
+    return it;
+}
+
+static void iter_free(tl_iter *it)
+{
+    pthread_mutex_destroy(&it->mu);
+    pthread_cond_destroy(&it->cv);
+    free(it);
+}
+
+int tl_iter_start(tl_iter **out, tl_session *s, tl_error *err)
+{
+    *out = NULL;
+    tl_iter *it = iter_new(s, err);
+    if (!it) return -1;
     if (pthread_create(&it->thread, NULL, run, it)) {
-        pthread_mutex_destroy(&it->mu);
-        pthread_cond_destroy(&it->cv);
-        free(it);
+        iter_free(it);
         return tl_error_set(err, "iterator: cannot start a thread");
+    }
+    *out = it;
+    return 0;
+}
+
+/* ---- the batch runner ---- */
+
+struct tl_batcher {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    tl_iter *join[TL_SESSION_BATCH_MAX];   /* handed over, not stepping yet (mu) */
+    int n_join, stop;
+    atomic_int last_batch;
+};
+
+/* One round: every running iterator's session steps (the decodes in one pass), and each step
+ * goes to its iterator's queue. Returns how many still run (compacted at the front of run). */
+static int batch_round(tl_batcher *b, tl_iter **run, int n)
+{
+    tl_session *ss[TL_SESSION_BATCH_MAX];
+    const tl_step *outs[TL_SESSION_BATCH_MAX];
+    int rcs[TL_SESSION_BATCH_MAX];
+    for (int i = 0; i < n; i++) {
+        ss[i] = run[i]->s;
+        rcs[i] = 0;
+    }
+    tl_error err;
+    if (tl_session_step_batch(ss, n, outs, &err) < 0) {
+        /* which one could not step (a full context, no memory): each that has not stepped this
+         * round steps alone, and only the one that fails ends with the error */
+        for (int i = 0; i < n; i++)
+            if (!outs[i] && !tl_session_done(ss[i]) && tl_session_step(ss[i], &outs[i], &run[i]->err) < 0)
+                rcs[i] = -1;
+    }
+    int most = 0, keep = 0;
+    for (int i = 0; i < n; i++)
+        if (outs[i] && outs[i]->batch > most) most = outs[i]->batch;
+    atomic_store(&b->last_batch, most);
+    for (int i = 0; i < n; i++) {
+        tl_iter *it = run[i];
+        int cancel = outs[i] ? on_step(it, ss[i], outs[i]) : atomic_load(&it->cancel);
+        int done = tl_session_done(ss[i]);
+        if (rcs[i] < 0 || cancel || done) {
+            tl_session_run_mark(ss[i], 0);
+            end_run(it, rcs[i] < 0 ? -1 : done ? TL_SESSION_DONE : TL_GENERATE_CANCELLED);
+        } else {
+            run[keep++] = it;
+        }
+    }
+    return keep;
+}
+
+static void *batcher_main(void *arg)
+{
+    tl_batcher *b = arg;
+    tl_iter *run[TL_SESSION_BATCH_MAX];
+    int n = 0;
+    for (;;) {
+        pthread_mutex_lock(&b->mu);
+        while (!n && !b->n_join && !b->stop)
+            pthread_cond_wait(&b->cv, &b->mu);
+        int stop = b->stop;
+        int take = b->n_join < TL_SESSION_BATCH_MAX - n ? b->n_join : TL_SESSION_BATCH_MAX - n;
+        for (int i = 0; i < take; i++) {
+            run[n + i] = b->join[i];
+            tl_session_run_mark(run[n + i]->s, 1);
+        }
+        memmove(b->join, b->join + take, sizeof(tl_iter *) * (size_t)(b->n_join - take));
+        b->n_join -= take;
+        n += take;
+        pthread_mutex_unlock(&b->mu);
+        if (stop)
+            for (int i = 0; i < n; i++)
+                atomic_store(&run[i]->cancel, 1);
+        if (!n && stop) break;
+        n = batch_round(b, run, n);
+    }
+    atomic_store(&b->last_batch, 0);
+    return NULL;
+}
+
+int tl_batcher_create(tl_batcher **out, tl_error *err)
+{
+    *out = NULL;
+    tl_batcher *b = calloc(1, sizeof *b);
+    if (!b) return tl_error_set(err, "batch runner: out of memory");
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    atomic_init(&b->last_batch, 0);
+    if (pthread_create(&b->thread, NULL, batcher_main, b)) {
+        pthread_mutex_destroy(&b->mu);
+        pthread_cond_destroy(&b->cv);
+        free(b);
+        return tl_error_set(err, "batch runner: cannot start a thread");
+    }
+    *out = b;
+    return 0;
+}
+
+void tl_batcher_free(tl_batcher *b)
+{
+    if (!b) return;
+    pthread_mutex_lock(&b->mu);
+    b->stop = 1;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->thread, NULL);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    free(b);
+}
+
+int tl_batcher_last_batch(tl_batcher *b) { return b ? atomic_load(&b->last_batch) : 0; }
+
+int tl_iter_start_batched(tl_iter **out, tl_session *s, tl_batcher *b, tl_error *err)
+{
+    *out = NULL;
+    tl_iter *it = iter_new(s, err);
+    if (!it) return -1;
+    it->batcher = b;
+    pthread_mutex_lock(&b->mu);
+    int full = b->stop || b->n_join == TL_SESSION_BATCH_MAX;
+    if (!full) {
+        b->join[b->n_join++] = it;
+        pthread_cond_signal(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (full) {
+        iter_free(it);
+        return tl_error_set(err, "batch runner: %s", b->stop ? "stopping" : "too many requests waiting");
     }
     *out = it;
     return 0;
@@ -203,7 +359,14 @@ void tl_iter_counts(tl_iter *it, int *put, int *got)
 int tl_iter_finish(tl_iter *it, tl_error *err)
 {
     if (!it) return 0;
-    pthread_join(it->thread, NULL);
+    if (it->batcher) {   /* the runner ends it (a cancel is seen after the next round) */
+        pthread_mutex_lock(&it->mu);
+        while (!it->ended)
+            pthread_cond_wait(&it->cv, &it->mu);
+        pthread_mutex_unlock(&it->mu);
+    } else {
+        pthread_join(it->thread, NULL);
+    }
     int rc = it->rc;
     if (rc < 0 && err) *err = it->err;
     for (chunk *c = it->head; c;) {
@@ -215,8 +378,6 @@ int tl_iter_finish(tl_iter *it, tl_error *err)
     free(it->last_tok);
     free(it->pend);
     free(it->rest);
-    pthread_mutex_destroy(&it->mu);
-    pthread_cond_destroy(&it->cv);
-    free(it);
+    iter_free(it);
     return rc;
 }

@@ -811,13 +811,14 @@ static void floor_read(tl_session *s)
     tl_metrics_exclude(s->metrics, tl_metrics_now(s->metrics) - t0);
 }
 
-int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
+/* The part of a step before its pass: the record, and what the pass should gather. */
+static tl_step *step_begin(tl_session *s, double *t_begin, tl_error *err)
 {
-    if (out) *out = NULL;
-    if (!s->prepared && tl_session_prepare(s, err)) return -1;
-    if (s->done) return TL_SESSION_DONE;
-    if (s->n_gen >= s->cap_gen) return tl_error_set(err, "session: no room for step %d", s->n_gen);
-    double t_begin = tl_metrics_now(s->metrics);
+    if (s->n_gen >= s->cap_gen) {
+        tl_error_set(err, "session: no room for step %d", s->n_gen);
+        return NULL;
+    }
+    *t_begin = tl_metrics_now(s->metrics);
     int k = s->n_gen;
     tl_step *st = &s->steps[k];
     memset(st, 0, sizeof *st);
@@ -829,6 +830,38 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
     float scale;
     tl_sampler_stats_want(s->sampler, s->report, &what, &scale);
     tl_engine_set_stats(s->e, 1, what, scale);   /* where it cannot, the sampler reads the scores */
+    return st;
+}
+
+/* The part after the pass: choose, time, stream, check the stop. */
+static int step_end(tl_session *s, tl_step *st, double t_begin, const tl_step **out, tl_error *err)
+{
+    int k = st->index;
+    const float *logits = tl_engine_logits(s->e);
+    const tl_logit_stats *stats = tl_engine_stats(s->e);
+    int id = tl_sampler_choose_with(s->sampler, logits, stats, s->top_n, s->report, &st->sample);
+    st->work_ms = tl_metrics_token_gap(s->metrics, tl_engine_last_ms(s->e), tl_engine_last_unsynced_ms(s->e),
+                                       t_begin, st->joined);
+    st->ms = tl_engine_last_ms(s->e);
+    st->stats_in_pass = stats != NULL;
+    st->t_ms = tl_metrics_token_time(s->metrics, k);
+    st->pos = tl_engine_pos(s->e);
+    s->logits_valid = 1;
+    if (append_token(s, id, st, err)) return -1;
+    if (k >= 1 && (k - 1) % TL_FLOOR_EVERY == 0) floor_read(s);
+    if (out) *out = st;
+    return TL_SESSION_STEPPED;
+}
+
+int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
+{
+    if (out) *out = NULL;
+    if (!s->prepared && tl_session_prepare(s, err)) return -1;
+    if (s->done) return TL_SESSION_DONE;
+    double t_begin;
+    tl_step *st = step_begin(s, &t_begin, err);
+    if (!st) return -1;
+    int k = st->index;
     if (k == 0) {
         if (!s->clock_fresh) {   /* a rerun after reset/rewind: the request starts now */
             tl_metrics_start(s->metrics);
@@ -850,20 +883,46 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
         st->kind = TL_STEP_DECODE;
         st->n_input = 1;
     }
-    const float *logits = tl_engine_logits(s->e);
-    const tl_logit_stats *stats = tl_engine_stats(s->e);
-    int id = tl_sampler_choose_with(s->sampler, logits, stats, s->top_n, s->report, &st->sample);
-    st->work_ms = tl_metrics_token_gap(s->metrics, tl_engine_last_ms(s->e), tl_engine_last_unsynced_ms(s->e),
-                                       t_begin, st->joined);
-    st->ms = tl_engine_last_ms(s->e);
-    st->stats_in_pass = stats != NULL;
-    st->t_ms = tl_metrics_token_time(s->metrics, k);
-    st->pos = tl_engine_pos(s->e);
-    s->logits_valid = 1;
-    if (append_token(s, id, st, err)) return -1;
-    if (k >= 1 && (k - 1) % TL_FLOOR_EVERY == 0) floor_read(s);
-    if (out) *out = st;
-    return TL_SESSION_STEPPED;
+    return step_end(s, st, t_begin, out, err);
+}
+
+int tl_session_step_batch(tl_session *const *ss, int n, const tl_step **outs, tl_error *err)
+{
+    if (n < 0 || n > TL_SESSION_BATCH_MAX)
+        return tl_error_set(err, "batch: %d sessions (0..%d)", n, TL_SESSION_BATCH_MAX);
+    tl_engine *es[TL_SESSION_BATCH_MAX];
+    tl_session *in[TL_SESSION_BATCH_MAX];
+    tl_step *st[TL_SESSION_BATCH_MAX];
+    double t_begin[TL_SESSION_BATCH_MAX];
+    int ids[TL_SESSION_BATCH_MAX], slot[TL_SESSION_BATCH_MAX], B = 0, stepped = 0;
+    for (int i = 0; i < n; i++) {
+        tl_session *s = ss[i];
+        outs[i] = NULL;
+        if (!s->prepared && tl_session_prepare(s, err)) return -1;
+        if (s->done) continue;
+        if (s->n_gen == 0) {   /* a prompt: its prefill alone, as its step */
+            if (tl_session_step(s, &outs[i], err) < 0) return -1;
+            stepped++;
+            continue;
+        }
+        if (!(st[B] = step_begin(s, &t_begin[B], err))) return -1;
+        es[B] = s->e;
+        ids[B] = s->gen[s->n_gen - 1];
+        in[B] = s;
+        slot[B++] = i;
+    }
+    if (B && tl_engine_decode_batch(es, ids, B, err)) {
+        for (int b = 0; b < B; b++)   /* no pass ran: the steps begun are not taken */
+            if (in[b]->in_run && in[b]->run_steps > 0) in[b]->run_steps--;
+        return -1;
+    }
+    for (int b = 0; b < B; b++) {
+        st[b]->kind = TL_STEP_DECODE;
+        st[b]->n_input = 1;
+        st[b]->batch = B;
+        if (step_end(in[b], st[b], t_begin[b], &outs[slot[b]], err) < 0) return -1;
+    }
+    return stepped + B;
 }
 
 /* Streamer state for generated tokens 0..n_gen-1, by replaying them. */
@@ -954,6 +1013,12 @@ static int generate_loop(tl_session *s, tl_step_hook hook, void *ctx, tl_error *
         if (hook && hook(ctx, s, st)) return s->done ? TL_SESSION_DONE : TL_GENERATE_CANCELLED;
         if (s->done) return TL_SESSION_DONE;
     }
+}
+
+void tl_session_run_mark(tl_session *s, int on)
+{
+    s->in_run = on != 0;
+    s->run_steps = 0;
 }
 
 int tl_generate(tl_session *s, tl_step_hook hook, void *ctx, tl_error *err)

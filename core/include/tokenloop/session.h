@@ -134,6 +134,7 @@ typedef struct tl_step {
     char *held;                 /* the streamer's held-back buffer after this step */
     int hold_reason;            /* TL_HOLD_* flags */
     tl_stop_result stop;        /* reason TL_STOP_NONE unless this step stopped generation */
+    int batch;                  /* decodes in the pass that made it (tl_session_step_batch); 0: alone */
 } tl_step;
 
 enum { TL_SESSION_STEPPED = 0, TL_SESSION_DONE = 1 };
@@ -142,6 +143,13 @@ enum { TL_SESSION_STEPPED = 0, TL_SESSION_DONE = 1 };
  * pass ran), or -1 on error. *out (may be NULL) receives the step (its strings belong to the
  * session). */
 int tl_session_step(tl_session *s, const tl_step **out, tl_error *err);
+/* One step for each of n sessions, the decodes in one pass (tl_engine_decode_batch: each
+ * weight read once for all of them), as a server steps its requests. The sessions share one
+ * model; a session that is done is left out (outs[i] NULL), one whose prompt has not run takes
+ * its prefill alone as its step. Sampling, streamer and stop stay each session's own. Returns
+ * how many sessions stepped, or -1 with err (batch[i] names the one at fault). */
+#define TL_SESSION_BATCH_MAX 256
+int tl_session_step_batch(tl_session *const *ss, int n, const tl_step **outs, tl_error *err);
 /* Replace the newest step's choice by id (no new pass: the same logits, explained by
  * tl_sampler_explain); the streamer, stop check and metrics follow. After a rewind the logits
  * are recomputed first (one pass). */
@@ -157,6 +165,9 @@ void tl_session_reset(tl_session *s);
 enum { TL_GENERATE_CANCELLED = 2 };
 typedef int (*tl_step_hook)(void *ctx, tl_session *s, const tl_step *step);
 int tl_generate(tl_session *s, tl_step_hook hook, void *ctx, tl_error *err);
+/* Marks the steps that follow as one run (on), as tl_generate does, or ends it: in a run the
+ * gap between two steps counts as the pace (a batch runner's steps are one run). */
+void tl_session_run_mark(tl_session *s, int on);
 
 /* --- what the TUI shows --- */
 int tl_session_done(const tl_session *s);
@@ -223,6 +234,7 @@ double tl_iter_last_ms(const tl_iter *it);
 typedef struct tl_iter_token {
     int id;
     int forced;
+    int batch;                  /* decodes in the pass that made it (1: alone or a prefill) */
     tl_sample_report sample;
 } tl_iter_token;
 /* For the chunk tl_iter_next gave last: the tokens chosen since the chunk before it (several when
@@ -235,5 +247,18 @@ int tl_iter_last_tokens(const tl_iter *it, const tl_iter_token **tok);
 void tl_iter_counts(tl_iter *it, int *put, int *got);
 /* Joins the thread and frees it. Returns what tl_generate returned (-1 with err on error). */
 int tl_iter_finish(tl_iter *it, tl_error *err);
+
+/* --- a batch runner: what a server does with several requests ---
+ * One thread steps every iterator started on it together (tl_session_step_batch): each decode
+ * pass reads the weights once for all of them. Iterators join and leave between steps; one
+ * whose prompt arrives has its prefill alone, as a step of its own. Their sessions share one
+ * model. The iterator API is the same as tl_iter_start's. */
+typedef struct tl_batcher tl_batcher;
+int tl_batcher_create(tl_batcher **out, tl_error *err);
+/* Iterators still running are cancelled and finished first; call after tl_iter_finish on each. */
+void tl_batcher_free(tl_batcher *b);
+int tl_iter_start_batched(tl_iter **out, tl_session *s, tl_batcher *b, tl_error *err);
+/* Sequences in the last batched pass (0 before any); for /health and a class's screen. */
+int tl_batcher_last_batch(tl_batcher *b);
 
 #endif
