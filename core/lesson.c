@@ -20,6 +20,8 @@
 #include "tokenloop/paths.h"
 #include "tokenloop/tokenizer.h"
 
+#include "lesson_text.h"
+
 #define MAX_SAVED 16
 #define MAX_CMP 8
 #define MAX_CMP_RUNS 50
@@ -34,7 +36,7 @@ typedef struct cmp_slot {
 typedef struct saved_value {
     char name[32];
     int is_num;
-    int is_prob;        /* kept from a *_prob field: narrated as the Logits pane shows it */
+    char field[48];     /* the field it was kept from: narrated as that field is */
     double num;
     char *str;
 } saved_value;
@@ -1092,7 +1094,7 @@ static int remember(tl_lesson *l, tl_session *s, const cJSON *v, tl_error *err)
         return tl_error_set(err, "%s: remember: cannot read %s", l->path, f);
     free(slot->str);
     slot->is_num = fv.kind == F_NUM;
-    slot->is_prob = strstr(f, "_prob") != NULL;
+    snprintf(slot->field, sizeof slot->field, "%s", f);
     slot->num = fv.num;
     slot->str = fv.str;
     return 0;
@@ -1400,12 +1402,15 @@ static const saved_value *find_saved(const tl_lesson *l, const char *name)
 }
 
 static int check_num(tl_lesson *l, tl_session *s, const char *k, double have, const cJSON *spec,
-                     char *why, size_t n)
+                     const char *lang, char *why, size_t n)
 {
+    char hv[64], wv[64];
+    lt_exact(hv, sizeof hv, have, lang);
     if (cJSON_IsNumber(spec)) {
         if (have == spec->valuedouble)
             return 0;
-        snprintf(why, n, "%s is %g, expected %g", k, have, spec->valuedouble);
+        lt_exact(wv, sizeof wv, spec->valuedouble, lang);
+        lt_why_value(why, n, lang, k, hv, NULL, wv, NULL);
         return 1;
     }
     for (const cJSON *op = spec->child; op; op = op->next) {
@@ -1416,14 +1421,14 @@ static int check_num(tl_lesson *l, tl_session *s, const char *k, double have, co
         if (strstr(o, "_saved")) {
             const saved_value *sv = find_saved(l, op->valuestring);
             if (!sv || !sv->is_num) {
-                snprintf(why, n, "%s: nothing numeric remembered as \"%s\"", k, op->valuestring);
+                lt_why_unsaved(why, n, lang, k, op->valuestring, 0);
                 return 1;
             }
             want = sv->num;
         } else if (strstr(o, "_field")) {
             field_value fv;
             if (field_get(l, s, op->valuestring, &fv)) {
-                snprintf(why, n, "%s: cannot read %s", k, op->valuestring);
+                lt_why_unread(why, n, lang, k, op->valuestring);
                 return 1;
             }
             want = fv.num;
@@ -1437,8 +1442,8 @@ static int check_num(tl_lesson *l, tl_session *s, const char *k, double have, co
             else if (!strncmp(o, "lt", 2)) ok = have < want;
         }
         if (!ok) {
-            snprintf(why, n, "%s is %g, expected %s %g%s%s", k, have, o, want,
-                     cJSON_IsString(op) ? " from " : "", cJSON_IsString(op) ? op->valuestring : "");
+            lt_exact(wv, sizeof wv, want, lang);
+            lt_why_value(why, n, lang, k, hv, o, wv, cJSON_IsString(op) ? op->valuestring : NULL);
             return 1;
         }
     }
@@ -1451,12 +1456,16 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-static int check_str(tl_lesson *l, const char *k, const char *have, const cJSON *spec, char *why, size_t n)
+static int check_str(tl_lesson *l, const char *k, const char *have, const cJSON *spec, const char *lang,
+                     char *why, size_t n)
 {
+    char hv[128], wv[128];
+    snprintf(hv, sizeof hv, "\"%.120s\"", have);
     if (cJSON_IsString(spec)) {
         if (!strcmp(have, spec->valuestring))
             return 0;
-        snprintf(why, n, "%s is \"%.120s\", expected \"%.120s\"", k, have, spec->valuestring);
+        snprintf(wv, sizeof wv, "\"%.120s\"", spec->valuestring);
+        lt_why_value(why, n, lang, k, hv, NULL, wv, NULL);
         return 1;
     }
     for (const cJSON *op = spec->child; op; op = op->next) {
@@ -1476,25 +1485,26 @@ static int check_str(tl_lesson *l, const char *k, const char *have, const cJSON 
         else if (!strcmp(o, "equals_saved") || !strcmp(o, "differs_from_saved")) {
             const saved_value *sv = find_saved(l, want);
             if (!sv || sv->is_num) {
-                snprintf(why, n, "%s: no text remembered as \"%s\"", k, want);
+                lt_why_unsaved(why, n, lang, k, want, 1);
                 return 1;
             }
             ok = !strcmp(have, sv->str) == !strcmp(o, "equals_saved");
             want = sv->str;
         }
         if (!ok) {
-            snprintf(why, n, "%s is \"%.120s\", expected %s \"%.120s\"", k, have, o, want);
+            snprintf(wv, sizeof wv, "\"%.120s\"", want);
+            lt_why_value(why, n, lang, k, hv, o, wv, NULL);
             return 1;
         }
     }
     return 0;
 }
 
-int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_size)
+int tl_lesson_check_lang(tl_lesson *l, int i, tl_session *s, const char *lang, char *why, size_t why_size)
 {
     const cJSON *st = step_at(l, i);
     if (!st) {
-        snprintf(why, why_size, "no step %d", i + 1);
+        lt_why_no_step(why, why_size, lang, i + 1);
         return -1;
     }
     /* Checks read the prompt, which exists once the request is rendered and tokenized. */
@@ -1509,11 +1519,11 @@ int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_si
         const cJSON *spec = e->child;
         field_value fv;
         if (field_get(l, s, spec->string, &fv)) {
-            snprintf(why, why_size, "cannot read %s", spec->string);
+            lt_why_unread(why, why_size, lang, NULL, spec->string);
             return -1;
         }
-        int bad = fv.kind == F_NUM ? check_num(l, s, spec->string, fv.num, spec, why, why_size)
-                                   : check_str(l, spec->string, fv.str, spec, why, why_size);
+        int bad = fv.kind == F_NUM ? check_num(l, s, spec->string, fv.num, spec, lang, why, why_size)
+                                   : check_str(l, spec->string, fv.str, spec, lang, why, why_size);
         free(fv.str);
         if (bad)
             return 1;
@@ -1525,77 +1535,25 @@ int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_si
     return 0;
 }
 
+int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_size)
+{
+    return tl_lesson_check_lang(l, i, s, "en", why, why_size);
+}
+
 /* ---------- narration ---------- */
 
-
-/* A number as people read it: integers plain, small values with 2-3 significant digits. */
-static void format_num(char *out, size_t n, double v)
+/* A number field as the narration writes it in lang, with the panes' marks: a *_prob as the
+ * Logits pane prints it, an identifier (the server's port) as it is, any other figure grouped. */
+static void narrate_num(char *out, size_t n, const char *field, double v, const char *lang)
 {
-    if (isnan(v))
-        snprintf(out, n, "n/a");
-    else if (v == (long long)v && fabs(v) < 1e15)
-        snprintf(out, n, "%lld", (long long)v);
-    else if (fabs(v) >= 100)
-        snprintf(out, n, "%.0f", v);
-    else if (fabs(v) >= 10)
-        snprintf(out, n, "%.1f", v);
-    else if (fabs(v) >= 0.01)
-        snprintf(out, n, "%.2f", v);
+    const char *dot = strrchr(field, '.');
+    const char *last = dot ? dot + 1 : field;
+    if (strstr(field, "_prob"))
+        lt_prob(out, n, v, lang);
+    else if (!strcmp(last, "served_port") || !strcmp(last, "port"))
+        lt_plain(out, n, v);
     else
-        snprintf(out, n, "%.2g", v);
-}
-
-/* A probability as the Logits pane prints it (tui/format.c's Format_prob), so the figure in the
- * narration is the one the student finds on screen. */
-static void format_prob(char *out, size_t n, double p)
-{
-    double pc = p * 100;
-    if (!(p >= 0)) snprintf(out, n, "n/a");
-    else if (p == 0) snprintf(out, n, "0%%");
-    else if (pc < 0.01) snprintf(out, n, "<0.01%%");
-    else if (pc >= 99.95 && p < 1) snprintf(out, n, ">99.9%%");
-    else if (p >= 1) snprintf(out, n, "100%%");
-    else if (pc < 1) snprintf(out, n, "%.2f%%", pc);
-    else snprintf(out, n, "%.1f%%", pc);
-}
-
-/* Vietnamese writes the decimal mark as a comma, as the panes do (tui/format.c): a figure in the
- * narration reads as the same figure on screen. */
-static void decimal_mark(char *num, const char *lang)
-{
-    if (lang && !strncmp(lang, "vi", 2))
-        for (char *c = num; *c; c++)
-            if (*c == '.')
-                *c = ',';
-}
-
-static const char *budget_source_vi(const char *src)
-{
-    return !strcmp(src, "request") ? "yêu cầu" : !strcmp(src, "default") ? "mặc định của transformers"
-           : !strcmp(src, "context") ? "phần còn lại của ngữ cảnh" : src;
-}
-
-void tl_lesson_stop_detail(const char *detail, const char *lang, char *out, size_t size)
-{
-    static const char eos[] = "eos id ", from[] = " (from ", sb[] = "stop string ", at[] = " at bytes ",
-                      gen[] = " of the generated text";
-    size_t len = strlen(detail);
-    const char *f = strstr(detail, from), *a = strstr(detail, at);
-    int n = 0;
-    char src[64];
-    if (!size)
-        return;
-    snprintf(out, size, "%s", detail);
-    if (!len || !lang || strncmp(lang, "vi", 2))
-        return;
-    if (!strncmp(detail, eos, sizeof eos - 1) && f && detail[len - 1] == ')')
-        snprintf(out, size, "%.*s (từ %s", (int)(f - detail), detail, f + sizeof from - 1);
-    else if (!strncmp(detail, sb, sizeof sb - 1) && a && len > sizeof gen && !strcmp(detail + len - (sizeof gen - 1), gen))
-        snprintf(out, size, "chuỗi dừng %.*s ở byte %.*s của văn bản đã sinh", (int)(a - detail - (sizeof sb - 1)),
-                 detail + sizeof sb - 1, (int)(len - (sizeof gen - 1) - (size_t)(a - detail) - (sizeof at - 1)),
-                 a + sizeof at - 1);
-    else if (sscanf(detail, "%d new tokens (budget from %63[^)])", &n, src) == 2)
-        snprintf(out, size, "%d token mới (hạn mức lấy từ %s)", n, budget_source_vi(src));
+        lt_num(out, n, v, lang);
 }
 
 char *tl_lesson_field(const tl_lesson *l, tl_session *s, const char *name, const char *lang)
@@ -1609,8 +1567,7 @@ char *tl_lesson_field(const tl_lesson *l, tl_session *s, const char *name, const
     if (isnan(fv.num))
         return NULL;
     char num[64];
-    format_num(num, sizeof num, fv.num);
-    decimal_mark(num, lang);
+    narrate_num(num, sizeof num, name, fv.num, lang);
     return dupstr(num);
 }
 
@@ -1712,32 +1669,24 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
             char num[64];
             if (sv) {
                 if (sv->is_num) {
-                    if (sv->is_prob)
-                        format_prob(num, sizeof num, sv->num);
-                    else
-                        format_num(num, sizeof num, sv->num);
-                    decimal_mark(num, lang);
+                    narrate_num(num, sizeof num, sv->field, sv->num, lang);
                     buf_put(&b, num, strlen(num));
                 } else {
-                    put_inline(&b, sv->str);
+                    put_inline(&b, lt_field_words(sv->field, sv->str, lang));
                 }
                 p = close + 1;
                 continue;
             }
             if (field_get(l, s, name, &fv) == 0) {
                 if (fv.kind == F_NUM) {
-                    if (strstr(name, "_prob"))
-                        format_prob(num, sizeof num, fv.num);
-                    else
-                        format_num(num, sizeof num, fv.num);
-                    decimal_mark(num, lang);
+                    narrate_num(num, sizeof num, name, fv.num, lang);
                     buf_put(&b, num, strlen(num));
                 } else if (!strcmp(name, "stop_detail") && fv.str) {   /* prose: in the narration's language */
                     char d[512];
                     tl_lesson_stop_detail(fv.str, lang, d, sizeof d);
                     put_inline(&b, d);
-                } else {
-                    put_inline(&b, fv.str);
+                } else {   /* a value core names in English (where the budget came from) in lang */
+                    put_inline(&b, lt_field_words(name, fv.str, lang));
                 }
                 free(fv.str);
                 p = close + 1;

@@ -57,6 +57,10 @@ int tl_lesson_apply(tl_lesson *l, int i, tl_session *s, tl_lesson_ui *ui, tl_err
  * spread hid the answer): the narration says so, a front end shows no check mark, why names it;
  * -1: an error. */
 int tl_lesson_check(tl_lesson *l, int i, tl_session *s, char *why, size_t why_size);
+/* The same, with why in lang ("vi": a Vietnamese sentence, its figures with the panes' marks,
+ * "3,35" and "128.256"; anything else the English of tl_lesson_check). Field names, the lesson
+ * file's comparison names and quoted values stay as they are. */
+int tl_lesson_check_lang(tl_lesson *l, int i, tl_session *s, const char *lang, char *why, size_t why_size);
 /* The compare actions run so far (issue 38): their count, and the k-th's name, outcome and
  * tolerance (NULL when k is out of range), so a test can set each narration beside its numbers. */
 int tl_lesson_n_compares(const tl_lesson *l);
@@ -66,7 +70,8 @@ char *tl_lesson_narrate(const tl_lesson *l, int i, const char *lang, tl_session 
 /* A stop's detail (tl_stop_result.detail, English) in lang: "vi" gets the Vietnamese of its
  * three forms, anything else the text as it is. Writes out (always terminated). */
 void tl_lesson_stop_detail(const char *detail, const char *lang, char *out, size_t size);
-/* A field's live value as the narration writes it in lang (numbers with lang's decimal mark);
+/* A field's live value as the narration writes it in lang (numbers with lang's decimal mark and
+ * thousands separator, en "3.35" "128,256", vi "3,35" "128.256");
  * malloc'd, NULL when the field is unknown or not measured yet. For front ends that show a
  * figure a step narrates (the TUI's Stream pane: the queue's and the HTTP client's chunks). */
 char *tl_lesson_field(const tl_lesson *l, tl_session *s, const char *name, const char *lang);
