@@ -14,7 +14,7 @@ its template in the lesson file, so each {field}'s value is known. Then, for eve
     with an English mark and no English sentence (no English function word outside quotes and
     outside what the model or the tokenizer wrote);
   - the lesson's own numbers (not a field's) of four digits or more are grouped, in both languages;
-  - a bundled step's Vietnamese is not its English.
+  - a bundled step's (and lesson title's) Vietnamese is not its English.
 And on the probe (a run whose values do not depend on time): the vocabulary reads as the Logits
 title prints it (config.json's vocab_size grouped), and each deterministic figure is the same in
 both languages with the marks swapped; a stop's detail and a budget's source carry the same
@@ -228,6 +228,9 @@ def main():
                               for k, st in enumerate(j["steps"]) if k < len(got)]
                 n_steps += len(got)
             if d == LESSONS:
+                t = j["title"]
+                hits = ENGLISH_RE.findall(QUOTED.sub(" ", t["vi"]))
+                check(t["vi"] != t["en"] and not hits, "%s: the Vietnamese title %r (English: %s)" % (lid, t["vi"], hits))
                 for k, st in enumerate(j["steps"]):
                     check(st["say"]["vi"] != st["say"]["en"], "%s step %d: the Vietnamese is the English" % (lid, k + 1))
             # the vocabulary, wherever a step names it, as the Logits title prints it
