@@ -24,7 +24,7 @@ static const char usage[] =
     "usage: tokenloop serve [--model DIR] [--host ADDR] [--port N] [--slots N] [--queue N]\n"
     "                       [--per-client N] [--api-key-file FILE] [--default-max-tokens N]\n"
     "                       [--allow-special-in-content] [--idle-timeout S] [--body-timeout S]\n"
-    "                       [--log FILE] [--threads N] [--exact | --bf16-activations]\n"
+    "                       [--log FILE] [--threads N] [--no-batch] [--exact | --bf16-activations]\n"
     "  An OpenAI-compatible chat server on the iterator streamer: POST /v1/chat/completions\n"
     "  (messages, content as a string or a list of text parts, stream, max_tokens /\n"
     "  max_completion_tokens, temperature (0: greedy), top_p, top_k, seed, stop, logprobs +\n"
@@ -43,7 +43,11 @@ static const char usage[] =
     "                only; 0.0.0.0 or :: the whole network: the URLs students can use are printed)\n"
     "  --port N      default 8080; 0 picks a free port (printed on stderr)\n"
     "  --slots N     requests served at once, each with its own KV cache, all on one copy of\n"
-    "                the weights (default 1)\n"
+    "                the weights (default 1). Their decodes run as one batch: each pass reads the\n"
+    "                weights once for all of them (tokenloop.batch in each chunk, /health)\n"
+    "  --no-batch    each slot runs its own passes: N busy slots read the weights N times a step,\n"
+    "                but a seeded answer is the same bits whatever else runs (a batched pass\n"
+    "                rounds differently: a seeded sample near a tie can go the other way)\n"
     "  --queue N     requests that may wait for a slot (default 8); past that, 429 + Retry-After\n"
     "  --per-client N  requests one client address may have in flight (default: no cap); past\n"
     "                that, 429\n"
@@ -100,7 +104,7 @@ typedef struct serve_args {
     const char *model, *host, *key, *key_file, *log;
     long port, threads, slots, queue, per_client, default_max;
     double idle_s, body_s;
-    int special;
+    int special, no_batch;
     tl_precision prec;
 } serve_args;
 
@@ -140,6 +144,7 @@ static int parse_args(int argc, char **argv, serve_args *s)
         for (int k = 0; with_value[k]; k++) needs |= !strcmp(a, with_value[k]);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return 1; }
         if (!strcmp(a, "--allow-special-in-content")) { s->special = 1; continue; }
+        if (!strcmp(a, "--no-batch")) { s->no_batch = 1; continue; }
         if ((pf = cli_precision_flag(a, &s->prec)) != 0) {
             if (pf < 0) return 2;
             continue;
@@ -193,7 +198,7 @@ int cmd_serve(int argc, char **argv)
     serve_opts o = {.model_dir = s.model, .host = s.host, .port = (int)s.port, .slots = (int)s.slots,
                     .queue = (int)s.queue, .threads = (int)s.threads, .per_client = (int)s.per_client, .api_key = s.key,
                     .precision = s.prec, .parse_special = s.special, .default_max_tokens = (int)s.default_max,
-                    .idle_s = s.idle_s, .body_s = s.body_s, .log = log};
+                    .idle_s = s.idle_s, .body_s = s.body_s, .log = log, .no_batch = s.no_batch};
     server *srv;
     if (serve_start(&srv, &o, &err)) {
         if (log) fclose(log);

@@ -117,7 +117,7 @@ static void refuse(server *srv, int fd, const char *head, const req_error *e, co
     close(fd);
     char method[16] = "-";
     sscanf(head, "%15s", method);
-    serve_log_line(srv, "%s %s - %u prompt_tokens=0 completion_tokens=0 ttft_ms=- ms=0.0", client, method, e->status);
+    serve_log_line(srv, "%s %s - %u prompt_tokens=0 completion_tokens=0 ttft_ms=- batch=- ms=0.0", client, method, e->status);
 }
 
 /* Reads ahead until the head is whole: 1 with head filled, 0 when refused (e set), -1 when the

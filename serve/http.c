@@ -75,9 +75,9 @@ static enum MHD_Result health(struct MHD_Connection *c, server *srv)
     pthread_mutex_lock(&srv->mu);
     int busy = 0;
     for (int i = 0; i < srv->n_slots; i++) busy += srv->slots[i].busy;
-    char h[160];
-    snprintf(h, sizeof h, "{\"status\":\"ok\",\"slots\":%d,\"busy\":%d,\"waiting\":%d,\"queue\":%d}", srv->n_slots,
-             busy, srv->waiting, srv->max_queue);
+    char h[200];
+    snprintf(h, sizeof h, "{\"status\":\"ok\",\"slots\":%d,\"busy\":%d,\"waiting\":%d,\"queue\":%d,\"batch\":%d}",
+             srv->n_slots, busy, srv->waiting, srv->max_queue, tl_batcher_last_batch(srv->batcher));
     pthread_mutex_unlock(&srv->mu);
     return reply_json(c, 200, h);
 }
@@ -303,8 +303,11 @@ static void log_request(const request *q)
     double ms = (double)(t1.tv_sec - q->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - q->t0.tv_nsec) / 1e6;
     char ttft[32] = "-";
     if (q->st.completion_tokens || q->st.prompt_tokens) snprintf(ttft, sizeof ttft, "%.1f", q->st.ttft_ms);
-    serve_log_line(q->srv, "%s %s %s %u prompt_tokens=%d completion_tokens=%d ttft_ms=%s ms=%.1f", q->addr, q->method,
-                    q->path, q->status ? q->status : 499, q->st.prompt_tokens, q->st.completion_tokens, ttft, ms);
+    char batch[32] = "-";
+    if (q->st.batch > 0) snprintf(batch, sizeof batch, "%.1f", q->st.batch);
+    serve_log_line(q->srv, "%s %s %s %u prompt_tokens=%d completion_tokens=%d ttft_ms=%s batch=%s ms=%.1f", q->addr,
+                   q->method, q->path, q->status ? q->status : 499, q->st.prompt_tokens, q->st.completion_tokens, ttft,
+                   batch, ms);
 }
 
 void http_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)

@@ -64,6 +64,7 @@ typedef struct server {
     conn_watch *watch;
     door *door;
     int door_started;
+    tl_batcher *batcher;        /* --slots > 1: the slots' decodes run as one batch; NULL: each alone */
 } server;
 
 /* A request as protocol.c checked it, before any slot is taken. */
@@ -124,6 +125,7 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 typedef struct answer_stats {
     int prompt_tokens, completion_tokens;
     double ttft_ms;
+    double batch;               /* decodes per pass over this answer's decode steps (mean); 0: none */
 } answer_stats;
 enum MHD_Result respond_complete(struct MHD_Connection *c, server *srv, slot *sl, const parsed_req *r,
                                  answer_stats *st);

@@ -73,6 +73,14 @@ static void add_usage(cJSON *o, tl_session *s, answer_stats *st)
     st->prompt_tokens = np;
     st->completion_tokens = ng;
     st->ttft_ms = tl_session_metrics(s).ttft_ms;
+    int decodes = 0;
+    double sum = 0;
+    for (int i = 1; i < tl_session_n_steps(s); i++) {
+        const tl_step *stp = tl_session_step_at(s, i);
+        sum += stp->batch > 0 ? stp->batch : 1;
+        decodes++;
+    }
+    st->batch = decodes ? sum / decodes : 0;
 }
 
 /* A log probability as JSON can carry it: a token the model rules out entirely (a -inf logit)
@@ -212,8 +220,11 @@ static int content_event(stream *q)
     const tl_iter_token *toks;
     int n_tok = tl_iter_last_tokens(q->it, &toks);
     cJSON *o = delta_chunk(q, NULL, text, NULL, toks, n_tok);
-    /* the server's clock for this text: a client compares its own receive time */
-    cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "tokenloop"), "token_ms", tl_iter_last_ms(q->it));
+    /* the server's clock for this text: a client compares its own receive time; and how many
+     * requests' decodes shared the pass that made its last token (1: alone, or a prefill) */
+    cJSON *ext = cJSON_AddObjectToObject(o, "tokenloop");
+    cJSON_AddNumberToObject(ext, "token_ms", tl_iter_last_ms(q->it));
+    if (n_tok > 0) cJSON_AddNumberToObject(ext, "batch", toks[n_tok - 1].batch);
     set_event(q, o);
     free(text);
     return 1;
@@ -298,7 +309,8 @@ static enum MHD_Result start_stream(struct MHD_Connection *c, server *srv, slot 
 {
     stream *q = calloc(1, sizeof *q);
     tl_error err = {{0}};
-    if (!q || tl_iter_start(&q->it, sl->s, &err)) {
+    if (!q || (srv->batcher ? tl_iter_start_batched(&q->it, sl->s, srv->batcher, &err)
+                            : tl_iter_start(&q->it, sl->s, &err))) {
         free(q);
         slot_release(srv, sl);
         req_error e;
@@ -344,6 +356,26 @@ static int generate_hook(void *ctx, tl_session *s, const tl_step *step)
     watch_ctx *w = ctx;
     if (reply_client_gone(w->c)) return w->gone = 1;
     return w->srv->draining;
+}
+
+/* A whole answer's generation: on the batch runner when there is one (the slots' decodes share
+ * each pass), else on this connection's thread. The hook's checks run between chunks. */
+static int generate_whole(server *srv, slot *sl, watch_ctx *w, tl_error *err)
+{
+    if (!srv->batcher) return tl_generate(sl->s, generate_hook, w, err);
+    tl_iter *it;
+    if (tl_iter_start_batched(&it, sl->s, srv->batcher, err)) return -1;
+    char *text;
+    size_t len;
+    int rc, cancelled = 0;
+    while ((rc = tl_iter_next(it, &text, &len, STREAM_POLL_MS)) != 0) {
+        if (rc == 1) free(text);
+        if (!cancelled && generate_hook(w, sl->s, NULL)) {
+            tl_iter_cancel(it);
+            cancelled = 1;
+        }
+    }
+    return tl_iter_finish(it, err);
 }
 
 static cJSON *whole_answer(server *srv, tl_session *s, const parsed_req *r, const char *cid, int shutdown,
@@ -399,7 +431,7 @@ enum MHD_Result respond_complete(struct MHD_Connection *c, server *srv, slot *sl
     if (r->stream) return start_stream(c, srv, sl, r, cid, st);
     watch_ctx w = {.c = c, .srv = srv};
     tl_error err = {{0}};
-    int rc = tl_generate(sl->s, generate_hook, &w, &err);
+    int rc = generate_whole(srv, sl, &w, &err);
     enum MHD_Result ok;
     if (rc < 0) {
         req_error_set(&e, 500, NULL, NULL, "%s", err.msg);

@@ -29,6 +29,7 @@ typedef struct serve_opts {
     double idle_s, body_s;   /* deadlines: headers (or the next request), body; 0: 15 s, 60 s */
     FILE *log;               /* the access log, one line a request; NULL: stderr */
     int no_log;              /* 1: none (the lesson's server inside the TUI) */
+    int no_batch;            /* 1: each slot its own passes; 0: the slots' decodes as one batch */
 } serve_opts;
 
 /* Listening when it returns 0; each connection is served on its own thread. */

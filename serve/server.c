@@ -138,6 +138,7 @@ int serve_start(server **out, const serve_opts *o, tl_error *err)
     struct sockaddr_storage addr;   /* a bad --host is refused before the model loads */
     if (!rc) rc = resolve(host, o->port, &addr, srv->url_host, sizeof srv->url_host, err);
     if (!rc) rc = open_slots(srv, o, err);
+    if (!rc && srv->n_slots > 1 && !o->no_batch) rc = tl_batcher_create(&srv->batcher, err);   /* one batch */
     if (!rc && watch_start(srv)) rc = tl_error_set(err, "serve: cannot start the watchdog thread");
     if (!rc) rc = listen_on(srv, o, addr, err);
     if (rc) {
@@ -187,6 +188,7 @@ void serve_stop(server *srv)
         MHD_stop_daemon(srv->daemon);   /* waits for every connection's thread */
     }
     watch_stop(srv);
+    tl_batcher_free(srv->batcher);   /* after the daemon: every request's iterator has finished */
     for (int i = srv->n_slots - 1; i >= 0; i--) tl_session_free(srv->slots[i].s);   /* slot 0 may own the model */
     pthread_mutex_destroy(&srv->mu);
     pthread_mutex_destroy(&srv->log_mu);

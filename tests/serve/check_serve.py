@@ -69,7 +69,7 @@ def generate(q, *extra):
 
 
 try:
-    check(raw("GET", "/health") == (200, {"status": "ok", "slots": 1, "busy": 0, "waiting": 0, "queue": 8}),
+    check(raw("GET", "/health") == (200, {"status": "ok", "slots": 1, "busy": 0, "waiting": 0, "queue": 8, "batch": 0}),
           "/health: %r" % (raw("GET", "/health"),))
     models = client.models.list()
     check([x.id for x in models.data] == ["tl-mini-instruct"], "/v1/models: %r" % models)
@@ -340,9 +340,11 @@ try:
 finally:
     stop(srv)
 
-# --slots 2 --queue 1: two students at once, each with a KV cache of their own on one copy of the
-# weights; a third request waits for a slot, a fourth is told to come back (429 + Retry-After)
-srv, base = start(exe, "--slots", "2", "--queue", "1", "--threads", "1", "--exact")
+# --slots 2 --queue 1 --no-batch: two students at once, each with a KV cache of their own on one
+# copy of the weights and passes of their own, so a seeded answer is the same bits as alone (a
+# batched pass rounds otherwise; check_serve_load.py runs the batch); a third request waits for a
+# slot, a fourth is told to come back (429 + Retry-After)
+srv, base = start(exe, "--slots", "2", "--queue", "1", "--threads", "1", "--exact", "--no-batch")
 client = OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
 try:
     def seeded(seed, n=600):
@@ -396,7 +398,8 @@ try:
     first = {n: min(t for t, m in events if m == n) for n in (1, 2)}
     last = {n: max(t for t, m in events if m == n) for n in (1, 2)}
     check(first[1] < last[2] and first[2] < last[1], "the two slots' streams overlap in time")
-    print("--slots 2: two seeded streams at once equal the same requests alone; a third waited; a fourth got 429")
+    print("--slots 2 --no-batch: two seeded streams at once equal the same requests alone; a third waited; "
+          "a fourth got 429")
 finally:
     stop(srv)
 finish_test("openai %s against tokenloop serve" % openai.__version__)

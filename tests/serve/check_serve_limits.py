@@ -524,7 +524,7 @@ def main():
         check(srv.poll() is None, "the server is still running")
         log = access_log(srv)
         line = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ 127\.0\.0\.1 (GET|POST|-) (\S+) (\d{3}) "
-                          r"prompt_tokens=(\d+) completion_tokens=(\d+) ttft_ms=(-|[\d.]+) ms=[\d.]+$")
+                          r"prompt_tokens=(\d+) completion_tokens=(\d+) ttft_ms=(-|[\d.]+) batch=(-|[\d.]+) ms=[\d.]+$")
         parsed = [line.match(x) for x in log]
         bad = [x for x, m in zip(log, parsed) if not m]
         seen = {(m.group(2), m.group(3)) for m in parsed if m}
