@@ -23,6 +23,7 @@
 #include "tokenloop/lesson.h"
 #include "tokenloop/paths.h"
 #include "i18n.h"
+#include "keys.h"
 #include "welcome.h"
 #include "tokenloop/template.h"
 #include "ui.h"
@@ -81,6 +82,7 @@ typedef struct tl_app {
     tl_sview sv;
     tl_ui ui;
     int confirm;                 /* a key that starts over, pressed once: press again to do it */
+    int confirm_was;             /* confirm as the key being handled found it */
     int welcome;                 /* the opening strip (what the model knows) is up */
     int example;                 /* the example question x puts in next */
     char *welcome_text;
@@ -139,10 +141,8 @@ static void settings_changed(tl_app *a, const char *what)
 static int confirm_restart(tl_app *a, int key, const char *what)
 {
     int n = tl_session_n_steps(a->s);
-    if (n == 0 || a->confirm == key) {
-        a->confirm = 0;
+    if (n == 0 || a->confirm_was == key)
         return 1;
-    }
     a->confirm = key;
     char m[160];
     if (n == 1)
@@ -579,6 +579,269 @@ static void switch_lang(tl_app *a)
     say(a, "language: English (v: Ti\xE1\xBA\xBFng Vi\xE1\xBB\x87t)", NULL);
 }
 
+/* ---- the keys: a handler per row of keys_table.h ---- */
+
+static void key_step(tl_app *a, int key)
+{
+    (void)key;
+    step(a);
+}
+
+static void key_run(tl_app *a, int key)
+{
+    (void)key;
+    run_start(a);
+}
+
+static void key_back(tl_app *a, int key)
+{
+    (void)key;
+    rewind1(a);
+}
+
+/* Enter forces the selected logits row; the Return character only where no token is selected
+ * outside the Logits pane */
+static void key_force(tl_app *a, int key)
+{
+    if (key == KC(KEY_ENTER) || a->ui.active == PANE_LOGITS || a->ui.tok_sel < 0)
+        force(a);
+}
+
+static void key_scroll(tl_app *a, int key)
+{
+    scroll_active(a, key == KC(KEY_UP) ? -1 : key == KC(KEY_DOWN) ? 1 : key == KC(KEY_PPAGE) ? -10 : 10);
+}
+
+static void key_greedy(tl_app *a, int key)
+{
+    (void)key;
+    tl_sampling sp = tl_session_sampling(a->s);
+    sp.greedy = !sp.greedy;
+    set_sampling(a, sp, sp.greedy ? "greedy" : "sampling");
+}
+
+static void key_temperature(tl_app *a, int key)
+{
+    tl_sampling sp = tl_session_sampling(a->s);
+    if (key == 't')
+        sp.temperature = sp.temperature > 0.15f ? sp.temperature - 0.1f : 0.05f;
+    else {
+        sp.temperature = sp.temperature < 0.1f ? 0.1f : sp.temperature + 0.1f;
+        if (sp.temperature > 5)
+            sp.temperature = 5;
+    }
+    set_sampling(a, sp, "temperature");
+}
+
+static void key_top_k(tl_app *a, int key)
+{
+    tl_sampling sp = tl_session_sampling(a->s);
+    if (key == 'k')
+        sp.top_k = sp.top_k > 1 ? sp.top_k - (sp.top_k > 10 ? 10 : 1) : 0;
+    else
+        sp.top_k = sp.top_k >= 10 ? sp.top_k + 10 : sp.top_k + 1;
+    set_sampling(a, sp, "top-k");
+}
+
+static void key_top_p(tl_app *a, int key)
+{
+    tl_sampling sp = tl_session_sampling(a->s);
+    if (key == 'p')
+        sp.top_p = sp.top_p > 0.06f ? sp.top_p - 0.05f : 0.05f;
+    else
+        sp.top_p = sp.top_p + 0.05f > 0.999f ? 1.0f : sp.top_p + 0.05f;
+    set_sampling(a, sp, "top-p");
+}
+
+static void key_logit_rows(tl_app *a, int key)
+{
+    if (key == '[' && a->logit_rows > 1)
+        a->logit_rows--;
+    else if (key == ']' && a->logit_rows < TL_MAX_TOP)
+        a->logit_rows++;
+}
+
+static void key_max_new_tokens(tl_app *a, int key)
+{
+    (void)key;
+    char b[32];
+    snprintf(b, sizeof b, "%d", tl_session_max_new_tokens(a->s));
+    begin_edit(a, EDIT_MAXNEW, b);
+}
+
+static void key_stop_string(tl_app *a, int key)
+{
+    (void)key;
+    begin_edit(a, EDIT_STOP, "");
+}
+
+/* a and i: the prompt is rendered another way, so the answer starts over (asked first) */
+static void toggle_render(tl_app *a, int key, int (*get)(const tl_session *), void (*set)(tl_session *, int),
+                          const char *what_off, const char *what_on, const char *said_off, const char *said_on)
+{
+    int on = !get(a->s);
+    if (!confirm_restart(a, key, on ? what_on : what_off))
+        return;
+    set(a->s, on);
+    apply_request(a);
+    say(a, on ? said_on : said_off, NULL);
+}
+
+static void key_generation_prompt(tl_app *a, int key)
+{
+    toggle_render(a, key, tl_session_add_generation_prompt, tl_session_set_add_generation_prompt,
+                  "add_generation_prompt off", "add_generation_prompt on",
+                  "add_generation_prompt off: the model continues the user's text",
+                  "add_generation_prompt on: the model answers as the assistant");
+}
+
+static void key_special_in_content(tl_app *a, int key)
+{
+    toggle_render(a, key, tl_session_parse_special_in_content, tl_session_set_parse_special_in_content,
+                  "content as plain text", "special tokens in content parsed",
+                  "content as plain text: a typed <|eot_id|> stays ordinary text tokens",
+                  "special tokens in content parsed, as transformers does: a typed <|eot_id|> ends the turn");
+}
+
+/* e the user's message, S the system prompt */
+static void key_edit_message(tl_app *a, int key)
+{
+    const char *m = tl_session_message(a->s, key == 'e' ? "user" : "system");
+    begin_edit(a, key == 'e' ? EDIT_USER : EDIT_SYSTEM, m ? m : "");
+    int n = tl_session_n_steps(a->s);
+    if (n > 0) {
+        char b[128];
+        if (n == 1)
+            snprintf(b, sizeof b, "%s", I18n_tr(a->ui.lang, "Enter changes the prompt: generation starts over and the 1 token goes; Esc keeps it"));
+        else
+            snprintf(b, sizeof b, I18n_tr(a->ui.lang, "Enter changes the prompt: generation starts over and %d tokens go; Esc keeps them"), n);
+        say(a, "%s", b);
+    }
+}
+
+static void key_example(tl_app *a, int key)
+{
+    tl_ui *u = &a->ui;
+    const char *q = Welcome_example(a->example, u->lang);
+    if (!confirm_restart(a, key, I18n_tr(u->lang, "an example question")))
+        return;
+    tl_error err;
+    if (tl_session_set_user(a->s, tl_session_message(a->s, "system"), q, &err)) {
+        say(a, "%s", err.msg);
+        return;
+    }
+    a->example++;
+    apply_request(a);
+    say(a, I18n_tr(u->lang, "example question: %s (x: the next one, Space: the prefill)"), q);
+    u->prompt_scroll = -1;
+    follow(a, PANE_PROMPT);
+}
+
+static void key_streamer(tl_app *a, int key)
+{
+    (void)key;
+    int server = tl_session_stream_mode(a->s) != TL_STREAM_SERVER;
+    tl_session_set_stream_mode(a->s, server ? TL_STREAM_SERVER : TL_STREAM_HF);
+    int n = tl_session_n_steps(a->s);
+    char b[128];
+    snprintf(b, sizeof b, I18n_tr(a->ui.lang, "streamer: %s, replayed over the same %d tokens"),
+             server ? I18n_tr(a->ui.lang, "server mode") : "hf TextStreamer", n);
+    say(a, "%s", b);
+    follow(a, PANE_STREAM);
+}
+
+static void key_wrong_timings(tl_app *a, int key)
+{
+    (void)key;
+    a->show_wrong = !a->show_wrong;
+    follow(a, PANE_TIMING);
+}
+
+static void key_async(tl_app *a, int key)
+{
+    (void)key;
+    tl_engine *e = tl_session_engine(a->s);
+    tl_error err;
+    int on = !tl_engine_async(e);
+    if (tl_engine_set_async(e, on, &err))
+        say(a, "%s", err.msg);
+    else
+        say(a, on ? I18n_tr(a->ui.lang, "async: each pass is queued to a worker, like a GPU stream; the clock read before synchronizing measures the launch (w shows it)")
+                  : I18n_tr(a->ui.lang, "sync: each pass finishes before the call returns"), NULL);
+    follow(a, PANE_TIMING);
+}
+
+static void key_dtype(tl_app *a, int key)
+{
+    (void)key;
+    next_dtype(a);
+}
+
+static void key_new_conversation(tl_app *a, int key)
+{
+    (void)key;
+    tl_session_reset(a->s);
+    a->ui.tok_sel = -1;
+    say(a, "new conversation: same prompt, from the start", NULL);
+    follow(a, PANE_PROMPT);
+}
+
+/* Tab the next pane, Shift-Tab the one before */
+static void key_next_pane(tl_app *a, int key)
+{
+    a->ui.active = (a->ui.active + (key == '\t' ? 1 : PANE_COUNT - 1)) % PANE_COUNT;
+    a->ui.follow = 0;
+}
+
+static void key_pane_n(tl_app *a, int key)
+{
+    a->ui.active = key - '1';
+    a->ui.follow = 0;
+}
+
+static void key_transformers_call(tl_app *a, int key)
+{
+    (void)key;
+    a->ui.hf_call = 1;
+}
+
+static void key_lessons(tl_app *a, int key)
+{
+    (void)key;
+    a->ui.lesson_open = 1;
+    LessonCtl_open(&a->lesson, &a->ui);
+}
+
+static void key_lesson_full(tl_app *a, int key)
+{
+    (void)key;
+    a->ui.lesson_full = a->ui.lesson_open;
+}
+
+static void key_language(tl_app *a, int key)
+{
+    (void)key;
+    switch_lang(a);
+}
+
+static void key_help(tl_app *a, int key)
+{
+    (void)key;
+    a->ui.help = 1;
+}
+
+static void key_quit(tl_app *a, int key)
+{
+    (void)key;
+    a->quit = 1;
+}
+
+#define H(f) .fn = f, .fn_name = #f
+static const tl_key app_keys[] = {
+#include "keys_table.h"
+};
+#undef H
+
 static void key(tl_app *a, int is_code, wint_t ch)
 {
     tl_ui *u = &a->ui;
@@ -591,7 +854,8 @@ static void key(tl_app *a, int is_code, wint_t ch)
         edit_key(a, is_code, ch);
         return;
     }
-    int confirm = a->confirm;
+    /* a key that starts over asks first: any other key forgets the question */
+    a->confirm_was = a->confirm;
     a->confirm = 0;
     if (a->welcome && !is_code && (ch == 27 || ch == 'l')) {
         a->welcome = 0;
@@ -617,158 +881,10 @@ static void key(tl_app *a, int is_code, wint_t ch)
             return;
         }
     }
-    tl_sampling sp = tl_session_sampling(a->s);
-    if (is_code) {
-        switch (ch) {
-        case KEY_RIGHT: step(a); break;
-        case KEY_LEFT:
-        case KEY_BACKSPACE: rewind1(a); break;
-        case KEY_UP: scroll_active(a, -1); break;
-        case KEY_DOWN: scroll_active(a, 1); break;
-        case KEY_PPAGE: scroll_active(a, -10); break;
-        case KEY_NPAGE: scroll_active(a, 10); break;
-        case KEY_ENTER: force(a); break;
-        case KEY_BTAB: u->active = (u->active + PANE_COUNT - 1) % PANE_COUNT, u->follow = 0; break;
-        case KEY_RESIZE: break;
-        default: break;
-        }
-        return;
-    }
-    switch (ch) {
-    case ' ': step(a); break;
-    case 127:
-    case 8: rewind1(a); break;
-    case '\n':
-    case '\r':
-        if (u->active == PANE_LOGITS || u->tok_sel < 0)
-            force(a);
-        break;
-    case 'r': run_start(a); break;
-    case 'q':
-    case 'Q': a->quit = 1; break;
-    case '?': u->help = 1; break;
-    case '\t': u->active = (u->active + 1) % PANE_COUNT, u->follow = 0; break;
-    case '1': case '2': case '3': case '4': case '5': case '6':
-        u->active = (int)(ch - '1'), u->follow = 0;
-        break;
-    case 'g': sp.greedy = !sp.greedy; set_sampling(a, sp, sp.greedy ? "greedy" : "sampling"); break;
-    case 't':
-        sp.temperature = sp.temperature > 0.15f ? sp.temperature - 0.1f : 0.05f;
-        set_sampling(a, sp, "temperature");
-        break;
-    case 'T':
-        sp.temperature = sp.temperature < 0.1f ? 0.1f : sp.temperature + 0.1f;
-        if (sp.temperature > 5)
-            sp.temperature = 5;
-        set_sampling(a, sp, "temperature");
-        break;
-    case 'k': sp.top_k = sp.top_k > 1 ? sp.top_k - (sp.top_k > 10 ? 10 : 1) : 0; set_sampling(a, sp, "top-k"); break;
-    case 'K': sp.top_k = sp.top_k >= 10 ? sp.top_k + 10 : sp.top_k + 1; set_sampling(a, sp, "top-k"); break;
-    case 'p': sp.top_p = sp.top_p > 0.06f ? sp.top_p - 0.05f : 0.05f; set_sampling(a, sp, "top-p"); break;
-    case 'P': sp.top_p = sp.top_p + 0.05f > 0.999f ? 1.0f : sp.top_p + 0.05f; set_sampling(a, sp, "top-p"); break;
-    case '[': if (a->logit_rows > 1) a->logit_rows--; break;
-    case ']': if (a->logit_rows < TL_MAX_TOP) a->logit_rows++; break;
-    case 'm': {
-        char b[32];
-        snprintf(b, sizeof b, "%d", tl_session_max_new_tokens(a->s));
-        begin_edit(a, EDIT_MAXNEW, b);
-        break;
-    }
-    case 's': begin_edit(a, EDIT_STOP, ""); break;
-    case 'a': {
-        int on = !tl_session_add_generation_prompt(a->s);
-        a->confirm = confirm;
-        if (!confirm_restart(a, 'a', on ? "add_generation_prompt on" : "add_generation_prompt off"))
-            break;
-        tl_session_set_add_generation_prompt(a->s, on);
-        apply_request(a);
-        say(a, on ? "add_generation_prompt on: the model answers as the assistant"
-                  : "add_generation_prompt off: the model continues the user's text", NULL);
-        break;
-    }
-    case 'i': {
-        int on = !tl_session_parse_special_in_content(a->s);
-        a->confirm = confirm;
-        if (!confirm_restart(a, 'i', on ? "special tokens in content parsed" : "content as plain text"))
-            break;
-        tl_session_set_parse_special_in_content(a->s, on);
-        apply_request(a);
-        say(a, on ? "special tokens in content parsed, as transformers does: a typed <|eot_id|> ends the turn"
-                  : "content as plain text: a typed <|eot_id|> stays ordinary text tokens", NULL);
-        break;
-    }
-    case 'e':
-    case 'S': {
-        const char *m = tl_session_message(a->s, ch == 'e' ? "user" : "system");
-        begin_edit(a, ch == 'e' ? EDIT_USER : EDIT_SYSTEM, m ? m : "");
-        int n = tl_session_n_steps(a->s);
-        if (n > 0) {
-            char b[128];
-            if (n == 1)
-                snprintf(b, sizeof b, "%s", I18n_tr(u->lang, "Enter changes the prompt: generation starts over and the 1 token goes; Esc keeps it"));
-            else
-                snprintf(b, sizeof b, I18n_tr(u->lang, "Enter changes the prompt: generation starts over and %d tokens go; Esc keeps them"), n);
-            say(a, "%s", b);
-        }
-        break;
-    }
-    case 'h': {
-        int server = tl_session_stream_mode(a->s) != TL_STREAM_SERVER;
-        tl_session_set_stream_mode(a->s, server ? TL_STREAM_SERVER : TL_STREAM_HF);
-        int n = tl_session_n_steps(a->s);
-        char b[128];
-        snprintf(b, sizeof b, I18n_tr(u->lang, "streamer: %s, replayed over the same %d tokens"),
-                 server ? I18n_tr(u->lang, "server mode") : "hf TextStreamer", n);
-        say(a, "%s", b);
-        follow(a, PANE_STREAM);
-        break;
-    }
-    case 'c': u->hf_call = 1; break;
-    case 'w': a->show_wrong = !a->show_wrong; follow(a, PANE_TIMING); break;
-    case 'd': next_dtype(a); break;
-    case 'n':
-        tl_session_reset(a->s);
-        u->tok_sel = -1;
-        say(a, "new conversation: same prompt, from the start", NULL);
-        follow(a, PANE_PROMPT);
-        break;
-    case 'x': {
-        const char *q = Welcome_example(a->example, u->lang);
-        a->confirm = confirm;
-        if (!confirm_restart(a, 'x', I18n_tr(u->lang, "an example question")))
-            break;
-        tl_error err;
-        if (tl_session_set_user(a->s, tl_session_message(a->s, "system"), q, &err)) {
-            say(a, "%s", err.msg);
-            break;
-        }
-        a->example++;
-        apply_request(a);
-        say(a, I18n_tr(u->lang, "example question: %s (x: the next one, Space: the prefill)"), q);
-        u->prompt_scroll = -1;
-        follow(a, PANE_PROMPT);
-        break;
-    }
-    case 'u': {
-        tl_engine *e = tl_session_engine(a->s);
-        tl_error err;
-        int on = !tl_engine_async(e);
-        if (tl_engine_set_async(e, on, &err))
-            say(a, "%s", err.msg);
-        else
-            say(a, on ? I18n_tr(u->lang, "async: each pass is queued to a worker, like a GPU stream; the clock read before synchronizing measures the launch (w shows it)")
-                      : I18n_tr(u->lang, "sync: each pass finishes before the call returns"), NULL);
-        follow(a, PANE_TIMING);
-        break;
-    }
-    case 'l':
-        u->lesson_open = 1;
-        LessonCtl_open(&a->lesson, u);
-        break;
-    case 'v': switch_lang(a); break;
-    case 'z': u->lesson_full = u->lesson_open; break;
-    default: break;
-    }
+    int k = is_code ? KC((int)ch) : (int)ch;
+    const tl_key *row = Keys_find(app_keys, (int)(sizeof app_keys / sizeof app_keys[0]), k);
+    if (row)
+        row->fn(a, k);
 }
 
 /* The opening strip: what the bundled model was taught and a question it answers. Only for the

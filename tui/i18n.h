@@ -1,11 +1,12 @@
 /* Every string a student reads in the TUI, in English and Vietnamese. The English text is the
- * key: a caller writes I18n_tr(ui->lang, "run to the stop") and gets the Vietnamese when lang
+ * key: a caller writes I18n_tr(ui->lang, "not stopped") and gets the Vietnamese when lang
  * is "vi", the English otherwise or when the table has no entry (so a missing translation
  * shows English rather than nothing; tests/tui/vi_screen.py finds those on screen).
  * printf formats work: each Vietnamese entry keeps the English conversions in the same order
  * (test_i18n checks it), so snprintf(buf, n, I18n_tr(lang, "prompt %d"), n) is safe.
  * Technical identifiers (token names, add_generation_prompt, TextStreamer, TTFT/TPOT, JSON
- * field names) stay as they are inside the translations. Pure: no ncurses, no core. */
+ * field names) stay as they are inside the translations. The keys' footer words and key list
+ * lines are not here: each is in its key's row of keys_table.h. Pure: no ncurses, no core. */
 #ifndef TL_TUI_I18N_H
 #define TL_TUI_I18N_H
 

@@ -3,6 +3,7 @@
 
 #include "format.h"
 #include "i18n.h"
+#include "keys.h"
 #include "ui.h"
 
 #define T(s) I18n_tr(ui->lang, s)
@@ -33,64 +34,45 @@ void Screen_summary(const tl_view *v, char *out, size_t n)
     summary_lang("en", v, out, n);
 }
 
+/* The footer: "key word" for each row of the key table that has one, left to right; a row that
+ * does not fit is left out, and the pinned ones ("? help", "q quit") always show. */
 static void footer(WINDOW *w, tl_rect r, const tl_ui *ui)
 {
-    static const char *keys[][2] = {
-        {"Space", "step"}, {"r", "run"}, {"\xE2\x86\x90", "back"}, {"Enter", "force"}, {"g", "greedy"},
-        {"t/T", "temp"},   {"k/K", "top-k"}, {"p/P", "top-p"}, {"e", "edit"}, {"Tab", "pane"},
-        {"c", "transformers"}, {"?", "help"}, {"q", "quit"},
-    };
-    enum { N_KEYS = sizeof keys / sizeof keys[0] };
     int x = r.x, end = r.x + r.w;
-    /* "? help" and "q quit" must always show: reserve room for them */
-    int tail = 0;
-    for (int i = N_KEYS - 2; i < N_KEYS; i++)
-        tail += Format_widthz(keys[i][0]) + Format_widthz(T(keys[i][1])) + 2;
-    for (int i = 0; i < N_KEYS && x < end; i++) {
-        const char *what = T(keys[i][1]);
-        int need = Format_widthz(keys[i][0]) + Format_widthz(what) + 2;
-        int last = i >= N_KEYS - 2;
-        if (!last && x + need + tail > end)
+    int tail = 0;   /* the room the pinned ones need */
+    for (int i = 0; i < Keys_count; i++)
+        if (Keys_rows[i].foot.key && Keys_rows[i].foot.pin)
+            tail += Format_widthz(Keys_rows[i].foot.key) + Format_widthz(Keys_footWord(&Keys_rows[i], ui->lang)) + 2;
+    for (int i = 0; i < Keys_count && x < end; i++) {
+        const tl_key *k = &Keys_rows[i];
+        if (!k->foot.key)
             continue;
-        x += Draw_text(w, r.y, x, end - x, keys[i][0], Theme_attr(TA_KEY));
+        const char *what = Keys_footWord(k, ui->lang);
+        int need = Format_widthz(k->foot.key) + Format_widthz(what) + 2;
+        if (!k->foot.pin && x + need + tail > end)
+            continue;
+        x += Draw_text(w, r.y, x, end - x, k->foot.key, Theme_attr(TA_KEY));
         x += Draw_text(w, r.y, x, end - x, " ", A_NORMAL);
         x += Draw_text(w, r.y, x, end - x, what, A_NORMAL);
         x += Draw_text(w, r.y, x, end - x, " ", A_NORMAL);
     }
 }
 
+/* The key list (?): a line for each row of the key table that has one. */
 static void help(WINDOW *w, int cols, int rows, const tl_ui *ui)
 {
-    static const char *lines[] = {
-        "Space / \xE2\x86\x92   one forward pass (the first is the prefill)",
-        "r           run to the stop (background thread); any key pauses",
-        "\xE2\x86\x90 / Bksp    step back one token (rewinds the KV cache)",
-        "Enter       force the selected logits row instead (branch)",
-        "\xE2\x86\x91 \xE2\x86\x93         select a logits row / a token / scroll",
-        "g           greedy \xE2\x86\x94 sampled",
-        "t / T       temperature down / up",
-        "k / K       top-k down / up (0 = off)",
-        "p / P       top-p down / up (1 = off)",
-        "[ / ]       fewer / more logits rows",
-        "m           max_new_tokens (0 = the model's budget)",
-        "s           add a stop string (an existing one is removed)",
-        "a           add_generation_prompt on / off",
-        "i           <|...|> typed in a message: special tokens / plain text",
-        "e / S / x   edit the message / the system prompt / an example",
-        "h           streamer: hf TextStreamer \xE2\x86\x94 server mode",
-        "w / u / d   wrong timings / async like a GPU / weights q8_0, q4_0",
-        "n           new conversation (same prompt, from the start)",
-        "Tab / 1-6   focus a pane (a tab on small terminals)",
-        "c           the same settings as a transformers call",
-        "l           lessons: \xE2\x86\x92 \xE2\x86\x90 steps, Esc leaves, \xE2\x86\x91\xE2\x86\x93 scroll",
-        "v / q       Vi\xE1\xBB\x87t \xE2\x86\x94 English / quit (cancels a run first)",
-    };
+    char line[256];
     /* every key must show at 80x24: the box may take the whole height, and how to close it
      * goes on its bottom border */
-    int n = (int)(sizeof lines / sizeof lines[0]), widest = 0;
-    for (int i = 0; i < n; i++)   /* as wide as the longest line in this language, if it fits */
-        if (Format_widthz(T(lines[i])) > widest)
-            widest = Format_widthz(T(lines[i]));
+    int n = 0, widest = 0;
+    for (int i = 0; i < Keys_count; i++) {   /* as wide as the longest line in this language, if it fits */
+        if (!Keys_rows[i].help.keys)
+            continue;
+        Keys_helpLine(&Keys_rows[i], ui->lang, line, sizeof line);
+        if (Format_widthz(line) > widest)
+            widest = Format_widthz(line);
+        n++;
+    }
     int bw = widest + 4 < cols - 2 ? widest + 4 : cols - 2, bh = n + 2 < rows ? n + 2 : rows;
     tl_rect r = {(rows - bh) / 2, (cols - bw) / 2, bh, bw};
     for (int y = 0; y < bh; y++)
@@ -100,8 +82,12 @@ static void help(WINDOW *w, int cols, int rows, const tl_ui *ui)
     snprintf(close, sizeof close, " %s ", T("any key closes this help"));
     int cw = Format_widthz(close);
     Draw_text(w, r.y + bh - 1, r.x + bw - 2 - cw, cw, close, Theme_attr(TA_BORDER_FOCUS));
-    for (int i = 0; i < n && i < bh - 2; i++)
-        Draw_text(w, r.y + 1 + i, r.x + 2, bw - 4, T(lines[i]), A_NORMAL);
+    for (int i = 0, y = 0; i < Keys_count && y < bh - 2; i++) {
+        if (!Keys_rows[i].help.keys)
+            continue;
+        Keys_helpLine(&Keys_rows[i], ui->lang, line, sizeof line);
+        Draw_text(w, r.y + 1 + y++, r.x + 2, bw - 4, line, A_NORMAL);
+    }
 }
 
 /* A text in a box over the panes, wrapped, as tall as it needs up to the screen (then an

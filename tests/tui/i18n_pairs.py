@@ -1,9 +1,11 @@
-"""The TUI's message table (tui/i18n_table.h) read by the tmux tests: its (English, Vietnamese)
-pairs as text, so a test can say what the screen must (or must not) show in each language."""
+"""The TUI's message table (tui/i18n_table.h) and key table (tui/keys_table.h) read by the tmux
+tests: their (English, Vietnamese) pairs as text, so a test can say what the screen must (or must
+not) show in each language."""
 import os
 import re
 
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tui", "i18n_table.h")
+KEYS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tui", "keys_table.h")
 
 
 def c_string(lit):
@@ -28,8 +30,19 @@ def c_string(lit):
     return out.decode("utf-8")
 
 
-def pairs(path=TABLE):
-    """Every {"English", "Vietnamese"} entry, comments left out."""
+def key_pairs(path=KEYS):
+    """The key table's (tui/keys_table.h) footer words and key list texts, as (English,
+    Vietnamese): .foot = {"KEY", "English", "Vietnamese"...} and .help = {"KEYS", ...}."""
     text = re.sub(r"/\*.*?\*/", "", open(path, encoding="utf-8").read(), flags=re.S)
     lit = r'"((?:[^"\\]|\\.)*)"'
-    return [(c_string(a), c_string(b)) for a, b in re.findall(r"\{\s*%s\s*,\s*%s\s*\}" % (lit, lit), text)]
+    found = re.findall(r"\.(?:foot|help)\s*=\s*\{\s*%s\s*,\s*%s\s*,\s*%s" % (lit, lit, lit), text)
+    return [(c_string(en), c_string(vi)) for _, en, vi in found]
+
+
+def pairs(path=TABLE):
+    """Every {"English", "Vietnamese"} entry, comments left out; with the key table's pairs
+    after the message table's (the footer and the key list say their words from there)."""
+    text = re.sub(r"/\*.*?\*/", "", open(path, encoding="utf-8").read(), flags=re.S)
+    lit = r'"((?:[^"\\]|\\.)*)"'
+    out = [(c_string(a), c_string(b)) for a, b in re.findall(r"\{\s*%s\s*,\s*%s\s*\}" % (lit, lit), text)]
+    return out + key_pairs() if path == TABLE else out

@@ -9,6 +9,7 @@
 
 #include "format.h"
 #include "i18n.h"
+#include "keys.h"
 #include "tl_test.h"
 #include "ui.h"
 
@@ -162,9 +163,35 @@ static int word_in(const char *s, const char *en)
     return 0;
 }
 
-/* An English string of the message table on screen as a whole word; NULL when none. The
- * Timing pane is left out: pane_timing.c is translated by its owner (tests/tui/vi_screen.py
- * checks the whole screen of the real program). */
+/* The strings with a Vietnamese: the message table's, then the key table's footer words and key
+ * list texts (a row without one gives "" twice). */
+static int n_pairs(void)
+{
+    return I18n_count() + 2 * Keys_count;
+}
+
+static const char *pair_text(int i, int vi)
+{
+    if (i < I18n_count())
+        return vi ? I18n_vi(i) : I18n_en(i);
+    const tl_key *k = &Keys_rows[(i - I18n_count()) / 2];
+    const char *t = (i - I18n_count()) % 2 ? (vi ? k->help.vi : k->help.en) : (vi ? k->foot.vi : k->foot.en);
+    return t ? t : "";
+}
+
+static const char *pair_en(int i)
+{
+    return pair_text(i, 0);
+}
+
+static const char *pair_vi(int i)
+{
+    return pair_text(i, 1);
+}
+
+/* An English string of the message table or the key table on screen as a whole word; NULL
+ * when none. The Timing pane is left out: pane_timing.c is translated by its owner
+ * (tests/tui/vi_screen.py checks the whole screen of the real program). */
 static const char *english_on_screen(int cols, int rows, const tl_ui *ui)
 {
     tl_layout L;
@@ -190,14 +217,14 @@ static const char *english_on_screen(int cols, int rows, const tl_ui *ui)
         out[o] = 0;
         memcpy(screen[y], out, o + 1);
     }
-    for (int i = 0; i < I18n_count(); i++) {
-        const char *en = I18n_en(i);
-        if (!strcmp(en, I18n_vi(i)) || strchr(en, '%'))
+    for (int i = 0; i < n_pairs(); i++) {
+        const char *en = pair_en(i);
+        if (!strcmp(en, pair_vi(i)) || strchr(en, '%'))
             continue;
         /* a word some Vietnamese entry uses on purpose ("5 Dừng (Stop)") */
         int used = 0;
-        for (int j = 0; j < I18n_count() && !used; j++)
-            used = word_in(I18n_vi(j), en);
+        for (int j = 0; j < n_pairs() && !used; j++)
+            used = word_in(pair_vi(j), en);
         if (used)
             continue;
         for (int y = 0; y < scr_rows; y++)
