@@ -4,7 +4,9 @@
  * technical identifiers (Space, Enter, top-k, KV cache, add_generation_prompt) as they are.
  *
  * A new key: a row here and its handler, static void key_NAME(tl_app *a, int key), in app.c
- * above the table's #include. key is the character, or KC(KEY_...) for an ncurses key. */
+ * above the table's #include. key is the character, or KC(KEY_...) for an ncurses key. The key
+ * list is full at 80x24 (22 lines and its border; test_keys checks): a new key there shares a
+ * line, as x is named in e's and u, d in w's, or takes a row's place. */
 
 {.keys = {' ', KC(KEY_RIGHT)}, H(key_step),
  .foot = {"Space", "step", "bước"},
