@@ -6,6 +6,7 @@
 #include "format.h"
 #include "i18n.h"
 #include "tl_test.h"
+#include "valid_utf8.h"
 
 /* The conversions of a printf format ("%d", "%s", "%.2f", "%*s"), "%%" left out, joined. */
 static void conversions(const char *f, char *out, size_t n)
@@ -31,18 +32,6 @@ static void conversions(const char *f, char *out, size_t n)
         }
         p = q;
     }
-}
-
-static int valid_utf8(const char *s)
-{
-    size_t len = strlen(s);
-    for (size_t i = 0; i < len;) {
-        int32_t cp;
-        i += (size_t)Format_utf8Next(s + i, len - i, &cp);
-        if (cp < 0)
-            return 0;
-    }
-    return 1;
 }
 
 int main(void)

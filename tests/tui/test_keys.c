@@ -8,18 +8,7 @@
 #include "format.h"
 #include "keys.h"
 #include "tl_test.h"
-
-static int valid_utf8(const char *s)
-{
-    size_t len = strlen(s);
-    for (size_t i = 0; i < len;) {
-        int32_t cp;
-        i += (size_t)Format_utf8Next(s + i, len - i, &cp);
-        if (cp < 0)
-            return 0;
-    }
-    return 1;
-}
+#include "valid_utf8.h"
 
 static int set_text(const char *s)
 {
