@@ -190,5 +190,27 @@ r = run("--sampler", "--vocab", "0")
 check(r.returncode == 2 and r.stderr.strip() == "tokenloop: bench --sampler: --vocab 0: expected 1..16777216",
       "--sampler --vocab 0: " + r.stderr)
 
+# bench --batch: B sequences a step, the sizes alternating; the figures' consistency, not their
+# speed (docs/batching.md has the measurements): one weight read shared by B tokens
+r = run("--batch", "1,3,5", "--synthetic", "tiny", "--prompt-tokens", "4", "--new-tokens", "6", "--json")
+check(r.returncode == 0 and not r.stderr, "bench --batch exits 0 quietly: " + r.stderr)
+if r.returncode == 0:
+    j = json.loads(r.stdout)
+    rows = j["batches"]
+    check([x["batch"] for x in rows] == [1, 3, 5], "batch sizes %r" % [x["batch"] for x in rows])
+    for x in rows:
+        # each token's share of the weights, plus its own KV rows (under a tenth of the weights here)
+        share = j["weight_bytes"] / x["batch"]
+        check(share <= x["bytes_per_token"] < share + 0.1 * j["weight_bytes"],
+              "B=%d: %.0f bytes a token, weights' share %.0f" % (x["batch"], x["bytes_per_token"], share))
+        check(abs(x["tokens_per_s_vs_first"] * x["tpot_vs_first"] - x["batch"]) < 1e-9 * x["batch"],
+              "B=%d: tokens/s ratio x TPOT ratio = B" % x["batch"])
+        check(x["tpot_ms"] > 0 and x["floor_ms"] > 0 and x["roof_ms"] > 0, "B=%d: times" % x["batch"])
+    check(abs(rows[2]["roof_ms"] / rows[0]["roof_ms"] - 5) < 1e-9, "the compute roof grows with B")
+    check(j["peak_gflops"] > 0 and j["crossover_batch"] > 0, "peak and crossover")
+r = run("--batch", "1,300", "--synthetic", "tiny")
+check(r.returncode == 2 and r.stderr.strip() == "tokenloop: --batch: '1,300' is not a list of at most 16 sizes in "
+      "[1, 256]", "--batch 1,300: " + r.stderr)
+
 print("bench_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
