@@ -20,6 +20,7 @@
 #include "tokenloop/paths.h"
 #include "tokenloop/tokenizer.h"
 
+#include "lesson_batch.h"
 #include "lesson_text.h"
 
 #define MAX_SAVED 16
@@ -65,6 +66,7 @@ struct tl_lesson {
     cmp_slot cmps[MAX_CMP];
     int n_cmps;
     int undecided;              /* the check being made met an undecided comparison */
+    lb_state *batch;            /* the last batch action's measurement (batch.* fields) */
     char undecided_what[64];
 };
 
@@ -182,7 +184,8 @@ static int is_num_field(const char *name)
     int file;
     const char *part;
     char cn[32];
-    return in_list(num_fields, name) || dtype_field(name, &dt, &file, &part) == 0 || cmp_field(name, cn, &part) == 0;
+    return in_list(num_fields, name) || dtype_field(name, &dt, &file, &part) == 0 || cmp_field(name, cn, &part) == 0 ||
+           lb_field_kind(name) == 0;
 }
 
 static int is_str_field(const char *name)
@@ -191,7 +194,8 @@ static int is_str_field(const char *name)
     int file;
     const char *part;
     char cn[32];
-    return in_list(str_fields, name) || dtype_field(name, &dt, &file, &part) == 1 || cmp_field(name, cn, &part) == 1;
+    return in_list(str_fields, name) || dtype_field(name, &dt, &file, &part) == 1 || cmp_field(name, cn, &part) == 1 ||
+           lb_field_kind(name) == 1;
 }
 
 static char *dupstr(const char *s)
@@ -484,6 +488,15 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
         return dtype_get(s, name, out);
     if (!strncmp(name, "cmp.", 4))
         return cmp_get(l, name, out);
+    if (lb_field_kind(name) == 1) {
+        out->kind = F_STR;
+        out->str = dupstr(lb_str(l->batch, name));
+        return out->str ? 0 : -1;
+    }
+    if (lb_field_kind(name) == 0) {
+        out->num = lb_num(l->batch, name);
+        return 0;
+    }
     if (in_list(num_fields, name)) {
         double v = NAN;
         if (!strcmp(name, "prompt_tokens")) v = n_prompt;
@@ -912,6 +925,7 @@ void tl_lesson_free(tl_lesson *l)
     free(l->iter_list);
     served_clear(l);
     free(l->tokenized_pieces);
+    lb_free(l->batch);
     cJSON_Delete(l->root);
     free(l->path);
     free(l);
@@ -1320,6 +1334,36 @@ ACT(tokenize)
 
 ACT(compare) { return compare(l, s, v, ui, err); }
 
+/* batch: B sequences decoding together (core/lesson_batch.c); each size after the first is
+ * compared with the first as a compare action would be (cmp.NAME.*, [[NAME|...]]). */
+ACT(batch)
+{
+    (void)ui;
+    if (lb_run(&l->batch, s, v, err))
+        return -1;
+    char name[32];
+    tl_cmp c;
+    double within;
+    for (int i = 0; lb_compare(l->batch, i, name, &c, &within) == 0; i++) {
+        cmp_slot *slot = (cmp_slot *)find_cmp(l, name);
+        if (!slot) {
+            if (l->n_cmps == MAX_CMP)
+                return tl_error_set(err, "%s: batch: more than %d comparisons", l->path, MAX_CMP);
+            slot = &l->cmps[l->n_cmps++];
+            snprintf(slot->name, sizeof slot->name, "%s", name);
+        }
+        slot->c = c;
+        slot->within = within;
+    }
+    return 0;
+}
+
+static int check_batch(const tl_lesson *l, int si, const cJSON *v, tl_error *err)
+{
+    const char *why = lb_check(v);
+    return why ? fail(err, l, si, "action", "batch", why) : 0;
+}
+
 #define ROW(name, kind) {#name, kind, NULL, NULL, act_##name}
 #define ROW_TEST(name, fn) {#name, V_TEST, fn, NULL, act_##name}
 #define ROW_CHECK(name, fn) {#name, V_CHECK, NULL, fn, act_##name}
@@ -1352,6 +1396,7 @@ static const action_row actions[] = {
     ROW(serve_request, V_BOOL),
     ROW_CHECK(dtype, check_dtype),
     ROW_CHECK(compare, check_compare),
+    ROW_CHECK(batch, check_batch),
 };
 
 static const action_row *find_action(const char *name)

@@ -34,7 +34,8 @@ typedef struct tl_batch_row {
 typedef struct tl_batch_report {
     int n, steps;
     tl_batch_row rows[TL_BATCH_SIZES];
-    double peak_flops;                /* the products' FLOP/s in a prefill of 64 tokens (best of 2) */
+    double peak_flops;                /* the fastest products' FLOP/s seen: a 64-token prefill's (best
+                                       * of 2) or a batched step's, whichever is higher */
     double crossover;                 /* the B whose arithmetic at that rate takes the first floor's time */
     double weight_bytes, product_params;
 } tl_batch_report;
