@@ -245,11 +245,27 @@ static int play_step(tl_lesson_ctl *c, tl_session *s, tl_lesson_ui *lui, tl_erro
 static void step_text(tl_lesson_ctl *c, tl_session *s, tl_ui *ui);
 static void stream_note(tl_lesson_ctl *c, tl_session *s, tl_ui *ui);
 
+/* shown_why holds the shown step's why twice: English, its terminator, then Vietnamese ("" when
+ * there is none, as for an action's error: the English is shown). */
+static void keep_why(tl_lesson_ctl *c, const char *en, const char *vi)
+{
+    size_t cap = sizeof c->shown_why;
+    snprintf(c->shown_why, cap - 1, "%s", en);   /* room left for the second's terminator */
+    size_t at = strlen(c->shown_why) + 1;
+    snprintf(c->shown_why + at, cap - at, "%s", vi);
+}
+
+static const char *shown_why(const tl_lesson_ctl *c)
+{
+    const char *en = c->shown_why, *vi = en + strlen(en) + 1;
+    return I18n_isVi(c->lang) && *vi ? vi : en;
+}
+
 static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
 {
     tl_error err;
     tl_lesson_ui lui = {"", -1};
-    char why[256] = "";
+    char why[512] = "";
     int rc = play_step(c, s, &lui, &err);
     if (rc == 0 && tl_session_n_steps(s) == 0 && tl_session_prepare(s, &err))   /* render what the step set up */
         rc = -1;
@@ -257,11 +273,18 @@ static void show_step(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
         c->mark = lesson_mark(s);
         c->mark_step = c->step;
     }
-    int chk = rc ? -1 : tl_lesson_check(c->cur, c->step, s, why, sizeof why);
+    /* why in the strip's language: a Vietnamese sentence with the panes' marks ("0,9", "128.256") */
+    int chk = rc ? -1 : tl_lesson_check_lang(c->cur, c->step, s, c->lang, why, sizeof why);
+    /* and in the other one, checked now on the same state: v says it again without checking
+     * the session the teacher may have moved on since */
+    int vi = I18n_isVi(c->lang);
+    char other[512] = "";
+    if (chk > 0)
+        tl_lesson_check_lang(c->cur, c->step, s, vi ? "en" : "vi", other, sizeof other);
     c->shown_rc = rc;
     c->shown_chk = chk;
     stream_note(c, s, ui);
-    snprintf(c->shown_why, sizeof c->shown_why, "%s", rc ? err.msg : why);
+    keep_why(c, rc ? err.msg : vi ? other : why, rc ? "" : vi ? why : other);
     step_text(c, s, ui);
     c->applied = 1;
     if (lui.show_wrong_readings >= 0)
@@ -282,7 +305,7 @@ static void step_text(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
 {
     int rc = c->shown_rc, chk = c->shown_chk;
     char said[1200];   /* an expectation that failed, in the strip's language */
-    I18n_expectation(chk == 1 ? c->lang : "en", c->shown_why, said, sizeof said);
+    I18n_expectation(chk == 1 ? c->lang : "en", shown_why(c), said, sizeof said);
     const char *why = said;
     char *say = tl_lesson_narrate(c->cur, c->step, c->lang, s);
     size_t cap = (say ? strlen(say) : 0) + 1024;

@@ -151,13 +151,18 @@ def narration_marks():
 
 
 def failed_expectation(probes):
-    """A lesson whose expectation fails on this model says why in Vietnamese."""
+    """A lesson whose expectation fails on this model says why in Vietnamese: the words, and a
+    number compared (step 2: the model's top_p against 0.5) with the panes' decimal mark."""
     import json
     d = tempfile.mkdtemp(prefix="tlvil")
     with open(os.path.join(d, "1-fails.json"), "w") as f:
         json.dump({"id": "1-fails", "title": {"en": "Fails", "vi": "Sai"},
                    "steps": [{"say": {"en": "a", "vi": "b"}, "expect": [{"stop_reason": "eos"}],
-                              "actions": [{"user": "Count from 1 to 50."}, {"max_new_tokens": 3}, {"run": True}]}]}, f)
+                              "actions": [{"user": "Count from 1 to 50."}, {"max_new_tokens": 3}, {"run": True}]},
+                             {"say": {"en": "c", "vi": "d"}, "expect": [{"top_p": {"lt": 0.5}}]}]}, f)
+    with open(os.path.join(MODEL, "generation_config.json")) as f:
+        top_p_en = "%g" % json.load(f)["top_p"]
+    top_p = top_p_en.replace(".", ",")   # 0.9: "0,9"
     sock = SOCK + "-f"
     cmd = "env -u LC_ALL -u LC_MESSAGES LANG=vi_VN.UTF-8 TOKENLOOP_LESSONS=%s %s tui --model %s; sleep 30" % (d, TOKENLOOP, MODEL)
     base = ["tmux", "-u", "-L", sock, "-f", "/dev/null"]
@@ -180,6 +185,33 @@ def failed_expectation(probes):
         flat = re.sub(r"[\s\u2502]+", " ", s)
         check('stop_reason l\u00e0 "max_new_tokens", mong \u0111\u1ee3i "eos"' in flat and "expected" not in flat,
               "a failed expectation is said in Vietnamese: %s" % flat[flat.find("\u2717"):][:120])
+        subprocess.run(base + ["send-keys", "-t", "t", "Space"])
+        t1 = time.time()
+        while time.time() - t1 < 30:
+            s = cap()
+            if " \u00b7 2/2 \u00b7 " in s and "\u2717" in s:
+                time.sleep(0.3)   # the frame after the one that matched: everything drawn
+                s = cap()
+                break
+            time.sleep(0.1)
+        flat = re.sub(r"[\s\u2502]+", " ", s)
+        want = "top_p l\u00e0 %s, mong \u0111\u1ee3i nh\u1ecf h\u01a1n 0,5" % top_p
+        check(want in flat and "expected" not in flat and " lt " not in flat,
+              "a failed comparison is said in Vietnamese, with comma decimals (%s): %s" % (
+                  want, flat[flat.find("\u2717"):][:120]))
+
+        # v: the same failure in English, then in Vietnamese again, as the step showed it
+        def after_v(text, what):
+            subprocess.run(base + ["send-keys", "-t", "t", "v"])
+            t2, flat = time.time(), ""
+            while time.time() - t2 < 10:
+                flat = re.sub(r"[\s\u2502]+", " ", cap())
+                if text in flat:
+                    break
+                time.sleep(0.1)
+            check(text in flat, "v: %s (%s): %s" % (what, text, flat[flat.find("\u2717"):][:120]))
+        after_v("top_p is %s, expected lt 0.5" % top_p_en, "the failure in English")
+        after_v(want, "in Vietnamese again")
     finally:
         subprocess.run(base + ["kill-server"], capture_output=True)
         shutil.rmtree(d, ignore_errors=True)
