@@ -361,7 +361,29 @@ void Format_localize(const char *lang, char *num)
 
 void Format_num(const char *lang, double x, int decimals, char *out, size_t outsz)
 {
-    snprintf(out, outsz, "%.*f", decimals, x);
+    if (outsz == 0)
+        return;
+    /* grouped after rounding, so 999.95 is "1,000.0"; inf and nan have no digits to group */
+    char raw[400], buf[540];
+    int n = snprintf(raw, sizeof raw, "%.*f", decimals, x);
+    if (n < 0 || (size_t)n >= sizeof raw) {   /* wider than any screen: as printf wrote it */
+        snprintf(out, outsz, "%.*f", decimals, x);
+        Format_localize(lang, out);
+        return;
+    }
+    size_t i = 0, o = 0;
+    if (raw[0] == '-')
+        buf[o++] = raw[i++];
+    size_t nd = 0;
+    while (raw[i + nd] >= '0' && raw[i + nd] <= '9')
+        nd++;
+    for (size_t k = 0; k < nd; k++) {
+        if (k && (nd - k) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = raw[i + k];
+    }
+    snprintf(buf + o, sizeof buf - o, "%s", raw + i + nd);
+    snprintf(out, outsz, "%s", buf);
     Format_localize(lang, out);
 }
 

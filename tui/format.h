@@ -46,7 +46,7 @@ size_t Format_wrap(const char *s, size_t len, int cols, int *used);
 
 /* Numbers in the language of the screen: vi writes a comma decimal mark and a dot between
  * thousands ("3,35", "128.256"), en the other way round. lang as in i18n.h. */
-/* x with the given decimals: "3.35" / "3,35". */
+/* x with the given decimals, thousands grouped: "3.35" / "3,35", "1,338.2" / "1.338,2". */
 void Format_num(const char *lang, double x, int decimals, char *out, size_t outsz);
 /* Rewrites, in place, a number that one of the en functions below wrote into lang's marks. */
 void Format_localize(const char *lang, char *num);

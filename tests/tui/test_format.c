@@ -159,6 +159,37 @@ static void test_decimal_mark(void)
     TL_CHECK_STR(b, "7");
     Format_num("vi", -0.25, 2, b, sizeof b);
     TL_CHECK_STR(b, "-0,25");
+    /* thousands grouped as the narration groups them (vi "2.082,3" beside "128.256") */
+    Format_num("vi", 2082.34, 1, b, sizeof b);
+    TL_CHECK_STR(b, "2.082,3");
+    Format_num("en", 2082.34, 1, b, sizeof b);
+    TL_CHECK_STR(b, "2,082.3");
+    Format_num("en", -1234567.0, 0, b, sizeof b);
+    TL_CHECK_STR(b, "-1,234,567");
+    Format_num("vi", -1234567.0, 0, b, sizeof b);
+    TL_CHECK_STR(b, "-1.234.567");
+    Format_num("en", 1234567.5, 1, b, sizeof b);
+    TL_CHECK_STR(b, "1,234,567.5");
+    Format_num("vi", 1234567.5, 1, b, sizeof b);
+    TL_CHECK_STR(b, "1.234.567,5");
+    Format_num("en", 999.95, 1, b, sizeof b);   /* grouped after rounding */
+    TL_CHECK_STR(b, "1,000.0");
+    Format_num("vi", 1338.2, 1, b, sizeof b);   /* the Timing pane's tok/s, as lesson 6 says it */
+    TL_CHECK_STR(b, "1.338,2");
+    Format_num("en", 999.4, 1, b, sizeof b);    /* small numbers: no separator */
+    TL_CHECK_STR(b, "999.4");
+    Format_num("vi", 999, 0, b, sizeof b);
+    TL_CHECK_STR(b, "999");
+    Format_num("en", -999.5, 1, b, sizeof b);
+    TL_CHECK_STR(b, "-999.5");
+    Format_num("en", 0.6, 2, b, sizeof b);
+    TL_CHECK_STR(b, "0.60");
+    Format_num("en", 1000, 0, b, sizeof b);
+    TL_CHECK_STR(b, "1,000");
+    Format_num("en", 1.0 / 0.0, 1, b, sizeof b);
+    TL_CHECK_STR(b, "inf");
+    Format_num("en", 1234.5, 1, b, 4);   /* cut like snprintf, never past the buffer */
+    TL_CHECK_STR(b, "1,2");
     Format_msLang("vi", 4.78, b, sizeof b);
     TL_CHECK_STR(b, "4,78 ms");
     Format_msLang("en", 4.78, b, sizeof b);
