@@ -20,7 +20,7 @@ static const char *const intro_vi =
     "chuyện tiếng Anh và tiếng Việt được sinh tự động.\n"
     "Nó được dạy thủ đô của mọi quốc gia, màu sắc và cách pha màu, con vật (tiếng kêu, số chân, "
     "con non), từ trái nghĩa, đánh vần và đếm chữ cái, số liền sau, những phép cộng trừ nhỏ đã "
-    "được học và vài câu hướng dẫn; nó còn đếm, liệt kê và kể chuyện ngắn, bị hạn mức 20 token "
+    "được học và vài câu hướng dẫn; nó còn đếm, liệt kê và kể chuyện ngắn, bị ngân sách 20 token "
     "cắt ngang.\n"
     "Ngoài những điều đó nó trả lời sai: nó dùng để quan sát quá trình suy luận, không phải để "
     "tra cứu.";
