@@ -604,11 +604,18 @@ int tl_engine_decode(tl_engine *e, int id, tl_error *err)
     return finish(e, t0, err);
 }
 
-/* ---- a batched decode: one read of the weights, a token for each sequence ----------------- */
+/* ---- a batched step: one read of the weights for several sequences ------------------------
+ * Sequence b brings n[b] tokens (1: a decode; more: a chunk of its prefill), at its own
+ * position; their rows sit one after another, T = the sum, in the first engine's buffers. */
 
-/* Like attention_block, for B rows that belong to B sequences: the products take all rows at
- * once; each row's RoPE, new K/V row and attention are its own sequence's, at its position. */
-static void attention_block_batch(tl_engine *const *es, int l, int B)
+typedef struct batch_rows {
+    int B, T;
+    int first[TL_ENGINE_BATCH_MAX + 1];   /* sequence b's rows: first[b] .. first[b+1]-1 */
+} batch_rows;
+
+/* Like attention_block, for rows of several sequences: the products take every row at once;
+ * each sequence's RoPE, new K/V rows and attention are its own, at its positions. */
+static void attention_block_batch(tl_engine *const *es, const batch_rows *br, int l)
 {
     tl_engine *e = es[0];
     const tl_backend_ops *be = e->be;
@@ -618,59 +625,62 @@ static void attention_block_batch(tl_engine *const *es, int l, int B)
     size_t layer = (size_t)l * e->capacity * kv_dim;
     const float *inv_freq = e->inv_freq.data;
 
-    be->rmsnorm(e->ctx, e->xb, e->x, &L->attn_norm, B, c->hidden_size, c->rms_norm_eps);
+    be->rmsnorm(e->ctx, e->xb, e->x, &L->attn_norm, br->T, c->hidden_size, c->rms_norm_eps);
     const tl_weight *qkv_w[3] = {&L->wq, &L->wk, &L->wv};
     float *qkv_out[3] = {e->q, e->bk, e->bv};
-    matmul_n(e, 3, qkv_out, e->xb, qkv_w, B);
-    for (int b = 0; b < B; b++) {
+    matmul_n(e, 3, qkv_out, e->xb, qkv_w, br->T);
+    for (int b = 0; b < br->B; b++) {
         const tl_engine *s = es[b];
-        int pos = s->pos;
-        float *q = e->q + b * q_dim, *k = e->bk + b * kv_dim, *v = e->bv + b * kv_dim, *att = e->att + b * q_dim;
-        be->rope(e->ctx, q, 1, c->n_heads, c->head_dim, pos, inv_freq);
-        be->rope(e->ctx, k, 1, c->n_kv_heads, c->head_dim, pos, inv_freq);
+        int pos = s->pos, r = br->first[b], n = br->first[b + 1] - r;
+        float *q = e->q + r * q_dim, *k = e->bk + r * kv_dim, *v = e->bv + r * kv_dim, *att = e->att + r * q_dim;
+        be->rope(e->ctx, q, n, c->n_heads, c->head_dim, pos, inv_freq);
+        be->rope(e->ctx, k, n, c->n_kv_heads, c->head_dim, pos, inv_freq);
         if (e->kv_bf16) {
             uint16_t *k_layer = (uint16_t *)s->k_cache + layer, *v_layer = (uint16_t *)s->v_cache + layer;
-            be->store_bf16(e->ctx, k_layer + (size_t)pos * kv_dim, k, (int)kv_dim);
-            be->store_bf16(e->ctx, v_layer + (size_t)pos * kv_dim, v, (int)kv_dim);
-            be->attention_bf16(e->ctx, att, q, k_layer, v_layer, 1, pos, c->n_heads, c->n_kv_heads, c->head_dim);
+            be->store_bf16(e->ctx, k_layer + (size_t)pos * kv_dim, k, n * (int)kv_dim);
+            be->store_bf16(e->ctx, v_layer + (size_t)pos * kv_dim, v, n * (int)kv_dim);
+            be->attention_bf16(e->ctx, att, q, k_layer, v_layer, n, pos, c->n_heads, c->n_kv_heads, c->head_dim);
         } else {
             float *k_layer = s->k_cache + layer, *v_layer = s->v_cache + layer;
-            be->copy(e->ctx, k_layer + (size_t)pos * kv_dim, k, kv_dim);
-            be->copy(e->ctx, v_layer + (size_t)pos * kv_dim, v, kv_dim);
-            be->attention(e->ctx, att, q, k_layer, v_layer, 1, pos, c->n_heads, c->n_kv_heads, c->head_dim);
+            be->copy(e->ctx, k_layer + (size_t)pos * kv_dim, k, n * kv_dim);
+            be->copy(e->ctx, v_layer + (size_t)pos * kv_dim, v, n * kv_dim);
+            be->attention(e->ctx, att, q, k_layer, v_layer, n, pos, c->n_heads, c->n_kv_heads, c->head_dim);
         }
     }
-    be->matmul(e->ctx, e->xb2, e->att, &L->wo, B);
-    be->add(e->ctx, e->x, e->xb2, B * c->hidden_size);
+    be->matmul(e->ctx, e->xb2, e->att, &L->wo, br->T);
+    be->add(e->ctx, e->x, e->xb2, br->T * c->hidden_size);
 }
 
-/* Every row's scores (lm_head reads its weights once for all), each into its engine's logits. */
-static void logits_block_batch(tl_engine *const *es, int B)
+/* Each sequence's last row (the lm_head reads its weights once for all), each into its
+ * engine's logits. */
+static void logits_block_batch(tl_engine *const *es, const batch_rows *br)
 {
     tl_engine *e = es[0];
     const tl_config *c = &e->m->cfg;
-    size_t V = (size_t)c->vocab_size;
-    e->be->rmsnorm(e->ctx, e->xb, e->x, &e->final_norm, B, c->hidden_size, c->rms_norm_eps);
-    e->be->matmul(e->ctx, e->blogits, e->xb, &e->lm_head, B);
-    for (int b = 0; b < B; b++)
+    size_t V = (size_t)c->vocab_size, H = (size_t)c->hidden_size;
+    for (int b = 0; b < br->B; b++)   /* the last rows side by side (xb2 is free by now) */
+        e->be->copy(e->ctx, e->xb2 + b * H, e->x + (size_t)(br->first[b + 1] - 1) * H, H);
+    e->be->rmsnorm(e->ctx, e->xb, e->xb2, &e->final_norm, br->B, c->hidden_size, c->rms_norm_eps);
+    e->be->matmul(e->ctx, e->blogits, e->xb, &e->lm_head, br->B);
+    for (int b = 0; b < br->B; b++)
         e->be->copy(e->ctx, es[b]->logits_dev, e->blogits + b * V, V);
 }
 
-static void forward_batch(tl_engine *const *es, const int *ids, int B)
+static void forward_batch(tl_engine *const *es, const int *ids, const batch_rows *br)
 {
     tl_engine *e = es[0];
     if (e->be->begin_pass)
-        e->be->begin_pass(e->ctx, B, -1);   /* positions differ: nothing to capture as one pass */
-    e->be->embed(e->ctx, e->x, &e->embed, ids, B);
+        e->be->begin_pass(e->ctx, br->T, -1);   /* positions differ: nothing to capture as one pass */
+    e->be->embed(e->ctx, e->x, &e->embed, ids, br->T);
     for (int l = 0; l < e->m->cfg.n_layers; l++) {
-        attention_block_batch(es, l, B);
-        mlp_block(e, l, B);
+        attention_block_batch(es, br, l);
+        mlp_block(e, l, br->T);
     }
-    logits_block_batch(es, B);
+    logits_block_batch(es, br);
     if (e->be->end_pass)
         e->be->end_pass(e->ctx);
-    for (int b = 0; b < B; b++)
-        es[b]->pos++;
+    for (int b = 0; b < br->B; b++)
+        es[b]->pos += br->first[b + 1] - br->first[b];
 }
 
 int tl_engine_batch_max(const tl_engine *e) { return e->be->copy ? e->chunk : 0; }
@@ -699,13 +709,16 @@ static int batch_buffers(tl_engine *e, int B, tl_error *err)
     return 0;
 }
 
-static int check_batch(tl_engine *const *es, const int *ids, int B, tl_error *err)
+static int check_batch(tl_engine *const *es, const int *const *ids, const int *n, int B, batch_rows *br,
+                       tl_error *err)
 {
     const tl_engine *e = es[0];
+    br->B = B;
+    br->T = 0;
     if (!e->be->copy)
         return tl_error_set(err, "%s: this backend has no batched decode (no copy operation)", e->be->name);
-    if (B > e->chunk)
-        return tl_error_set(err, "batch: %d sequences, at most %d on this engine", B, e->chunk);
+    if (B > TL_ENGINE_BATCH_MAX)
+        return tl_error_set(err, "batch: %d sequences, at most %d", B, TL_ENGINE_BATCH_MAX);
     for (int b = 0; b < B; b++) {
         const tl_engine *s = es[b];
         char what[32];
@@ -715,34 +728,58 @@ static int check_batch(tl_engine *const *es, const int *ids, int B, tl_error *er
         if (s->kv_bf16 != e->kv_bf16)
             return tl_error_set(err, "%s: a %s KV cache beside batch[0]'s %s", what, s->kv_bf16 ? "bf16" : "fp32",
                                 e->kv_bf16 ? "bf16" : "fp32");
-        if (s->pos == 0)
+        if (n[b] < 1)
+            return tl_error_set(err, "%s: %d tokens (at least 1)", what, n[b]);
+        if (n[b] == 1 && s->pos == 0)
             return tl_error_set(err, "%s: no prefill yet (a decode continues a sequence)", what);
         for (int o = 0; o < b; o++)
             if (es[o] == s)
                 return tl_error_set(err, "%s: the same engine as batch[%d]", what, o);
-        if (check_ids(e, &ids[b], 1, what, err) || check_room(s, 1, what, err))
+        if (check_ids(e, ids[b], n[b], what, err) || check_room(s, n[b], what, err))
             return -1;
+        br->first[b] = br->T;
+        br->T += n[b];
+        if (br->T > e->chunk)
+            return tl_error_set(err, "batch: %d rows, at most %d in one pass on batch[0]", br->T, e->chunk);
     }
+    br->first[B] = br->T;
     return 0;
 }
 
-int tl_engine_decode_batch(tl_engine *const *es, const int *ids, int B, tl_error *err)
+int tl_engine_step_batch(tl_engine *const *es, const int *const *ids, const int *n, int B, tl_error *err)
 {
-    if (B < 1 || !es || !ids)
+    if (B < 1 || !es || !ids || !n)
         return tl_error_set(err, "batch: %d sequences (at least 1)", B);
     tl_engine *e = es[0];
-    if (check_batch(es, ids, B, err) || batch_buffers(e, B, err))
+    batch_rows br;
+    if (check_batch(es, ids, n, B, &br, err) || batch_buffers(e, B, err))
         return -1;
+    int rows[TL_ENGINE_BATCH_MAX];   /* the sequences' ids one after another */
+    for (int b = 0; b < B; b++)
+        memcpy(rows + br.first[b], ids[b], sizeof(int) * (size_t)n[b]);
     double t0 = tl_now_ms();
     for (int b = 0; b < B; b++)
         pass_begins(es[b]);
-    forward_batch(es, ids, B);
+    forward_batch(es, rows, &br);
     if (e->be->sync(e->ctx, err))
         return -1;
     for (int b = 0; b < B; b++)
         if (finish(es[b], t0, err))
             return -1;
     return 0;
+}
+
+int tl_engine_decode_batch(tl_engine *const *es, const int *ids, int B, tl_error *err)
+{
+    if (B < 1 || B > TL_ENGINE_BATCH_MAX || !es || !ids)
+        return tl_error_set(err, "batch: %d sequences (1..%d)", B, TL_ENGINE_BATCH_MAX);
+    const int *each[TL_ENGINE_BATCH_MAX];
+    int ones[TL_ENGINE_BATCH_MAX];
+    for (int b = 0; b < B; b++) {
+        each[b] = &ids[b];
+        ones[b] = 1;
+    }
+    return tl_engine_step_batch(es, each, ones, B, err);
 }
 
 int tl_engine_rewind(tl_engine *e, int n)

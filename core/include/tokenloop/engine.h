@@ -25,7 +25,13 @@ int tl_engine_decode(tl_engine *e, int id, tl_error *err);
  * After it each engine holds its own logits, as after tl_engine_decode, and tl_engine_last_ms
  * is the batched pass's. No statistics are gathered (the sampler reads the scores). */
 int tl_engine_decode_batch(tl_engine *const *es, const int *ids, int B, tl_error *err);
-/* The most sequences one tl_engine_decode_batch on e as es[0] takes. */
+/* The same with n[b] >= 1 tokens for sequence b (ids[b][0..n[b]-1]): more than one is a chunk
+ * of its prefill (the first when its engine is at position 0), so a new request's prompt can
+ * share a pass with the others' decodes instead of holding them up. The logits are each
+ * sequence's last row. The rows together fit es[0]'s prefill chunk (tl_engine_batch_max). */
+#define TL_ENGINE_BATCH_MAX 256
+int tl_engine_step_batch(tl_engine *const *es, const int *const *ids, const int *n, int B, tl_error *err);
+/* The most rows (sequences, or their tokens) one batched pass on e as es[0] takes. */
 int tl_engine_batch_max(const tl_engine *e);
 /* Drops the last n positions from the KV cache; the logits become stale (returns -1 if n > pos). */
 int tl_engine_rewind(tl_engine *e, int n);
