@@ -84,6 +84,9 @@ struct tl_session {
     int logits_valid;
     char *text;                  /* tl_session_text cache */
     int in_run, run_steps;       /* tl_generate is stepping; steps it made so far */
+    /* a prefill in chunks, each shared with other requests' decodes (tl_session_step_batch) */
+    int prefilled;               /* prompt positions in the cache so far; 0: none started */
+    double step_t0, prefill_ms;  /* when the step in flight began; a chunked prefill's passes so far */
 };
 
 static int budget_update(tl_session *s);
@@ -177,6 +180,7 @@ static void clear_generation(tl_session *s)
     s->done = 0;
     memset(&s->result, 0, sizeof s->result);
     s->logits_valid = 0;
+    s->prefilled = 0;
     free(s->text);
     s->text = NULL;
     if (s->e && tl_engine_pos(s->e) > 0) tl_engine_rewind(s->e, tl_engine_pos(s->e));
@@ -853,6 +857,26 @@ static int step_end(tl_session *s, tl_step *st, double t_begin, const tl_step **
     return TL_SESSION_STEPPED;
 }
 
+/* What a prefill step does before its pass: the request's clock, the sampler from its seed,
+ * an empty cache, and the prompt put to the streamer first, as generate() does. */
+static int prefill_begin(tl_session *s, double t_begin, tl_error *err)
+{
+    if (!s->clock_fresh) {   /* a rerun after reset/rewind: the request starts now */
+        tl_metrics_start(s->metrics);
+        tl_metrics_tokenized(s->metrics, s->n_prompt);
+    } else {   /* rendered earlier and shown: the wait on screen is no part of TTFT */
+        tl_metrics_resume(s->metrics, t_begin);
+    }
+    s->clock_fresh = 0;
+    s->prefilled = 0;
+    tl_sampler_set(s->sampler, tl_sampler_get(s->sampler));   /* each run from its seed */
+    if (tl_engine_pos(s->e) > 0) tl_engine_rewind(s->e, tl_engine_pos(s->e));
+    tl_streamer_reset(s->streamer);
+    if (tl_streamer_put(s->streamer, s->prompt, s->n_prompt))   /* generate() puts the prompt first */
+        return tl_error_set(err, "streamer: failed");
+    return 0;
+}
+
 int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
 {
     if (out) *out = NULL;
@@ -863,18 +887,7 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
     if (!st) return -1;
     int k = st->index;
     if (k == 0) {
-        if (!s->clock_fresh) {   /* a rerun after reset/rewind: the request starts now */
-            tl_metrics_start(s->metrics);
-            tl_metrics_tokenized(s->metrics, s->n_prompt);
-        } else {   /* rendered earlier and shown: the wait on screen is no part of TTFT */
-            tl_metrics_resume(s->metrics, t_begin);
-        }
-        s->clock_fresh = 0;
-        tl_sampler_set(s->sampler, tl_sampler_get(s->sampler));   /* each run from its seed */
-        if (tl_engine_pos(s->e) > 0) tl_engine_rewind(s->e, tl_engine_pos(s->e));
-        tl_streamer_reset(s->streamer);
-        if (tl_streamer_put(s->streamer, s->prompt, s->n_prompt))   /* generate() puts the prompt first */
-            return tl_error_set(err, "streamer: failed");
+        if (prefill_begin(s, t_begin, err)) return -1;
         if (tl_engine_prefill(s->e, s->prompt, s->n_prompt, err)) return -1;
         st->kind = TL_STEP_PREFILL;
         st->n_input = s->n_prompt;
@@ -886,43 +899,81 @@ int tl_session_step(tl_session *s, const tl_step **out, tl_error *err)
     return step_end(s, st, t_begin, out, err);
 }
 
+/* Prompt tokens one request brings to a batched pass: a long prompt's prefill goes in chunks,
+ * each pass shared with the other requests' decodes, so their pace holds while it arrives. */
+#define PREFILL_CHUNK 32
+
 int tl_session_step_batch(tl_session *const *ss, int n, const tl_step **outs, tl_error *err)
 {
     if (n < 0 || n > TL_SESSION_BATCH_MAX)
         return tl_error_set(err, "batch: %d sessions (0..%d)", n, TL_SESSION_BATCH_MAX);
     tl_engine *es[TL_SESSION_BATCH_MAX];
     tl_session *in[TL_SESSION_BATCH_MAX];
-    tl_step *st[TL_SESSION_BATCH_MAX];
-    double t_begin[TL_SESSION_BATCH_MAX];
-    int ids[TL_SESSION_BATCH_MAX], slot[TL_SESSION_BATCH_MAX], B = 0, stepped = 0;
+    const int *ids[TL_SESSION_BATCH_MAX];
+    int take[TL_SESSION_BATCH_MAX], slot[TL_SESSION_BATCH_MAX], B = 0, stepped = 0, rows = 0, room = 0;
+    for (int i = 0; i < n; i++) {
+        outs[i] = NULL;
+        if (!ss[i]->prepared && tl_session_prepare(ss[i], err)) return -1;
+        if (!ss[i]->done && ss[i]->n_gen > 0) rows++;   /* the decodes come first: one row each */
+    }
     for (int i = 0; i < n; i++) {
         tl_session *s = ss[i];
-        outs[i] = NULL;
-        if (!s->prepared && tl_session_prepare(s, err)) return -1;
         if (s->done) continue;
-        if (s->n_gen == 0) {   /* a prompt: its prefill alone, as its step */
-            if (tl_session_step(s, &outs[i], err) < 0) return -1;
-            stepped++;
-            continue;
+        if (!room) room = tl_engine_batch_max(s->e) - rows;   /* the first in the pass leads it */
+        int t;
+        if (s->n_gen > 0) {   /* a decode of the last token */
+            double t_begin;
+            if (!step_begin(s, &t_begin, err)) return -1;
+            s->step_t0 = t_begin;
+            ids[B] = &s->gen[s->n_gen - 1];
+            t = 1;
+        } else {   /* the next chunk of a prompt, as many as the pass has room for */
+            t = s->n_prompt - s->prefilled < PREFILL_CHUNK ? s->n_prompt - s->prefilled : PREFILL_CHUNK;
+            if (t > room) t = room;
+            if (t <= 0) continue;   /* no room left in this pass: the next one */
+            room -= t;
+            if (s->prefilled == 0) {   /* its first chunk: the prefill step begins */
+                double t_begin;
+                if (!step_begin(s, &t_begin, err) || prefill_begin(s, t_begin, err)) return -1;
+                s->step_t0 = t_begin;
+                s->prefill_ms = 0;
+            }
+            ids[B] = s->prompt + s->prefilled;
         }
-        if (!(st[B] = step_begin(s, &t_begin[B], err))) return -1;
         es[B] = s->e;
-        ids[B] = s->gen[s->n_gen - 1];
+        take[B] = t;
         in[B] = s;
         slot[B++] = i;
     }
-    if (B && tl_engine_decode_batch(es, ids, B, err)) {
-        for (int b = 0; b < B; b++)   /* no pass ran: the steps begun are not taken */
-            if (in[b]->in_run && in[b]->run_steps > 0) in[b]->run_steps--;
+    if (B && tl_engine_step_batch(es, ids, take, B, err)) {
+        for (int b = 0; b < B; b++) {   /* no pass ran: a step begun is not taken */
+            if (in[b]->in_run && in[b]->run_steps > 0 && (in[b]->n_gen > 0 || in[b]->prefilled == 0))
+                in[b]->run_steps--;
+            if (in[b]->n_gen == 0) in[b]->prefilled = 0;   /* the prompt starts again */
+        }
         return -1;
     }
     for (int b = 0; b < B; b++) {
-        st[b]->kind = TL_STEP_DECODE;
-        st[b]->n_input = 1;
-        st[b]->batch = B;
-        if (step_end(in[b], st[b], t_begin[b], &outs[slot[b]], err) < 0) return -1;
+        tl_session *s = in[b];
+        tl_step *st = &s->steps[s->n_gen];
+        st->batch = B;
+        if (s->n_gen > 0) {
+            st->kind = TL_STEP_DECODE;
+            st->n_input = 1;
+        } else {
+            s->prefilled += take[b];
+            s->prefill_ms += tl_engine_last_ms(s->e);
+            if (s->prefilled < s->n_prompt) continue;   /* more of the prompt next pass: no token yet */
+            st->kind = TL_STEP_PREFILL;
+            st->n_input = s->n_prompt;
+            s->prefilled = 0;
+        }
+        double pass_ms = st->kind == TL_STEP_PREFILL ? s->prefill_ms : tl_engine_last_ms(s->e);
+        if (step_end(s, st, s->step_t0, &outs[slot[b]], err) < 0) return -1;
+        st->ms = pass_ms;   /* a chunked prefill: all its passes */
+        stepped++;
     }
-    return stepped + B;
+    return stepped;
 }
 
 /* Streamer state for generated tokens 0..n_gen-1, by replaying them. */

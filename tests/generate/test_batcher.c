@@ -1,7 +1,8 @@
 /* The batch runner (tl_batcher): requests that join at different times and leave when they stop
  * give the same greedy ids and text as each run alone with tl_generate, some of their tokens
- * come from passes shared with others (tl_iter_token.batch > 1), and a request cancelled in
- * the middle ends without holding the others up. Runs under ThreadSanitizer (label tsan).
+ * come from passes shared with others (tl_iter_token.batch > 1), a long prompt's prefill goes
+ * in chunks beside the others' decodes, and a request cancelled in the middle ends without
+ * holding the others up. Runs under ThreadSanitizer (label tsan).
  * argv[1]: the bundled model's directory. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,10 @@ static const char *const questions[N_REQ] = {
     "Tell me a short story about a cat.",
     "Hi",
     "Spell the word flower.",
-    "What is two plus two?",
+    /* a long prompt: its prefill goes in chunks, each pass shared with the others' decodes */
+    "Here is a list of fruits: apple, banana, cherry, date, elderberry, fig, grape, honeydew, kiwi, lemon, "
+    "mango, nectarine, orange, papaya, quince, raspberry, strawberry, tangerine, ugli fruit, vanilla, "
+    "watermelon, and yellow passion fruit. Which of them is red?",
 };
 static const int budget[N_REQ] = {24, 40, 12, 30, 20};
 
@@ -137,6 +141,11 @@ int main(int argc, char **argv)
                      alone_text[q]);
     }
     TL_CHECK_MSG(shared > 0, "no token came from a pass shared by two requests");
+    int np = 0;
+    tl_session_prompt_ids(ss[4], &np);
+    const tl_step *pre = tl_session_step_at(ss[4], 0);
+    TL_CHECK_MSG(np > 64 && pre && pre->kind == TL_STEP_PREFILL && pre->n_input == np,
+                 "the long prompt: %d tokens, its prefill step %d", np, pre ? pre->n_input : -1);
     printf("generate_batcher: %d tokens from shared passes\n", shared);
     tl_batcher_free(b);
     for (int q = 0; q < N_REQ; q++)
