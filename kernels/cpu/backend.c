@@ -200,7 +200,14 @@ static inline uint64_t span_pack(uint32_t lo, uint32_t hi) { return (uint64_t)lo
 /* Range `item` of a decode, front to back in steps of an eighth of what is left (each step
  * follows the last in memory, so the thread's weights are one stream), then the back half of
  * what another range has left, while any has 16 rows or more: a thread that finished early
- * takes over half the remaining work of one that is behind, and again if it finishes first. */
+ * takes over half the remaining work of one that is behind, and again if it finishes first.
+ * Every piece starts on a multiple of 8 rows in the job's row space, so the decode kernels'
+ * tiles of 8 (wide rows: mv_avx512bf16.c; 4 in mv_tmpl.h) always cover the same rows and each
+ * row is summed the same way whoever takes it: a decode's scores are the same bits on every run.
+ * Pieces cut at any multiple of 4 let the tiles shift with the threads' timing, so a row could
+ * go through the one-row loop in one run and a tile in the next, whose sums round differently
+ * (found when `serve --slots 1` gave another greedy text for the same request of random 1B
+ * weights, near-ties everywhere, in a later round of tools/bench/serve_batch.py under load). */
 static void mm_range_item(mm_job *j, int item, int tid)
 {
     _Atomic uint64_t *own = &j->ranges[item].span;
@@ -209,7 +216,7 @@ static void mm_range_item(mm_job *j, int item, int tid)
         uint32_t lo = (uint32_t)s, hi = (uint32_t)(s >> 32);
         if (lo >= hi)
             break;
-        uint32_t step = (hi - lo) / 8 < 16 ? 16 : (hi - lo) / 8;
+        uint32_t step = (hi - lo) / 8 < 16 ? 16 : ((hi - lo) / 8 + 7) / 8 * 8;
         uint32_t to = hi - lo < step ? hi : lo + step;
         if (atomic_compare_exchange_weak_explicit(own, &s, span_pack(to, hi), memory_order_relaxed,
                                                   memory_order_relaxed)) {
@@ -224,7 +231,8 @@ static void mm_range_item(mm_job *j, int item, int tid)
             uint32_t lo = (uint32_t)s, hi = (uint32_t)(s >> 32);
             if (lo >= hi)
                 break;
-            uint32_t take = hi - lo <= 16 ? hi - lo : ((hi - lo) / 2 + 3) / 4 * 4;
+            uint32_t cut = (lo + (hi - lo) / 2 + 7) / 8 * 8;   /* on a multiple of 8, as every start is */
+            uint32_t take = hi - lo <= 16 || cut >= hi ? hi - lo : hi - cut;
             if (atomic_compare_exchange_weak_explicit(other, &s, span_pack(lo, hi - take), memory_order_relaxed,
                                                       memory_order_relaxed)) {
                 mm_span(j, hi - take, hi, tid);
