@@ -1,11 +1,6 @@
-/* tokenloop bench --batch 1,4,16: why servers batch. For each batch size B, B sequences step
- * together through tl_engine_decode_batch, so each weight matrix is read once per step for all
- * of them. Per B it reports the step time (each stream's TPOT: a stream gets one token a step),
- * the total tokens/s, the bytes read per token, the memory floor (the weights read by a plain
- * loop beside each step, as `bench` does) and the compute roof (the products' arithmetic at the
- * rate this machine's prefill reaches, measured first). While the step stays near the floor,
- * tokens/s grows with B for free; the crossover is the B where the arithmetic of a step takes
- * as long as reading the weights, past which B costs time. */
+/* tokenloop bench --batch 1,4,16: why servers batch, as a command. The measurement is core's
+ * (tl_batch_measure, core/batch_bench.c); this file reads the options and prints the table or
+ * the JSON. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +22,9 @@ static const char usage[] =
     "  prefilled alone, then decode N steps (default 16) together, one token each a step, every\n"
     "  weight read once a step. Reports per B: the step's median time (each stream's TPOT), total\n"
     "  tokens/s, bytes read per token, the floor (the weights read by a plain loop beside each\n"
-    "  step) and the compute roof (2 x the products' weights x B at the FLOP/s of a prefill of\n"
-    "  64 tokens, measured first), and the crossover B where the roof meets the floor.\n";
+    "  step) and the compute roof (2 x the products' weights x B at the fastest FLOP/s seen: a\n"
+    "  prefill of 64 tokens, or a batched step when faster), and the crossover B where the roof\n"
+    "  meets the floor.\n";
 
 typedef struct batch_opts {
     const char *model_dir, *synthetic, *dtype;
@@ -149,8 +145,8 @@ static void print_table(const char *name, const tl_model *m, const tl_batch_repo
     const tl_batch_row *base = &r->rows[0];
     printf("model     %s (%s), %.2f GB of weights read once per step\n", name, tl_dtype_name(m->layers[0].wq.dtype),
            r->weight_bytes / 1e9);
-    printf("compute   %.1f GFLOP/s (a prefill of 64 tokens): the roof; crossover at B = %.1f\n", r->peak_flops / 1e9,
-           r->crossover);
+    printf("compute   %.1f GFLOP/s (the fastest products seen: a 64-token prefill or a batched step): the\n"
+           "          roof; crossover at B = %.1f\n", r->peak_flops / 1e9, r->crossover);
     printf("%5s %10s %12s %13s %10s %10s %9s %9s %9s\n", "B", "TPOT ms", "tokens/s", "bytes/token", "floor ms",
            "roof ms", "TPOT/fl", "TPOT/1st", "tok/s/1st");
     for (int i = 0; i < r->n; i++) {
