@@ -226,6 +226,8 @@ static void *batcher_main(void *arg)
                 atomic_store(&run[i]->cancel, 1);
         if (!n && stop) break;
         n = batch_round(b, run, n);
+        if (!n)
+            atomic_store(&b->last_batch, 0);   /* idle: no pass is shared */
     }
     atomic_store(&b->last_batch, 0);
     return NULL;
