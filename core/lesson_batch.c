@@ -126,6 +126,8 @@ int lb_run(lb_state **bp, tl_session *s, const cJSON *v, tl_error *err)
     }
     int rc = tl_batch_measure(m, &o, &b->r, err);
     tl_model_free(own);
+    if (!rc)
+        rc = tl_session_set_batch(s, &b->r, sh, err);   /* the Timing pane's batch table */
     if (rc) {
         free(b);
         return -1;

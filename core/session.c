@@ -3,6 +3,7 @@
  * the ids instead of keeping snapshots. */
 #define _GNU_SOURCE
 #include "tokenloop/session.h"
+#include "tokenloop/batch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,8 @@ struct tl_session {
     int in_run, run_steps;       /* tl_generate is stepping; steps it made so far */
     /* a prefill in chunks, each shared with other requests' decodes (tl_session_step_batch) */
     int prefilled;               /* prompt positions in the cache so far; 0: none started */
+    struct tl_batch_report *batch;   /* tl_session_set_batch's copy */
+    char batch_shape[32];
     double step_t0, prefill_ms;  /* when the step in flight began; a chunked prefill's passes so far */
 };
 
@@ -318,6 +321,7 @@ void tl_session_free(tl_session *s)
 {
     if (!s) return;
     unprepare(s);
+    free(s->batch);
     free(s->steps);
     free(s->gen);
     free(s->gen_start);
@@ -1064,6 +1068,26 @@ static int generate_loop(tl_session *s, tl_step_hook hook, void *ctx, tl_error *
         if (hook && hook(ctx, s, st)) return s->done ? TL_SESSION_DONE : TL_GENERATE_CANCELLED;
         if (s->done) return TL_SESSION_DONE;
     }
+}
+
+int tl_session_set_batch(tl_session *s, const tl_batch_report *r, const char *shape, tl_error *err)
+{
+    if (!r) {
+        free(s->batch);
+        s->batch = NULL;
+        s->batch_shape[0] = 0;
+        return 0;
+    }
+    if (!s->batch && !(s->batch = malloc(sizeof *s->batch))) return tl_error_set(err, "session: out of memory");
+    *s->batch = *r;
+    snprintf(s->batch_shape, sizeof s->batch_shape, "%s", shape ? shape : "");
+    return 0;
+}
+
+const tl_batch_report *tl_session_batch(const tl_session *s, const char **shape)
+{
+    if (shape) *shape = s->batch_shape;
+    return s->batch;
 }
 
 void tl_session_run_mark(tl_session *s, int on)

@@ -162,6 +162,43 @@ static void dtype_table(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v
         I18n_tr(lang, "per step: weights + KV cache \xC2\xB7 pace: no pauses \xC2\xB7 d: next dtype"));
 }
 
+/* The last batch measurement (lesson 8): one row per batch size, B sequences decoding together
+ * with each weight read once a step: each stream's pace, the tokens/s of all of them, the bytes
+ * read per token and the pace over the floor read beside the steps. */
+static void batch_table(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v, const char *lang)
+{
+    if (v->n_batches < 1 || *y >= end)
+        return;
+    static const int col[] = {0, 2, 9, 20, 32, 44};
+    static const char *const head[] = {"B", "TPOT", "tokens/s", "per token", "\xC3\xB7 floor"};   /* B, TPOT: as the lesson says */
+    attr_t hd = Theme_attr(TA_HEADER);
+    for (int c = 0; c < 5 && col[c + 1] < in.w; c++) {
+        int x = col[c + 1], wd = (c + 2 < 6 ? col[c + 2] : in.w) - x - 1;
+        Draw_text(w, *y, in.x + x, wd < in.w - x ? wd : in.w - x, c < 2 ? head[c] : I18n_tr(lang, head[c]), hd);
+    }
+    (*y)++;
+    for (int i = 0; i < v->n_batches && *y < end; i++, (*y)++) {
+        const tl_view_batch *b = &v->batches[i];
+        char cell[5][32];
+        snprintf(cell[0], sizeof cell[0], "%d", b->B);
+        Format_msLang(lang, b->tpot_ms, cell[1], sizeof cell[1]);
+        Format_num(lang, b->tokens_per_s, 1, cell[2], sizeof cell[2]);
+        Format_bytesLang(lang, b->bytes_per_token, cell[3], sizeof cell[3]);
+        Format_num(lang, b->over_floor, 2, cell[4], sizeof cell[4]);
+        strncat(cell[4], "\xC3\x97", sizeof cell[4] - strlen(cell[4]) - 1);
+        for (int c = 0; c < 5 && col[c + 1] < in.w; c++)
+            Draw_text(w, *y, in.x + col[c + 1], in.w - col[c + 1], cell[c], A_NORMAL);
+    }
+    char wide[256], narrow[160], roof[32], cross[32];
+    Format_num(lang, v->batch_roof_gflops, 0, roof, sizeof roof);
+    Format_num(lang, v->batch_crossover, 1, cross, sizeof cross);
+    snprintf(wide, sizeof wide, I18n_tr(lang, "%s: each weight read once a step for B tokens; arithmetic %s GFLOP/s, the crossover near B = %s"),
+             v->batch_shape, roof, cross);
+    snprintf(narrow, sizeof narrow, I18n_tr(lang, "%s: weights read once a step for B tokens; crossover B = %s"),
+             v->batch_shape, cross);
+    fit(w, in, y, end, Theme_attr(TA_DIM), wide, narrow);
+}
+
 void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
 {
     const char *lang = ui->lang;
@@ -264,6 +301,7 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         }
     }
     dtype_table(w, in, &y, end, v, lang);
+    batch_table(w, in, &y, end, v, lang);
     tl_rect ch = {y, in.x, end - y, in.w};
     chart(w, ch, v, ui->lang);
 }

@@ -1,5 +1,6 @@
 /* tl_session -> tl_view. Reads only the session's public accessors. */
 #include "session_view.h"
+#include "tokenloop/batch.h"
 #include "tokenloop/lesson.h"
 
 #include <stdlib.h>
@@ -327,6 +328,18 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         d->generated = dr[i].generated;
         d->current = dr[i].dtype == tl_session_dtype(s);
     }
+    /* the last batch measurement (lesson 8): one row per batch size */
+    const char *shape = NULL;
+    const tl_batch_report *br = tl_session_batch(s, &shape);
+    v->n_batches = 0;
+    for (int i = 0; br && i < br->n && i < TL_VIEW_MAX_BATCH; i++) {
+        const tl_batch_row *x = &br->rows[i];
+        v->batches[v->n_batches++] = (tl_view_batch){x->B, x->tpot_ms, x->B / x->tpot_ms * 1e3, x->bytes_per_token,
+                                                     x->over_floor, (double)x->B / br->rows[0].B / x->vs_first};
+    }
+    v->batch_roof_gflops = br ? br->peak_flops / 1e9 : 0;
+    v->batch_crossover = br ? br->crossover : 0;
+    snprintf(v->batch_shape, sizeof v->batch_shape, "%s", shape ? shape : "");
     /* the chart: each decode pass's own (synchronized) time, so pauses between key presses
      * do not show as slow tokens */
     size_t scap = (size_t)sv->step_cap;

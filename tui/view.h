@@ -46,6 +46,14 @@ typedef struct tl_view_dtype {
     double floor_lo_ms;         /* the floor's fastest read: a pace under it gets no ratio */
 } tl_view_dtype;
 
+/* One row of the Timing pane's batch table (lesson 8: tl_session_batch): B sequences decoding
+ * together, each weight read once a step. */
+#define TL_VIEW_MAX_BATCH 6
+typedef struct tl_view_batch {
+    int B;
+    double tpot_ms, tokens_per_s, bytes_per_token, over_floor, tokens_ratio;
+} tl_view_batch;
+
 typedef struct tl_view {
     /* title */
     char model_name[128];
@@ -135,6 +143,10 @@ typedef struct tl_view {
     char dtype[8], file_dtype[8];   /* the weights' dtype now, and as loaded */
     tl_view_dtype dtypes[TL_VIEW_MAX_DTYPES];
     int n_dtypes;
+    tl_view_batch batches[TL_VIEW_MAX_BATCH];
+    int n_batches;
+    double batch_roof_gflops, batch_crossover;
+    char batch_shape[32];
 
     /* state */
     int running;

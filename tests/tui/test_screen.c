@@ -428,6 +428,52 @@ static void test_dtypes(tl_view *v, tl_ui *ui)
     ui->active = PANE_LOGITS;
 }
 
+/* The Timing pane's batch table (lesson 8): a row per batch size under a header, the legend with
+ * the shape, the arithmetic and the crossover; every column inside the pane at 160x48 and in the
+ * 80x24 tab; Vietnamese headers and marks. */
+static void test_batches(tl_view *v, tl_ui *ui)
+{
+    v->n_batches = 3;
+    v->batches[0] = (tl_view_batch){1, 77.28, 12.94, 2.47e9, 1.03, 1};
+    v->batches[1] = (tl_view_batch){4, 86.02, 46.5, 0.62e9, 1.16, 3.58};
+    v->batches[2] = (tl_view_batch){16, 123.32, 1297.3, 0.156e9, 1.70, 9.85};
+    v->batch_roof_gflops = 334.8;
+    v->batch_crossover = 10.1;
+    snprintf(v->batch_shape, sizeof v->batch_shape, "llama-3.2-1b");
+    ui->active = PANE_TIMING;
+    ui->lesson_open = 0;
+    const int sizes[][2] = {{160, 48}, {80, 24}};
+    for (int z = 0; z < 2; z++) {
+        int cols = sizes[z][0], rows = sizes[z][1];
+        resizeterm(rows, cols);
+        Screen_draw(stdscr, cols, rows, v, ui);
+        grab(rows, cols);
+        TL_CHECK(all_widths_ok());
+        int h = find_row("B      TPOT");
+        TL_CHECK_MSG(h > 0, "%dx%d: the batch table's header", cols, rows);
+        TL_CHECK(h > 0 && strstr(screen[h], "tokens/s") && strstr(screen[h], "per token") && strstr(screen[h], "floor"));
+        TL_CHECK_MSG(h > 0 && strstr(screen[h + 1], "  1      77.3 ms    12.9        2.47 GB     1.03\xC3\x97"),
+                     "%dx%d: %s", cols, rows, h > 0 ? screen[h + 1] : "");
+        TL_CHECK_MSG(h > 0 && strstr(screen[h + 3], "  16     123.3 ms   1,297.3     156 MB      1.70\xC3\x97"),
+                     "%dx%d: %s", cols, rows, h > 0 ? screen[h + 3] : "");
+        TL_CHECK_MSG(h > 0 && strstr(screen[h + 4], "llama-3.2-1b: ") &&
+                     (strstr(screen[h + 4], "crossover near B = 10.1") || strstr(screen[h + 4], "crossover B = 10.1")),
+                     "%dx%d: %s", cols, rows, h > 0 ? screen[h + 4] : "");
+    }
+    snprintf(ui->lang, sizeof ui->lang, "vi");
+    Screen_draw(stdscr, 80, 24, v, ui);
+    grab(24, 80);
+    TL_CHECK(all_widths_ok());
+    int h = find_row("B      TPOT");
+    TL_CHECK_MSG(h > 0, "vi: the batch table's header");
+    TL_CHECK(h > 0 && strstr(screen[h], "m\xE1\xBB\x97i token") && strstr(screen[h + 3], "1.297,3") &&
+             strstr(screen[h + 3], "1,70\xC3\x97"));
+    TL_CHECK(find_row("per token") < 0 && find_row("crossover") < 0);
+    snprintf(ui->lang, sizeof ui->lang, "en");
+    v->n_batches = 0;
+    ui->active = PANE_LOGITS;
+}
+
 int main(void)
 {
     if (!setlocale(LC_ALL, "C.UTF-8"))
@@ -537,6 +583,7 @@ int main(void)
 
     test_teaching(&v, &ui);
     test_dtypes(&v, &ui);
+    test_batches(&v, &ui);
 
     /* too small */
     resizeterm(10, 30);

@@ -217,6 +217,12 @@ typedef struct tl_dtype_row {
  * its generation now (or, while it has none, its last one). Returns the count (<= max). */
 int tl_session_dtype_rows(const tl_session *s, tl_dtype_row *rows, int max);
 
+/* --- a batch measurement (tokenloop/batch.h) the front end shows beside the session's own
+ * timing: lesson 8 keeps its last one here. A copy; NULL clears it. shape: what it ran on. */
+struct tl_batch_report;
+int tl_session_set_batch(tl_session *s, const struct tl_batch_report *r, const char *shape, tl_error *err);
+const struct tl_batch_report *tl_session_batch(const tl_session *s, const char **shape);
+
 /* --- the iterator streamer: generation on a background thread, text chunks in a queue --- */
 typedef struct tl_iter tl_iter;
 /* Starts generating on s (prepared or not); s must not be touched until tl_iter_finish. */
