@@ -10,7 +10,6 @@
 #include "tokenloop/batch.h"
 #include "tokenloop/engine.h"
 #include "tokenloop/model.h"
-#include "tokenloop/synthetic.h"
 
 #define MAX_SIZES TL_BATCH_SIZES
 
@@ -170,27 +169,10 @@ int cmd_bench_batch(int argc, char **argv)
         return rc;
     tl_error err = {{0}};
     tl_model *m = NULL;
-    if (o.synthetic) {
-        tl_config cfg;
-        if (tl_synthetic_config(&cfg, o.synthetic, &err))
-            return cli_fail(2, "--synthetic %s", err.msg);
-        if (!o.json)
-            fprintf(stderr, "bench: filling %s with random bf16 weights...\n", o.synthetic);
-        if (tl_model_synthetic(&m, &cfg, TL_BF16, o.seed, &err))
-            return cli_fail(1, "%s", err.msg);
-    } else if (tl_model_load(&m, o.model_dir, &err)) {
-        return cli_fail(1, "%s", err.msg);
-    }
-    tl_dtype want;
-    if (o.dtype && !tl_dtype_parse(o.dtype, &want) && want != m->layers[0].wq.dtype) {
-        tl_model *conv;
-        if (tl_model_convert(&conv, m, want, &err)) {
-            tl_model_free(m);
-            return cli_fail(1, "%s", err.msg);
-        }
-        tl_model_free(m);
-        m = conv;
-    }
+    double convert_s;
+    if ((rc = cli_open_model(&m, o.model_dir, o.synthetic, o.dtype, o.seed, (int64_t)o.prompt_tokens + o.new_tokens,
+                             o.json, &convert_s)))
+        return rc;
     tl_model_copy_to_hugepages(m, TL_HUGEPAGE_MIN);
     tl_batch_opts bo = {.n_sizes = o.n_sizes, .prompt_tokens = o.prompt_tokens, .steps = o.new_tokens,
                         .threads = o.threads, .precision = o.prec, .seed = o.seed,

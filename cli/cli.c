@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "commands.h"
+#include "tokenloop/synthetic.h"
+#include "tokenloop/system.h"
 
 int cli_fail(int status, const char *fmt, ...)
 {
@@ -41,5 +43,56 @@ int cli_parse_int(const char *s, long lo, long hi, long *out)
     if (errno || end == s || *end || v < lo || v > hi)
         return -1;
     *out = v;
+    return 0;
+}
+
+/* A context too short for the run, said before any weight is filled or read. */
+static int too_long(int64_t positions, const tl_config *c)
+{
+    if (positions <= c->max_position_embeddings)
+        return 0;
+    return cli_fail(2, "--prompt-tokens + --new-tokens: %lld positions exceed the context of %d",
+                    (long long)positions, c->max_position_embeddings);
+}
+
+int cli_open_model(tl_model **out, const char *model_dir, const char *synthetic, const char *dtype,
+                   unsigned long long seed, int64_t positions, int quiet, double *convert_s)
+{
+    tl_error err = {{0}};
+    tl_model *m = NULL;
+    *out = NULL;
+    *convert_s = 0;
+    if (synthetic) {
+        tl_config cfg;
+        if (tl_synthetic_config(&cfg, synthetic, &err))
+            return cli_fail(2, "--synthetic %s", err.msg);
+        if (too_long(positions, &cfg))   /* before filling gigabytes */
+            return 2;
+        if (!quiet)
+            fprintf(stderr, "bench: filling %s with random bf16 weights...\n", synthetic);
+        if (tl_model_synthetic(&m, &cfg, TL_BF16, seed, &err))
+            return cli_fail(1, "%s", err.msg);
+    } else if (tl_model_load(&m, model_dir, &err)) {
+        return cli_fail(1, "%s", err.msg);
+    }
+    tl_dtype want;
+    if (dtype && !tl_dtype_parse(dtype, &want) && want != m->layers[0].wq.dtype) {
+        tl_model *conv;
+        double t0 = tl_now_s();
+        if (!quiet)
+            fprintf(stderr, "bench: converting the weights to %s...\n", dtype);
+        if (tl_model_convert(&conv, m, want, &err)) {
+            tl_model_free(m);
+            return cli_fail(1, "%s", err.msg);
+        }
+        tl_model_free(m);   /* the conversion owns its weights, in 2 MiB pages already */
+        m = conv;
+        *convert_s = tl_now_s() - t0;
+    }
+    if (too_long(positions, &m->cfg)) {
+        tl_model_free(m);
+        return 2;
+    }
+    *out = m;
     return 0;
 }

@@ -21,7 +21,6 @@
 #include "tokenloop/bandwidth.h"
 #include "tokenloop/engine.h"
 #include "tokenloop/model.h"
-#include "tokenloop/synthetic.h"
 #include "tokenloop/system.h"
 
 static const char usage[] =
@@ -170,14 +169,6 @@ static const char *si(char *buf, size_t n, double v)
     return buf;
 }
 
-static int too_long(int64_t need, const tl_config *c)
-{
-    if (need <= c->max_position_embeddings)
-        return 0;
-    return cli_fail(2, "--prompt-tokens + --new-tokens: %lld positions exceed the context of %d",
-                    (long long)need, c->max_position_embeddings);
-}
-
 int cmd_bench(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -208,43 +199,13 @@ int cmd_bench(int argc, char **argv)
 
     tl_error err = {{0}};
     tl_model *m = NULL;
-    double t_load = tl_now_s();
-    if (o.synthetic) {
-        tl_config cfg;
-        if (tl_synthetic_config(&cfg, o.synthetic, &err))
-            return cli_fail(2, "--synthetic %s", err.msg);
-        if (too_long((int64_t)o.prompt_tokens + o.new_tokens, &cfg))   /* before filling gigabytes */
-            return 2;
-        if (!o.json)
-            fprintf(stderr, "bench: filling %s with random bf16 weights...\n", o.synthetic);
-        if (tl_model_synthetic(&m, &cfg, TL_BF16, o.seed, &err))
-            return cli_fail(1, "%s", err.msg);
-    } else if (tl_model_load(&m, o.model_dir, &err)) {
-        return cli_fail(1, "%s", err.msg);
-    }
-    double t_convert = 0;
-    tl_dtype want;
-    if (o.dtype && !tl_dtype_parse(o.dtype, &want) && want != m->layers[0].wq.dtype) {
-        tl_model *conv;
-        t_convert = tl_now_s();
-        if (!o.json)
-            fprintf(stderr, "bench: converting the weights to %s...\n", o.dtype);
-        if (tl_model_convert(&conv, m, want, &err)) {
-            tl_model_free(m);
-            return cli_fail(1, "%s", err.msg);
-        }
-        tl_model_free(m);   /* the conversion owns its weights, in 2 MiB pages already */
-        m = conv;
-        t_convert = tl_now_s() - t_convert;
-    }
+    double t_load = tl_now_s(), t_convert;
+    int64_t need = (int64_t)o.prompt_tokens + o.new_tokens;
+    if ((rc = cli_open_model(&m, o.model_dir, o.synthetic, o.dtype, o.seed, need, o.json, &t_convert)))
+        return rc;
     uint64_t copied = !strcmp(o.device, "cpu") ? tl_model_copy_to_hugepages(m, TL_HUGEPAGE_MIN) : 0;
     t_load = tl_now_s() - t_load;
     const tl_config *c = &m->cfg;
-    int64_t need = (int64_t)o.prompt_tokens + o.new_tokens;
-    if (too_long(need, c)) {
-        tl_model_free(m);
-        return 2;
-    }
 
     /* The KV cache holds exactly this run: the 8B shape stays within a small machine. */
     tl_engine *e = NULL;

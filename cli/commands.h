@@ -3,6 +3,8 @@
 #ifndef TOKENLOOP_COMMANDS_H
 #define TOKENLOOP_COMMANDS_H
 
+#include <stdint.h>
+
 #include "tokenloop/engine.h"
 
 int cmd_info(int argc, char **argv);
@@ -30,6 +32,12 @@ int cli_fail(int status, const char *fmt, ...);
 int cli_precision_flag(const char *a, tl_precision *p);
 /* s as a whole decimal integer in [lo, hi] into *out: 0, or -1 (nothing said) when it is not one. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
+/* The model a benchmark runs: a checkpoint (model_dir), or a published shape with random bf16
+ * weights (synthetic, seeded); converted to dtype when given (NULL: as loaded). positions: what
+ * the run needs, refused before any weight is filled when the context is shorter. quiet: no
+ * progress lines. *convert_s: the conversion's seconds (0: none). 0, or an exit status (said). */
+int cli_open_model(tl_model **out, const char *model_dir, const char *synthetic, const char *dtype,
+                   unsigned long long seed, int64_t positions, int quiet, double *convert_s);
 #define CLI_PRECISION_USAGE \
     "  --exact            fp32 activations in every product with bf16 weights (twice the\n" \
     "                     arithmetic of the default on AVX-512 BF16; the logits transformers\n" \
