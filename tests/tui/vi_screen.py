@@ -25,8 +25,9 @@ import i18n_pairs
 
 TOKENLOOP, MODEL, COLS, ROWS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 SOCK = "tlvi-%d" % os.getpid()
-NLESSONS = len([f for f in os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lessons"))
-                if f.endswith(".json")])
+LESSON_DIR = os.environ.get("TOKENLOOP_LESSONS") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                                  "..", "lessons")
+NLESSONS = len([f for f in os.listdir(LESSON_DIR) if f.endswith(".json")])
 failures = []
 
 
