@@ -226,8 +226,12 @@ int main(int argc, char **argv)
         test_schedule(m, TL_PRECISION_EXACT, 0, 0, 1e-5, label);
         snprintf(label, sizeof label, "%s mixed", argv[i]);
         test_schedule(m, TL_PRECISION_MIXED, 0, 0, 1e-2, label);
+        /* a bf16 cache rounds each new K/V row: where the two passes' fp32 rows differ in their
+         * last bits, an element can round to the neighbouring bf16 value (2^-8 apart), so the
+         * bound is docs/accuracy.md's for that cache (2e-3 against float64), not fp32's (the
+         * avx2 set, 2026-12-07: 3.8e-5 on the bundled model) */
         snprintf(label, sizeof label, "%s exact, bf16 KV cache, queued", argv[i]);
-        test_schedule(m, TL_PRECISION_EXACT, 1, 1, 1e-5, label);
+        test_schedule(m, TL_PRECISION_EXACT, 1, 1, 1e-3, label);
         test_refusals(m, first);
         test_prefill_chunks(m);
         if (!first)
