@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "tokenloop/buf.h"
 #include "tokenloop/template.h"
 #include "tokenloop/system.h"
 
@@ -47,16 +48,10 @@ typedef struct {
 static int sb_add(sbuf *b, const char *s)
 {
     size_t l = strlen(s);
-    if (b->len + l + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + l + 1)
-            cap *= 2;
-        char *nb = realloc(b->buf, cap);
-        if (!nb)
-            return -1;
-        b->buf = nb;
-        b->cap = cap;
-    }
+    char *nb = tl_grow(b->buf, &b->cap, b->len + l + 1, 1, 4096);
+    if (!nb)
+        return -1;
+    b->buf = nb;
     memcpy(b->buf + b->len, s, l + 1);
     b->len += l;
     return 0;

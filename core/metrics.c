@@ -92,23 +92,31 @@ void tl_metrics_resume(tl_metrics *m, double now)
     m->t_mark = now;
 }
 
+/* Parallel columns of doubles, each reallocated to cap rows: 1 when all of them grew. One that
+ * could not keeps its rows; the others keep their new room, so the call can simply be made again. */
+static int grow_columns(double **col[], int n, int cap)
+{
+    int all = 1;
+    for (int i = 0; i < n; i++) {
+        double *p = realloc(*col[i], sizeof(double) * (size_t)cap);
+        if (p)
+            *col[i] = p;
+        else
+            all = 0;
+    }
+    return all;
+}
+
 double tl_metrics_token_gap(tl_metrics *m, double pass_ms, double unsynced_ms, double t_begin, int joined)
 {
     double now = tl_metrics_now(m);
     double work_ms = t_begin >= 0 ? now - t_begin : pass_ms;
     if (m->n == m->cap) {
         int cap = m->cap ? m->cap * 2 : 64;
-        double *a = realloc(m->t, sizeof(double) * (size_t)cap);
-        if (a) m->t = a;
-        double *b = realloc(m->pass_ms, sizeof(double) * (size_t)cap);
-        if (b) m->pass_ms = b;
-        double *c = realloc(m->unsynced, sizeof(double) * (size_t)cap);
-        if (c) m->unsynced = c;
-        double *d = realloc(m->work, sizeof(double) * (size_t)cap);
-        if (d) m->work = d;
         unsigned char *e = realloc(m->joined, (size_t)cap);
         if (e) m->joined = e;
-        if (!a || !b || !c || !d || !e) return work_ms;
+        int grew = grow_columns((double **[]){&m->t, &m->pass_ms, &m->unsynced, &m->work}, 4, cap);
+        if (!grew || !e) return work_ms;
         m->cap = cap;
     }
     m->t[m->n] = now - m->t0;
@@ -141,11 +149,7 @@ void tl_metrics_floor_read(tl_metrics *m, double bytes, double seconds)
     if (!(bytes > 0) || !(seconds > 0)) return;
     if (m->n_rate == m->cap_rate) {
         int cap = m->cap_rate ? m->cap_rate * 2 : 16;
-        double *r = realloc(m->rate, sizeof(double) * (size_t)cap);
-        if (r) m->rate = r;
-        double *q = realloc(m->pair, sizeof(double) * (size_t)cap);
-        if (q) m->pair = q;
-        if (!r || !q) return;
+        if (!grow_columns((double **[]){&m->rate, &m->pair}, 2, cap)) return;
         m->cap_rate = cap;
     }
     /* paired with the decode pass just made (token 1 on), as bench pairs each step with its read */

@@ -5,6 +5,7 @@
 #include "tokenloop/tokenizer.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/file.h"
+#include "tokenloop/buf.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -61,14 +62,10 @@ static int spanvec_push(spanvec *a, const unsigned char *p, size_t n, long src)
 {
     if (!n)
         return 0;
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        span *v = realloc(a->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        a->v = v;
-        a->cap = cap;
-    }
+    span *v = tl_grow(a->v, &a->cap, a->n + 1, sizeof *v, 64);
+    if (!v)
+        return -1;
+    a->v = v;
     a->v[a->n++] = (span){p, n, src};
     return 0;
 }
@@ -110,14 +107,10 @@ static int hent_less(hent x, hent y) { return x.rank != y.rank ? x.rank < y.rank
 
 static int heap_push(scratch *s, hent e)
 {
-    if (s->heap_n == s->heap_cap) {
-        size_t cap = s->heap_cap ? s->heap_cap * 2 : 256;
-        hent *h = realloc(s->heap, cap * sizeof *h);
-        if (!h)
-            return -1;
-        s->heap = h;
-        s->heap_cap = cap;
-    }
+    hent *h = tl_grow(s->heap, &s->heap_cap, s->heap_n + 1, sizeof *h, 256);
+    if (!h)
+        return -1;
+    s->heap = h;
     size_t i = s->heap_n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -168,14 +161,10 @@ static int bpe(const tl_tokenizer *t, scratch *s, const span *sp, idvec *out)
         if (id >= 0)
             return idvec_push(out, id, sp->src < 0 ? 0 : (size_t)sp->src);
     }
-    if (sp->n > s->syms_cap) {
-        size_t cap = sp->n * 2;
-        sym *v = realloc(s->syms, cap * sizeof *v);
-        if (!v)
-            return -1;
-        s->syms = v;
-        s->syms_cap = cap;
-    }
+    sym *syms = tl_grow(s->syms, &s->syms_cap, sp->n, sizeof *syms, 256);
+    if (!syms)
+        return -1;
+    s->syms = syms;
     int n = 0;
     for (size_t i = 0; i < sp->n; i++) {
         int id = t->byte_id[sp->p[i]];
@@ -224,14 +213,10 @@ static int seg_push(scratch *s, size_t a, size_t b, int match)
 {
     if (b <= a)
         return 0;
-    if (s->segs_n == s->segs_cap) {
-        size_t cap = s->segs_cap ? s->segs_cap * 2 : 256;
-        seg *v = realloc(s->segs, cap * sizeof *v);
-        if (!v)
-            return -1;
-        s->segs = v;
-        s->segs_cap = cap;
-    }
+    seg *v = tl_grow(s->segs, &s->segs_cap, s->segs_n + 1, sizeof *v, 256);
+    if (!v)
+        return -1;
+    s->segs = v;
     s->segs[s->segs_n++] = (seg){a, b, match};
     return 0;
 }

@@ -11,6 +11,7 @@
 #include "model_priv.h"
 #include "safetensors.h"
 #include "tok_internal.h"
+#include "tokenloop/buf.h"
 #include "tokenloop/tokenizer.h"
 
 /* Llama 3's tokenizer.json pre-tokenizer regex (llama.cpp's "llama-bpe"). */
@@ -20,30 +21,9 @@ static const char LLAMA3_SPLIT[] =
 
 enum { TOKEN_CONTROL = 3, TOKEN_USER_DEFINED = 4 };
 
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} buf;
+typedef tl_strbuf buf;
 
-static void put(buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
+static void put(buf *b, const char *s, size_t n) { tl_strbuf_put(b, s, n); }
 
 static void puts_(buf *b, const char *s) { put(b, s, strlen(s)); }
 

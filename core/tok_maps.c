@@ -5,6 +5,7 @@
 #include "tokenloop/tokenizer.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/file.h"
+#include "tokenloop/buf.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -147,16 +148,10 @@ long tl_tok_utf8_first_invalid(const unsigned char *s, size_t n)
 /* Arena of bytes addressed by offset (it moves when it grows). */
 long tl_tok_arena_add(tl_tokenizer *t, const void *p, size_t n)
 {
-    if (t->arena_len + n + 1 > t->arena_cap) {
-        size_t cap = t->arena_cap ? t->arena_cap : 1 << 20;
-        while (t->arena_len + n + 1 > cap)
-            cap *= 2;
-        char *a = realloc(t->arena, cap);
-        if (!a)
-            return -1;
-        t->arena = a;
-        t->arena_cap = cap;
-    }
+    char *a = tl_grow(t->arena, &t->arena_cap, t->arena_len + n + 1, 1, 1 << 20);
+    if (!a)
+        return -1;
+    t->arena = a;
     long off = (long)t->arena_len;
     memcpy(t->arena + off, p, n);
     t->arena[off + (long)n] = 0;

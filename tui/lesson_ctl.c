@@ -1,12 +1,12 @@
 /* Lessons in the TUI, through core's lesson player (tokenloop/lesson.h). */
 #include "lesson_ctl.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "i18n.h"
+#include "tokenloop/buf.h"
 #include "tokenloop/engine.h"
 #include "tokenloop/lesson.h"
 #include "tokenloop/sampler.h"
@@ -27,62 +27,29 @@ void LessonCtl_init(tl_lesson_ctl *c, const char *lang)
 
 /* ---- the state a step starts from ---- */
 
-typedef struct {
-    char *p;
-    size_t n, cap;
-} mbuf;
-
-static void mput(mbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void mput(mbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int need = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (need < 0 || (b->cap && !b->p))
-        return;
-    if (b->n + (size_t)need + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 512;
-        while (cap < b->n + (size_t)need + 1)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            free(b->p);
-            b->p = NULL;
-            b->cap = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
-    va_end(ap);
-    b->n += (size_t)need;
-}
-
 /* Everything a key can change that a lesson step reads: the request, every setting, the
  * weights, the engine's mode and the tokens so far. Two equal marks: the same state. */
 static char *lesson_mark(tl_session *s)
 {
-    mbuf b = {0};
+    tl_strbuf b = {0};
     const char *msgs = tl_session_messages(s);
     tl_sampling sp = tl_session_sampling(s);
-    mput(&b, "%s|%d%d|%d %.6f %d %.6f %llu|%d|%d|%s|%d|", msgs ? msgs : "(ids)", tl_session_add_generation_prompt(s),
-         tl_session_parse_special_in_content(s), sp.greedy, sp.temperature, sp.top_k, sp.top_p,
-         (unsigned long long)sp.seed, tl_session_max_new_tokens(s), (int)tl_session_stream_mode(s),
-         tl_dtype_name(tl_session_dtype(s)), tl_engine_async(tl_session_engine(s)));
+    tl_strbuf_printf(&b, "%s|%d%d|%d %.6f %d %.6f %llu|%d|%d|%s|%d|", msgs ? msgs : "(ids)",
+                     tl_session_add_generation_prompt(s), tl_session_parse_special_in_content(s), sp.greedy,
+                     sp.temperature, sp.top_k, sp.top_p, (unsigned long long)sp.seed, tl_session_max_new_tokens(s),
+                     (int)tl_session_stream_mode(s), tl_dtype_name(tl_session_dtype(s)),
+                     tl_engine_async(tl_session_engine(s)));
     int n = 0;
     const char *const *stop = tl_session_stop_strings(s, &n);
     for (int i = 0; i < n; i++)
-        mput(&b, "%zu:%s", strlen(stop[i]), stop[i]);
+        tl_strbuf_printf(&b, "%zu:%s", strlen(stop[i]), stop[i]);
     const int *ids = msgs ? NULL : tl_session_prompt_ids(s, &n);
     for (int i = 0; ids && i < n; i++)
-        mput(&b, "%d,", ids[i]);
-    mput(&b, "|");
+        tl_strbuf_printf(&b, "%d,", ids[i]);
+    tl_strbuf_printf(&b, "|");
     ids = tl_session_generated_ids(s, &n);
     for (int i = 0; ids && i < n; i++)
-        mput(&b, "%d,", ids[i]);
+        tl_strbuf_printf(&b, "%d,", ids[i]);
     return b.p;
 }
 

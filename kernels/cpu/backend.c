@@ -20,6 +20,8 @@
 #include "mm.h"
 #include "pool.h"
 #include "tokenloop/backend.h"
+#include "tokenloop/buf.h"
+#include "tokenloop/system.h"
 #include "tokenloop/quant.h"
 
 typedef struct cpu_stream cpu_stream;
@@ -727,14 +729,10 @@ static void *stream_main(void *arg)
 
 static int list_push(op_list *l, const cpu_op *o)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        cpu_op *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
+    cpu_op *v = tl_grow(l->v, &l->cap, l->n + 1, sizeof *v, 256);
+    if (!v)
+        return -1;
+    l->v = v;
     l->v[l->n++] = *o;
     return 0;
 }
@@ -826,13 +824,7 @@ static void stream_stop(cpu_ctx *c)
     if (!s)
         return;
     cpu_sync(c);
-    pthread_mutex_lock(&s->mu);
-    s->stop = 1;
-    pthread_cond_signal(&s->wake);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->wake);
+    tl_thread_stop(s->thread, &s->mu, &s->wake, &s->stop);
     pthread_cond_destroy(&s->idle);
     free(s->queued.v);
     free(s->running.v);
