@@ -6,6 +6,7 @@
  * for all of them, and feeds each step to its iterator's queue as the lone thread would. */
 #define _GNU_SOURCE
 #include "tokenloop/session.h"
+#include "tokenloop/system.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -254,13 +255,7 @@ int tl_batcher_create(tl_batcher **out, tl_error *err)
 void tl_batcher_free(tl_batcher *b)
 {
     if (!b) return;
-    pthread_mutex_lock(&b->mu);
-    b->stop = 1;
-    pthread_cond_signal(&b->cv);
-    pthread_mutex_unlock(&b->mu);
-    pthread_join(b->thread, NULL);
-    pthread_mutex_destroy(&b->mu);
-    pthread_cond_destroy(&b->cv);
+    tl_thread_stop(b->thread, &b->mu, &b->cv, &b->stop);
     free(b);
 }
 
@@ -290,15 +285,8 @@ int tl_iter_start_batched(tl_iter **out, tl_session *s, tl_batcher *b, tl_error 
 int tl_iter_next(tl_iter *it, char **text, size_t *len, int timeout_ms)
 {
     struct timespec until;
-    if (timeout_ms >= 0) {
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    if (timeout_ms >= 0)
+        until = tl_deadline_ms(1, timeout_ms);
     *text = NULL;
     if (len) *len = 0;
     pthread_mutex_lock(&it->mu);

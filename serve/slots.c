@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "tokenloop/system.h"
 
 /* How often a queued request looks at its client: a place held for a client that left is
  * given up within this (the issue asks for 0.5 s). */
@@ -29,13 +30,7 @@ int slot_acquire(server *srv, gone_fn gone, void *ctx, slot **out)
     if (!got && rc == SLOT_OK) {
         srv->waiting++;
         while (!got && rc == SLOT_OK) {
-            struct timespec t;
-            clock_gettime(CLOCK_REALTIME, &t);
-            t.tv_nsec += QUEUE_POLL_MS * 1000000L;
-            if (t.tv_nsec >= 1000000000L) {
-                t.tv_sec++;
-                t.tv_nsec -= 1000000000L;
-            }
+            struct timespec t = tl_deadline_ms(0, QUEUE_POLL_MS);
             int w = pthread_cond_timedwait(&srv->freed, &srv->mu, &t);
             if (srv->draining) rc = SLOT_DRAINING;   /* before a slot the drain freed: no new work */
             else if ((got = free_slot(srv)) != NULL) break;

@@ -91,13 +91,7 @@ static void *watch_main(void *arg)
                 e->cut = 1;
             }
         }
-        struct timespec d;
-        clock_gettime(CLOCK_REALTIME, &d);
-        d.tv_nsec += WATCH_TICK_MS * 1000000L;
-        if (d.tv_nsec >= 1000000000L) {
-            d.tv_sec++;
-            d.tv_nsec -= 1000000000L;
-        }
+        struct timespec d = tl_deadline_ms(0, WATCH_TICK_MS);
         pthread_cond_timedwait(&w->wake, &w->mu, &d);
     }
     pthread_mutex_unlock(&w->mu);
@@ -128,13 +122,7 @@ void watch_stop(server *srv)
 {
     conn_watch *w = srv->watch;
     if (!w) return;
-    pthread_mutex_lock(&w->mu);
-    w->stop = 1;
-    pthread_cond_signal(&w->wake);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->wake);
+    tl_thread_stop(w->thread, &w->mu, &w->wake, &w->stop);
     free(w);
     srv->watch = NULL;
 }
