@@ -522,27 +522,35 @@ int tl_gguf_get_float(const tl_gguf *f, const char *key, double *out, tl_error *
     return 0;
 }
 
+/* The key's value when it has type `type`: 0 and *kv, 1 when the key is absent, or the error
+ * naming what was wanted. */
+static int find_typed(const tl_gguf *f, const char *key, uint32_t type, const char *want, const tl_gguf_kv **kv,
+                      tl_error *err)
+{
+    *kv = tl_gguf_find_kv(f, key);
+    if (!*kv)
+        return 1;
+    return (*kv)->type == type ? 0 : wrong_type(f, *kv, want, err);
+}
+
 int tl_gguf_get_bool(const tl_gguf *f, const char *key, int *out, tl_error *err)
 {
-    const tl_gguf_kv *kv = tl_gguf_find_kv(f, key);
-    if (!kv)
-        return 1;
-    if (kv->type != TL_GGUF_BOOL)
-        return wrong_type(f, kv, "a bool", err);
-    *out = kv->val[0];
-    return 0;
+    const tl_gguf_kv *kv;
+    int rc = find_typed(f, key, TL_GGUF_BOOL, "a bool", &kv, err);
+    if (!rc)
+        *out = kv->val[0];
+    return rc;
 }
 
 int tl_gguf_get_str(const tl_gguf *f, const char *key, const char **s, uint64_t *len, tl_error *err)
 {
-    const tl_gguf_kv *kv = tl_gguf_find_kv(f, key);
-    if (!kv)
-        return 1;
-    if (kv->type != TL_GGUF_STRING)
-        return wrong_type(f, kv, "a string", err);
-    *len = le(kv->val, 8);
-    *s = (const char *)kv->val + 8;
-    return 0;
+    const tl_gguf_kv *kv;
+    int rc = find_typed(f, key, TL_GGUF_STRING, "a string", &kv, err);
+    if (!rc) {
+        *len = le(kv->val, 8);
+        *s = (const char *)kv->val + 8;
+    }
+    return rc;
 }
 
 int tl_gguf_get_arr(const tl_gguf *f, const char *key, uint32_t arr_type, const tl_gguf_kv **out, tl_error *err)

@@ -35,27 +35,13 @@ static void scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
     }
 }
 
-static void dequant_q4_k(const uint8_t *b, float *y)
+/* Q4_K and Q5_K: four pairs of 32-weight groups, each group with a 6-bit scale and min; Q5_K
+ * adds a fifth bit to every weight from qh (NULL for Q4_K), bit 2g for the low nibbles of pair
+ * g and bit 2g + 1 for its high ones. */
+static void dequant_k_mins(const uint8_t *b, const uint8_t *qh, const uint8_t *q, float *y)
 {
     const float d = tl_f16_to_f32(u16(b)), dmin = tl_f16_to_f32(u16(b + 2));
-    const uint8_t *scales = b + 4, *q = b + 16;
-    for (int g = 0; g < 4; g++, q += 32, y += 64) {
-        uint8_t sc, m;
-        scale_min_k4(2 * g, scales, &sc, &m);
-        const float d1 = d * sc, m1 = dmin * m;
-        scale_min_k4(2 * g + 1, scales, &sc, &m);
-        const float d2 = d * sc, m2 = dmin * m;
-        for (int l = 0; l < 32; l++) {
-            y[l] = d1 * (q[l] & 0xF) - m1;
-            y[l + 32] = d2 * (q[l] >> 4) - m2;
-        }
-    }
-}
-
-static void dequant_q5_k(const uint8_t *b, float *y)
-{
-    const float d = tl_f16_to_f32(u16(b)), dmin = tl_f16_to_f32(u16(b + 2));
-    const uint8_t *scales = b + 4, *qh = b + 16, *q = b + 48;
+    const uint8_t *scales = b + 4;
     for (int g = 0; g < 4; g++, q += 32, y += 64) {
         uint8_t sc, m;
         scale_min_k4(2 * g, scales, &sc, &m);
@@ -64,11 +50,20 @@ static void dequant_q5_k(const uint8_t *b, float *y)
         const float d2 = d * sc, m2 = dmin * m;
         const uint8_t lo_bit = (uint8_t)(1u << (2 * g)), hi_bit = (uint8_t)(2u << (2 * g));
         for (int l = 0; l < 32; l++) {
-            y[l] = d1 * ((q[l] & 0xF) + (qh[l] & lo_bit ? 16 : 0)) - m1;
-            y[l + 32] = d2 * ((q[l] >> 4) + (qh[l] & hi_bit ? 16 : 0)) - m2;
+            int lo = q[l] & 0xF, hi = q[l] >> 4;
+            if (qh) {
+                lo += qh[l] & lo_bit ? 16 : 0;
+                hi += qh[l] & hi_bit ? 16 : 0;
+            }
+            y[l] = d1 * lo - m1;
+            y[l + 32] = d2 * hi - m2;
         }
     }
 }
+
+static void dequant_q4_k(const uint8_t *b, float *y) { dequant_k_mins(b, NULL, b + 16, y); }
+
+static void dequant_q5_k(const uint8_t *b, float *y) { dequant_k_mins(b, b + 16, b + 48, y); }
 
 static void dequant_q6_k(const uint8_t *b, float *y)
 {

@@ -427,31 +427,23 @@ static node *parse_not(P *p)
     return parse_compare(p);
 }
 
-static node *parse_and(P *p)
+/* a WORD b WORD c ..., grouped from the left: the chains of `and` and of `or`. */
+static node *parse_chain(P *p, const char *word, int kind, node *(*operand)(P *))
 {
-    node *l = parse_not(p);
-    while (is_name(p, "and")) {
+    node *l = operand(p);
+    while (is_name(p, word)) {
         tok *t = adv(p);
-        node *n = mk(p, E_AND, t);
+        node *n = mk(p, kind, t);
         n->a = l;
-        n->b = parse_not(p);
+        n->b = operand(p);
         l = n;
     }
     return l;
 }
 
-static node *parse_or(P *p)
-{
-    node *l = parse_and(p);
-    while (is_name(p, "or")) {
-        tok *t = adv(p);
-        node *n = mk(p, E_OR, t);
-        n->a = l;
-        n->b = parse_and(p);
-        l = n;
-    }
-    return l;
-}
+static node *parse_and(P *p) { return parse_chain(p, "and", E_AND, parse_not); }
+
+static node *parse_or(P *p) { return parse_chain(p, "or", E_OR, parse_and); }
 
 static node *parse_expr(P *p, int with_condexpr)
 {
