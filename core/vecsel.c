@@ -184,20 +184,42 @@ static void top_generic(const float *v, int n, int k, int *ids, float *vals)
         insert(ids, vals, &m, k, key(v[i]), i);
 }
 
-static void exp_generic(const float *v, int n, float mx, float scale, float *e_out, double *bsum, double *sum,
-                        double *wsum)
+/* One block's sums, v[b0, b1) with t = (v - mx) c: *bsum gets the sum of e, *wsum (when not
+ * NULL) that of e * t; e_out (when not NULL) each e. Each ISA has one. */
+typedef void exp_block_fn(const float *v, int b0, int b1, float mx, float c, float *e_out, double *bsum,
+                          double *wsum);
+
+/* The scalar end of a block from i on, added to the sums bs and ws its vector part left. */
+static inline void exp_tail(const float *v, int i, int b1, float mx, float c, float *e_out, double bs, double ws,
+                            double *bsum, double *wsum)
+{
+    for (; i < b1; i++) {
+        float t = (v[i] - mx) * c, e = exp2_of(t);
+        if (e_out) e_out[i] = e;
+        bs += e;
+        if (e > 0) ws += (double)e * t;
+    }
+    *bsum = bs;
+    if (wsum) *wsum = ws;
+}
+
+static void exp_block_generic(const float *v, int b0, int b1, float mx, float c, float *e_out, double *bsum,
+                              double *wsum)
+{
+    exp_tail(v, b0, b1, mx, c, e_out, 0, 0, bsum, wsum);
+}
+
+/* The pass over all of v: block by block (bsum gets each block's sum when not NULL), the totals
+ * in double; *wsum, when asked for, is the sum of e * d. */
+static void exp_blocks(exp_block_fn *block, const float *v, int n, float mx, float scale, float *e_out,
+                       double *bsum, double *sum, double *wsum)
 {
     const float c = scale * LOG2E;
     double total = 0, wtotal = 0;
     for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
         int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK;
-        double bs = 0, ws = 0;
-        for (int i = b0; i < b1; i++) {
-            float t = (v[i] - mx) * c, e = exp2_of(t);
-            if (e_out) e_out[i] = e;
-            bs += e;
-            if (e > 0) ws += (double)e * t;
-        }
+        double bs, ws = 0;
+        block(v, b0, b1, mx, c, e_out, &bs, wsum ? &ws : NULL);
         if (bsum) bsum[b0 / TL_VS_BLOCK] = bs;
         total += bs;
         wtotal += ws;
@@ -268,48 +290,33 @@ T_AVX2 static inline double hsum8(__m256 a)
     return hsum4(_mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1))));
 }
 
-T_AVX2 static void exp_avx2(const float *v, int n, float mx, float scale, float *e_out, double *bsum, double *sum,
-                            double *wsum)
+T_AVX2 static void exp_block_avx2(const float *v, int b0, int b1, float mx, float c, float *e_out, double *bsum,
+                                  double *wsum)
 {
-    const float c = scale * LOG2E;
     const __m256 vmx = _mm256_set1_ps(mx), vc = _mm256_set1_ps(c), lo = _mm256_set1_ps(T_MIN);
-    double total = 0, wtotal = 0;
-    for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
-        int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK, i = b0;
-        /* float lanes, two per sum, each adding at most TL_VS_BLOCK / 16 terms before the
-         * block's total goes to double */
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, w0 = a0, w1 = a0;
-        for (; i + 16 <= b1; i += 16) {
-            __m256 t0 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i), vmx), vc);
-            __m256 t1 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i + 8), vmx), vc);
-            __m256 k0 = _mm256_cmp_ps(t0, lo, _CMP_GE_OQ), k1 = _mm256_cmp_ps(t1, lo, _CMP_GE_OQ);
-            t0 = _mm256_max_ps(t0, lo);   /* NaN becomes lo, its e 0 by the mask */
-            t1 = _mm256_max_ps(t1, lo);
-            __m256 e0 = _mm256_and_ps(exp8(t0), k0), e1 = _mm256_and_ps(exp8(t1), k1);
-            if (e_out) {
-                _mm256_storeu_ps(e_out + i, e0);
-                _mm256_storeu_ps(e_out + i + 8, e1);
-            }
-            a0 = _mm256_add_ps(a0, e0);
-            a1 = _mm256_add_ps(a1, e1);
-            if (wsum) {   /* e is 0 wherever t was clamped */
-                w0 = _mm256_fmadd_ps(e0, t0, w0);
-                w1 = _mm256_fmadd_ps(e1, t1, w1);
-            }
+    int i = b0;
+    /* float lanes, two per sum, each adding at most TL_VS_BLOCK / 16 terms before the
+     * block's total goes to double */
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, w0 = a0, w1 = a0;
+    for (; i + 16 <= b1; i += 16) {
+        __m256 t0 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i), vmx), vc);
+        __m256 t1 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i + 8), vmx), vc);
+        __m256 k0 = _mm256_cmp_ps(t0, lo, _CMP_GE_OQ), k1 = _mm256_cmp_ps(t1, lo, _CMP_GE_OQ);
+        t0 = _mm256_max_ps(t0, lo);   /* NaN becomes lo, its e 0 by the mask */
+        t1 = _mm256_max_ps(t1, lo);
+        __m256 e0 = _mm256_and_ps(exp8(t0), k0), e1 = _mm256_and_ps(exp8(t1), k1);
+        if (e_out) {
+            _mm256_storeu_ps(e_out + i, e0);
+            _mm256_storeu_ps(e_out + i + 8, e1);
         }
-        double bs = hsum8(_mm256_add_ps(a0, a1)), ws = hsum8(_mm256_add_ps(w0, w1));
-        for (; i < b1; i++) {
-            float t = (v[i] - mx) * c, e = exp2_of(t);
-            if (e_out) e_out[i] = e;
-            bs += e;
-            if (e > 0) ws += (double)e * t;
+        a0 = _mm256_add_ps(a0, e0);
+        a1 = _mm256_add_ps(a1, e1);
+        if (wsum) {   /* e is 0 wherever t was clamped */
+            w0 = _mm256_fmadd_ps(e0, t0, w0);
+            w1 = _mm256_fmadd_ps(e1, t1, w1);
         }
-        if (bsum) bsum[b0 / TL_VS_BLOCK] = bs;
-        total += bs;
-        wtotal += ws;
     }
-    *sum = total;
-    if (wsum) *wsum = wtotal * LN2;
+    exp_tail(v, i, b1, mx, c, e_out, hsum8(_mm256_add_ps(a0, a1)), hsum8(_mm256_add_ps(w0, w1)), bsum, wsum);
 }
 
 T_AVX2 static int ge_avx2(const float *v, int n, float thr, int *out)
@@ -389,31 +396,7 @@ T_AVX512 static inline void exp_block_avx512(const float *v, int b0, int b1, flo
     double ws = wsum ? _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(w)),
                                                           _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(w), 1)))))
                      : 0;
-    for (; i < b1; i++) {
-        float t = (v[i] - mx) * c, e = exp2_of(t);
-        if (e_out) e_out[i] = e;
-        bs += e;
-        if (e > 0) ws += (double)e * t;
-    }
-    *bsum = bs;
-    if (wsum) *wsum = ws;
-}
-
-T_AVX512 static void exp_avx512(const float *v, int n, float mx, float scale, float *e_out, double *bsum,
-                                double *sum, double *wsum)
-{
-    const float c = scale * LOG2E;
-    double total = 0, wtotal = 0;
-    for (int b0 = 0; b0 < n; b0 += TL_VS_BLOCK) {
-        int b1 = n - b0 < TL_VS_BLOCK ? n : b0 + TL_VS_BLOCK;
-        double bs, ws = 0;
-        exp_block_avx512(v, b0, b1, mx, c, e_out, &bs, wsum ? &ws : NULL);
-        if (bsum) bsum[b0 / TL_VS_BLOCK] = bs;
-        total += bs;
-        wtotal += ws;
-    }
-    *sum = total;
-    if (wsum) *wsum = wtotal * LN2;
+    exp_tail(v, i, b1, mx, c, e_out, bs, ws, bsum, wsum);
 }
 
 /* A piece's scores, block by block: compared with the k-th best and their maximum taken, then
@@ -529,14 +512,19 @@ void vs_top(const float *v, int n, int k, int *ids, float *vals)
     top_generic(v, n, k, ids, vals);
 }
 
-void vs_exp(const float *v, int n, float mx, float scale, float *e_out, double *bsum, double *sum, double *wsum)
+static exp_block_fn *exp_block(void)
 {
 #ifdef VS_X86
     int i = cur_isa();
-    if (i == ISA_AVX512) { exp_avx512(v, n, mx, scale, e_out, bsum, sum, wsum); return; }
-    if (i == ISA_AVX2) { exp_avx2(v, n, mx, scale, e_out, bsum, sum, wsum); return; }
+    if (i == ISA_AVX512) return exp_block_avx512;
+    if (i == ISA_AVX2) return exp_block_avx2;
 #endif
-    exp_generic(v, n, mx, scale, e_out, bsum, sum, wsum);
+    return exp_block_generic;
+}
+
+void vs_exp(const float *v, int n, float mx, float scale, float *e_out, double *bsum, double *sum, double *wsum)
+{
+    exp_blocks(exp_block(), v, n, mx, scale, e_out, bsum, sum, wsum);
 }
 
 void vs_top_sum(const float *v, int n, int k, int *ids, float *vals, double *sum, double *wsum)
@@ -607,18 +595,9 @@ tl_cpu_scores *vs_acc_scores(vs_acc *a) { return &a->s; }
 static void block_sums(const float *v, int n, float mx, float scale, double *z, double *w)
 {
     double bs = 0, ws = 0;
-#ifdef VS_X86
-    int i = cur_isa();
-    if (i == ISA_AVX512) {
-        exp_block_avx512(v, 0, n, mx, scale * LOG2E, NULL, &bs, w ? &ws : NULL);
-        ws *= LN2;
-    } else if (i == ISA_AVX2) {
-        exp_avx2(v, n, mx, scale, NULL, NULL, &bs, w ? &ws : NULL);
-    } else
-#endif
-        exp_generic(v, n, mx, scale, NULL, NULL, &bs, w ? &ws : NULL);
+    exp_block()(v, 0, n, mx, scale * LOG2E, NULL, &bs, w ? &ws : NULL);
     *z += bs;
-    if (w) *w += ws;
+    if (w) *w += ws * LN2;
 }
 
 /* A block of scores whose maximum is bm: the sums move to a new maximum, then the block's
