@@ -24,50 +24,6 @@ static char *json_string(const char *s)
 /* transformers' marker for continue_final_message (utils/chat_template_utils.py) */
 static const char CONTINUE_TAG[] = "CONTINUE_FINAL_MESSAGE_TAG ";
 
-/* Python's str.isspace for one code point */
-static int py_space(unsigned c)
-{
-    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
-}
-
-static size_t u8_decode(const char *s, size_t n, size_t i, unsigned *cp)
-{
-    unsigned char c = (unsigned char)s[i];
-    size_t k = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-    if (i + k > n) k = 1;
-    unsigned v = k == 1 ? c : c & (0x3f >> (k - 1));
-    for (size_t m = 1; m < k; m++) v = v << 6 | ((unsigned char)s[i + m] & 0x3f);
-    *cp = v;
-    return k;
-}
-
-/* Python's s.rstrip(): the length without trailing whitespace */
-static size_t rstrip_len(const char *s, size_t n)
-{
-    size_t keep = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned cp;
-        size_t k = u8_decode(s, n, i, &cp);
-        i += k;
-        if (!py_space(cp)) keep = i;
-    }
-    return keep;
-}
-
-/* Python's s.lstrip(): where the text after leading whitespace begins */
-static size_t lstrip_at(const char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned cp;
-        size_t k = u8_decode(s, n, i, &cp);
-        if (!py_space(cp)) break;
-        i += k;
-    }
-    return i;
-}
-
 /* The final message's text as transformers takes it for continue_final_message: its content
  * string, or the "text" of its last part that has one (the engine checks the types). */
 static char *final_text(const char *messages_json)
@@ -98,8 +54,8 @@ static int cut_at_tag(tl_chat_result *out, const char *messages_json, tl_error *
 {
     char *fm = final_text(messages_json);
     if (!fm) return tl_error_set(err, "template: out of memory");
-    size_t fl = strlen(fm), a = lstrip_at(fm, fl);
-    size_t b = a + rstrip_len(fm + a, fl - a);
+    size_t fl = strlen(fm), a = jinja_ws_fwd(fm, 0, fl);
+    size_t b = jinja_ws_back(fm, a, fl);
     size_t tag_len = sizeof CONTINUE_TAG - 2;   /* without its trailing space, as .strip() */
     const char *tag = memfind_last(out->text, out->len, CONTINUE_TAG, tag_len);
     int found = (b == a || memfind_last(out->text, out->len, fm + a, b - a)) && tag;
@@ -108,7 +64,7 @@ static int cut_at_tag(tl_chat_result *out, const char *messages_json, tl_error *
         return tl_error_set(err, "template: ValueError: continue_final_message is set but the final message does not "
                                  "appear in the chat after applying the chat template");
     size_t at = (size_t)(tag - out->text);
-    if (!(at + tag_len < out->len && out->text[at + tag_len] == ' ')) at = rstrip_len(out->text, at);
+    if (!(at + tag_len < out->len && out->text[at + tag_len] == ' ')) at = jinja_ws_back(out->text, 0, at);
     out->len = at;
     out->text[at] = 0;
     size_t k = 0;

@@ -76,6 +76,13 @@ static int utf8_seq(const unsigned char *b, size_t n, int *trunc)
     return need + 1;
 }
 
+int tl_utf8_char_len(const char *s, size_t n)
+{
+    int trunc;
+    int r = n ? utf8_seq((const unsigned char *)s, n, &trunc) : 0;
+    return r > 0 ? r : 0;
+}
+
 size_t tl_utf8_incomplete_tail(const char *s, size_t n)
 {
     const unsigned char *b = (const unsigned char *)s;

@@ -3,6 +3,7 @@
  * with a heap of candidate pairs. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenloop/tokenizer.h"
+#include "tokenloop/streamer.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/file.h"
 #include "tokenloop/buf.h"
@@ -245,7 +246,7 @@ static int run_split(const tl_pretok *p, scratch *s, const spanvec *in, spanvec 
             if (me == ms) {  /* an empty match cuts nothing; step over one character */
                 if (ms >= sp->n)
                     break;
-                int l = tl_tok_utf8_char_len(sp->p + ms, sp->n - ms);
+                int l = tl_utf8_char_len((const char *)(sp->p + ms), sp->n - ms);
                 pos = ms + (size_t)(l ? l : 1);
                 continue;
             }
@@ -411,7 +412,7 @@ static int split_added(const tl_tokenizer *t, scratch *s, const unsigned char *t
                 ms = prev_char(p, ms);
         if (ad->rstrip)
             while (me < n && char_matches(t->space_re, s, p, n, me))
-                me += (size_t)tl_tok_utf8_char_len(p + me, n - me);
+                me += (size_t)tl_utf8_char_len((const char *)(p + me), n - me);
         if (encode_plain(t, s, text, a + pos, a + ms, stage, flags, out, err))
             return -1;
         if (idvec_push(out, ad->id, a + ms))

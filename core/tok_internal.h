@@ -59,8 +59,6 @@ struct tl_tokenizer {
 /* tok_maps.c: the machinery loading, encoding and lookups share */
 size_t tl_tok_pow2_at_least(size_t n);
 void tl_tok_byte_level_tables(int cp_of_byte[256], int byte_of_cp[0x144]);
-int tl_tok_utf8_char_len(const unsigned char *s, size_t n);
-int tl_tok_utf8_incomplete_tail(const unsigned char *s, size_t n);
 long tl_tok_utf8_first_invalid(const unsigned char *s, size_t n);
 long tl_tok_arena_add(struct tl_tokenizer *t, const void *p, size_t n);
 int tl_tok_bytes_map_get(const struct tl_tokenizer *t, const void *key, size_t n);

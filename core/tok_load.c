@@ -4,6 +4,7 @@
  * runs. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenloop/tokenizer.h"
+#include "tokenloop/streamer.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/file.h"
 
@@ -40,7 +41,7 @@ static size_t token_to_bytes(const tl_tokenizer *t, const char *s, unsigned char
     const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s), i = 0, o = 0;
     while (i < n) {
-        int l = tl_tok_utf8_char_len(p + i, n - i);
+        int l = tl_utf8_char_len(s + i, n - i);
         if (!l)
             goto raw;
         unsigned cp = p[i];

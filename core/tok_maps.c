@@ -3,6 +3,7 @@
  * encoding (tok_encode.c) and lookups (tokenizer.c). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenloop/tokenizer.h"
+#include "tokenloop/streamer.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/file.h"
 #include "tokenloop/buf.h"
@@ -74,60 +75,6 @@ void tl_tok_byte_level_tables(int cp_of_byte[256], int byte_of_cp[0x144])
     }
 }
 
-/* Length of the UTF-8 character at s (n bytes left), or 0 when the bytes there are not one. */
-int tl_tok_utf8_char_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    int len;
-    unsigned lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        if (c == 0xf0) lo = 0x90;
-        if (c == 0xf4) hi = 0x8f;
-    } else
-        return 0;
-    if (n < (size_t)len)
-        return 0;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (int i = 2; i < len; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return len;
-}
-
-/* How many bytes at the end of s are a proper but unfinished UTF-8 character (0..3). */
-int tl_tok_utf8_incomplete_tail(const unsigned char *s, size_t n)
-{
-    for (int back = 1; back <= 3 && (size_t)back <= n; back++) {
-        unsigned c = s[n - back];
-        if ((c & 0xc0) == 0x80)
-            continue;
-        int need = (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
-        if (need <= back)
-            return 0;
-        if (back >= 2) {
-            unsigned lo = 0x80, hi = 0xbf, c1 = s[n - back + 1];
-            if (c == 0xe0) lo = 0xa0;
-            if (c == 0xed) hi = 0x9f;
-            if (c == 0xf0) lo = 0x90;
-            if (c == 0xf4) hi = 0x8f;
-            if (c1 < lo || c1 > hi)
-                return 0;
-        }
-        return back;
-    }
-    return 0;
-}
-
 long tl_tok_utf8_first_invalid(const unsigned char *s, size_t n)
 {
     size_t i = 0;
@@ -136,7 +83,7 @@ long tl_tok_utf8_first_invalid(const unsigned char *s, size_t n)
             i++;
             continue;
         }
-        int l = tl_tok_utf8_char_len(s + i, n - i);
+        int l = tl_utf8_char_len((const char *)s + i, n - i);
         if (!l)
             return (long)i;
         i += (size_t)l;

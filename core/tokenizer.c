@@ -6,6 +6,7 @@
  * tok_encode.c, the maps tok_maps.c. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenloop/tokenizer.h"
+#include "tokenloop/streamer.h"
 #include "tokenloop/paths.h"
 #include "tokenloop/file.h"
 
@@ -48,7 +49,7 @@ int tl_tokenizer_decode(const tl_tokenizer *t, const int *ids, int n, char **tex
         memcpy(out + o, tl_tok_piece_ptr(t, ids[i]), t->piece_len[ids[i]]);
         o += t->piece_len[ids[i]];
     }
-    int tail = tl_tok_utf8_incomplete_tail((const unsigned char *)out, o);
+    int tail = (int)tl_utf8_incomplete_tail(out, o);
     o -= (size_t)tail;
     out[o] = 0;
     *text = out;
@@ -90,7 +91,7 @@ size_t tl_tokenizer_display(const tl_tokenizer *t, int id, char *buf, size_t siz
     } else {
         for (size_t i = 0; i < n;) {
             unsigned c = p[i];
-            int l = tl_tok_utf8_char_len(p + i, n - i);
+            int l = tl_utf8_char_len((const char *)(p + i), n - i);
             if (c == ' ') PUT("\xe2\x90\xa3", 3);        /* ␣ */
             else if (c == '\n') PUT("\xe2\x86\xb5", 3);  /* ↵ */
             else if (c == '\t') PUT("\xe2\x86\x92", 3);  /* → */

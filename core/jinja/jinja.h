@@ -21,4 +21,10 @@ int tl_jinja_render_vars(const tl_template *tpl, const tl_jinja_var *vars, size_
                          char **out, size_t *out_len, tl_span **spans, size_t *n_spans,
                          tl_error *err);
 
+/* Python's str.strip() on UTF-8 text, with its Unicode whitespace (str.isspace): where s[i, n)
+ * begins after the leading whitespace, and where s[lo, e) ends before the trailing one. The
+ * lexer's whitespace control and the chat layer's continue_final_message use them. */
+size_t jinja_ws_fwd(const char *s, size_t i, size_t n);
+size_t jinja_ws_back(const char *s, size_t lo, size_t e);
+
 #endif

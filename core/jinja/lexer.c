@@ -107,31 +107,6 @@ static tok *emit(P *p, int t, size_t at, size_t n)
     return k;
 }
 
-/* Python's \s and str.strip() count Unicode whitespace */
-static size_t ws_fwd(const char *s, size_t i, size_t n)
-{
-    while (i < n) {
-        unsigned cp;
-        size_t k = jinja_u8_next(s, n, i, &cp);
-        if (!jinja_py_isspace(cp)) break;
-        i += k;
-    }
-    return i;
-}
-
-static size_t ws_back(const char *s, size_t lo, size_t e)
-{
-    while (e > lo) {
-        size_t st = e - 1;
-        while (st > lo && ((unsigned char)s[st] & 0xC0) == 0x80) st--;
-        unsigned cp;
-        jinja_u8_next(s, e, st, &cp);
-        if (!jinja_py_isspace(cp)) break;
-        e = st;
-    }
-    return e;
-}
-
 static jv decode_string(P *p, const char *s, size_t n, tok *t)
 {
     sb b;
@@ -193,7 +168,7 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
     char stack[256];
     int sp = 0;
     for (;;) {
-        pos = ws_fwd(s, pos, n);
+        pos = jinja_ws_fwd(s, pos, n);
         if (pos >= n) {
             tok t = {.t = K_EOF};
             linecol(p, n, &t.line, &t.col);
@@ -206,7 +181,7 @@ static size_t lex_tag(P *p, size_t pos, int block, int *line_starting)
                 size_t e = pos + 3;
                 *line_starting = 0;
                 if (s[pos] == '-') {
-                    e = ws_fwd(s, e, n);
+                    e = jinja_ws_fwd(s, e, n);
                     *line_starting = e > pos + 3 && s[e - 1] == '\n';
                 }
                 return e;
@@ -305,14 +280,14 @@ void jinja_lex(P *p)
         char sign = t + 2 < n && (s[t + 2] == '-' || s[t + 2] == '+') ? s[t + 2] : 0;
         size_t text_end = t;
         if (sign == '-') {
-            text_end = ws_back(s, pos, text_end);
+            text_end = jinja_ws_back(s, pos, text_end);
         } else if (sign != '+' && kind != '{') {
             size_t lp = pos;
             int nl = 0;
             for (size_t i = t; i > pos; i--)
                 if (s[i - 1] == '\n') { lp = i; nl = 1; break; }
             if ((nl || line_starting) && lp < t) {
-                if (ws_fwd(s, lp, t) == t) text_end = lp;
+                if (jinja_ws_fwd(s, lp, t) == t) text_end = lp;
             }
         }
         if (text_end > pos)
@@ -332,7 +307,7 @@ void jinja_lex(P *p)
             line_starting = 0;
             if (s[i] == '+') e = i + 3;
             else if (s[i] == '-') {
-                e = ws_fwd(s, i + 3, n);
+                e = jinja_ws_fwd(s, i + 3, n);
                 line_starting = e > i + 3 && s[e - 1] == '\n';
             } else {
                 e = i + 2;
@@ -350,7 +325,7 @@ void jinja_lex(P *p)
                 int minus = k < n && s[k] == '-';
                 if (k + minus + 1 < n && !memcmp(s + k + minus, "%}", 2)) {
                     k += minus + 2;
-                    if (minus) k = ws_fwd(s, k, n);
+                    if (minus) k = jinja_ws_fwd(s, k, n);
                     /* find {%[-+]? endraw [-+]?%} */
                     size_t r = k;
                     for (; r + 1 < n; r++) {
@@ -366,19 +341,19 @@ void jinja_lex(P *p)
                         if (q + (es ? 1 : 0) + 1 >= n || memcmp(s + q + (es ? 1 : 0), "%}", 2)) continue;
                         size_t te = r;
                         if (rs == '-')
-                            te = ws_back(s, k, te);
+                            te = jinja_ws_back(s, k, te);
                         else if (rs != '+') {
                             size_t lp = k; int nl = 0;
                             for (size_t x = r; x > k; x--)
                                 if (s[x - 1] == '\n') { lp = x; nl = 1; break; }
                             if (nl && lp < r) {
-                                if (ws_fwd(s, lp, r) == r) te = lp;
+                                if (jinja_ws_fwd(s, lp, r) == r) te = lp;
                             }
                         }
                         if (te > k) emit(p, K_DATA, k, te - k);
                         size_t e = q + (es ? 1 : 0) + 2;
                         line_starting = 0;
-                        if (es == '-') { e = ws_fwd(s, e, n); line_starting = s[e - 1] == '\n'; }
+                        if (es == '-') { e = jinja_ws_fwd(s, e, n); line_starting = s[e - 1] == '\n'; }
                         else if (!es && e < n && s[e] == '\n') { e++; line_starting = 1; }
                         pos = e;
                         break;

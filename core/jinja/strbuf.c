@@ -142,6 +142,30 @@ int jinja_py_isspace(unsigned c)
            c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
+size_t jinja_ws_fwd(const char *s, size_t i, size_t n)
+{
+    while (i < n) {
+        unsigned cp;
+        size_t k = jinja_u8_next(s, n, i, &cp);
+        if (!jinja_py_isspace(cp)) break;
+        i += k;
+    }
+    return i;
+}
+
+size_t jinja_ws_back(const char *s, size_t lo, size_t e)
+{
+    while (e > lo) {
+        size_t st = e - 1;
+        while (st > lo && ((unsigned char)s[st] & 0xC0) == 0x80) st--;
+        unsigned cp;
+        jinja_u8_next(s, e, st, &cp);
+        if (!jinja_py_isspace(cp)) break;
+        e = st;
+    }
+    return e;
+}
+
 void jinja_u8_put(sb *b, unsigned cp)
 {
     char t[4];

@@ -69,6 +69,9 @@ char *tl_streamer_decode(tl_piece_source src, const int *ids, int n, int skip_sp
 /* Python's bytes.decode("utf-8", errors="replace"): malloc'd UTF-8, U+FFFD per maximal invalid
  * subpart. *n_chars (may be NULL) receives the number of code points. */
 char *tl_utf8_decode_replace(const char *b, size_t n, size_t *out_len, size_t *n_chars);
+/* Length of the UTF-8 character at s (n bytes left, 1..4), or 0 when the bytes there are not a
+ * whole valid one. */
+int tl_utf8_char_len(const char *s, size_t n);
 /* Length of an unfinished UTF-8 character at the end of b (0..3). */
 size_t tl_utf8_incomplete_tail(const char *b, size_t n);
 /* transformers' TextStreamer._is_chinese_char. */
