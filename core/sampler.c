@@ -468,9 +468,11 @@ static int nucleus_buckets(tl_sampler *s, const float *logits, int n, double bel
  * left out of the top-p sum: ten times below the float sums' own error (~1e-7). */
 #define REST_NEGLIGIBLE 1e-8
 
-/* The step's numbers (see the struct). Returns the number of tokens kept. What is computed for
- * the choice never depends on `fields`: the report's figures are extra passes. */
-static int process(tl_sampler *s, const float *logits, const tl_logit_stats *st, int top_n, unsigned fields)
+/* The best K scores (K: what the report shows and the cuts need) and the sums the choice and the
+ * report ask for, read from the pass's statistics st when they hold them, else by one vector pass;
+ * the step's fields start from there. *no_cut: every token may be drawn. Returns K. */
+static int read_top(tl_sampler *s, const float *logits, const tl_logit_stats *st, int top_n, unsigned fields,
+                    int *no_cut)
 {
     const tl_sampling *p = &s->p;
     int V = s->vocab;
@@ -490,8 +492,8 @@ static int process(tl_sampler *s, const float *logits, const tl_logit_stats *st,
     int raw = (fields & TL_REPORT_MODEL) || (t1 && (fields & TL_REPORT_TEMP));
     int raw_w = t1 && (fields & TL_REPORT_TEMP);
     /* a top-k of the whole vocabulary or more cuts nothing (transformers: min(top_k, V)) */
-    int no_cut = !p->greedy && !(use_top_k(p) && p->top_k < V) && !use_top_p(p);
-    if (no_cut && t1) raw = raw_w = 0;   /* the full pass below is the model's softmax */
+    *no_cut = !p->greedy && !(use_top_k(p) && p->top_k < V) && !use_top_p(p);
+    if (*no_cut && t1) raw = raw_w = 0;   /* the full pass below is the model's softmax */
     s->zr = s->wr = 0;
     /* the pass's statistics stand for the passes below when they hold what they would give */
     int pre = st && st->k >= K && (!raw_w || (st->has & TL_STATS_W));
@@ -526,6 +528,141 @@ static int process(tl_sampler *s, const float *logits, const tl_logit_stats *st,
         s->have_wt = (st->has & TL_STATS_W) != 0;
     }
     s->zk = 0;
+    return K;
+}
+
+/* Top-p without a top-k list: the candidates into cand[0..nlist) (their e in ec[] or, after a full
+ * pass, e[]), *z the total mass and *tail what lies below the candidates, all of it cut.
+ * The tokens above the K-th best, if what lies below is sure to be cut; ties with the K-th stay
+ * out so that the set is closed under equal scores. Unless a full pass says how much lies below,
+ * it is at most V - n times the K-th's e: when that is negligible, the best K's mass stands for
+ * the total. */
+static void top_p_candidates(tl_sampler *s, const float *logits, int K, double lim, unsigned fields, double *z,
+                             double *tail)
+{
+    int V = s->vocab;
+    int n = 0;
+    double m = 0;
+    float last = s->top_vals[K - 1];
+    for (int j = 0; j < K; j++)
+        if (K == V || s->top_vals[j] > last) {
+            s->ec[n] = s->top_e[j];
+            s->cand[n++] = s->top_ids[j];
+            m += s->top_e[j];
+        }
+    double rest = K == V ? 0 : (double)(V - n) * e_one(s, last);
+    int within = n > 0 && rest <= REST_NEGLIGIBLE * m && rest <= (lim - TOP_P_MARGIN) * m;
+    /* the pass's tempered sum: the rest of the vocabulary is cut, as a full pass finds */
+    int summed = !within && s->have_zt && n > 0 && s->zt - m <= (lim - TOP_P_MARGIN) * s->zt;
+    if (!within && !summed && n > 0 && s->scale > 0) {
+        /* below the score whose e, V times over, is negligible against the best K's mass
+         * nothing counts: the tokens above it, if few, are the candidates (one compare
+         * pass and their e instead of an exp pass over the vocabulary) */
+        float tau = s->mx + (float)(log(0.5 * REST_NEGLIGIBLE * m / V) / s->scale);
+        int c = tau < last ? vs_ge(logits, V, tau, s->cand) : 0;
+        if (c > 0 && c <= 2048) {   /* more: one vector pass is cheaper */
+            for (int j = 0; j < c; j++) s->ec[j] = e_one(s, logits[s->cand[j]]);
+            double m2 = sum_e(s, 0, c);
+            rest = (double)(V - c) * e_one(s, tau);
+            within = rest <= REST_NEGLIGIBLE * m2 && rest <= (lim - TOP_P_MARGIN) * m2;
+            if (within) {
+                n = c;
+                m = m2;
+            }
+        }
+        if (!within) {   /* cand[] again: the best K above the K-th */
+            n = 0;
+            for (int j = 0; j < K; j++)
+                if (s->top_vals[j] > last) {
+                    s->ec[n] = s->top_e[j];
+                    s->cand[n++] = s->top_ids[j];
+                }
+        }
+    }
+    if (within) {
+        *z = m;
+    } else if (summed) {   /* what the full pass below gives, without its e[] */
+        *z = s->zt;
+        *tail = s->zt - m;
+        if (*tail < 0) *tail = 0;
+    } else {
+        full_pass(s, logits, fields);
+        *z = s->zt;
+        if (K < V && !(n > 0 && s->zt - m <= (lim - TOP_P_MARGIN) * s->zt))
+            n = collect(s, logits, 1, lim, &m);
+        *tail = s->zt - m;
+        if (*tail < 0 || n == V) *tail = 0;
+    }
+    s->nlist = n;
+}
+
+/* The top-p cut of the candidates cand[0..nlist) (their e in ec[] or e[]): z is the total mass,
+ * tail the part of it below the candidates. Returns the number of tokens kept, with zk their mass.
+ */
+static int cut_top_p(tl_sampler *s, const float *logits, double z, double tail, double lim)
+{
+    int V = s->vocab;
+    /* transformers: ascending cumulative softmax from the least likely side (the tail
+     * first, all of it cut), remove where cum <= 1 - top_p, the most likely token stays */
+    int n = s->nlist;
+    int one_level = n > 4096 && (s->cut_k ? s->kth == s->mx : vs_count_ge(logits, V, s->mx) == n);
+    if (one_level) {
+        /* every candidate scores the maximum (cand[] from vs_ge: ascending ids) */
+        double removed;
+        int j = level_cut(s, n, tail, lim * z, &removed);
+        s->ib = s->cand[j];
+        s->xb = s->mx;
+        s->zk = z - removed;
+        s->cut_p = 1;
+        if (n == V && s->full) {   /* the kept ids are ib..V-1: the draw walks the block sums */
+            s->from = s->ib;
+            s->nlist = -1;
+            return V - s->ib;
+        }
+        s->c0 = j;
+        s->nlist = n - j;
+        return s->nlist;
+    }
+    int kept;
+    uint64_t low;
+    if (n > NUCLEUS_BUCKET_MIN) {
+        kept = nucleus_buckets(s, logits, n, tail, lim * z, &low);
+    } else {
+        uint64_t *a = s->keys;
+        for (int j = 0; j < n; j++) {
+            a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
+            s->ek[j] = ce(s, j);
+        }
+        kept = select_nucleus(a, s->ek, n, tail, lim * z, 1);
+        low = a[0];
+        for (int j = 0; j < kept; j++) {
+            s->cand[j] = (int)(uint32_t)a[j];
+            s->ec[j] = s->ek[j];   /* a full pass's e[] holds them too */
+            if (a[j] < low) low = a[j];
+        }
+    }
+    s->nlist = kept;
+    s->cut_p = 1;
+    s->ib = (int)(uint32_t)low;
+    s->xb = key(logits[s->ib]);
+    z = sum_e(s, 0, kept);
+    if (s->nlist == V) {   /* every token kept: the draw walks the block sums */
+        s->zk = s->zt;
+        s->nlist = -1;
+        return V;
+    }
+    s->zk = z;
+    return s->nlist;
+}
+
+/* The step's numbers (see the struct). Returns the number of tokens kept. What is computed for
+ * the choice never depends on `fields`: the report's figures are extra passes. */
+static int process(tl_sampler *s, const float *logits, const tl_logit_stats *st, int top_n, unsigned fields)
+{
+    const tl_sampling *p = &s->p;
+    int V = s->vocab, no_cut;
+    int K = read_top(s, logits, st, top_n, fields, &no_cut);
+    int t1 = s->scale == 1.0f;
     if (s->mx == -INFINITY) {   /* nothing to exponentiate: every score -inf or NaN */
         s->zt = s->zr = 0;
         s->have_zt = s->have_wt = 1;
@@ -560,110 +697,8 @@ static int process(tl_sampler *s, const float *logits, const tl_logit_stats *st,
         s->top_e[j] = e_one(s, s->top_vals[j]);
     if (use_top_p(p)) {
         double lim = 1.0 - (double)p->top_p;
-        if (!list) {
-            /* the tokens above the K-th best, if what lies below is sure to be cut; ties with
-             * the K-th stay out so that the set is closed under equal scores. Unless a full
-             * pass says how much lies below, it is at most V - n times the K-th's e: when that
-             * is negligible, the best K's mass stands for the total. */
-            int n = 0;
-            double m = 0;
-            float last = s->top_vals[K - 1];
-            for (int j = 0; j < K; j++)
-                if (K == V || s->top_vals[j] > last) {
-                    s->ec[n] = s->top_e[j];
-                    s->cand[n++] = s->top_ids[j];
-                    m += s->top_e[j];
-                }
-            double rest = K == V ? 0 : (double)(V - n) * e_one(s, last);
-            int within = n > 0 && rest <= REST_NEGLIGIBLE * m && rest <= (lim - TOP_P_MARGIN) * m;
-            /* the pass's tempered sum: the rest of the vocabulary is cut, as a full pass finds */
-            int summed = !within && s->have_zt && n > 0 && s->zt - m <= (lim - TOP_P_MARGIN) * s->zt;
-            if (!within && !summed && n > 0 && s->scale > 0) {
-                /* below the score whose e, V times over, is negligible against the best K's mass
-                 * nothing counts: the tokens above it, if few, are the candidates (one compare
-                 * pass and their e instead of an exp pass over the vocabulary) */
-                float tau = s->mx + (float)(log(0.5 * REST_NEGLIGIBLE * m / V) / s->scale);
-                int c = tau < last ? vs_ge(logits, V, tau, s->cand) : 0;
-                if (c > 0 && c <= 2048) {   /* more: one vector pass is cheaper */
-                    for (int j = 0; j < c; j++) s->ec[j] = e_one(s, logits[s->cand[j]]);
-                    double m2 = sum_e(s, 0, c);
-                    rest = (double)(V - c) * e_one(s, tau);
-                    within = rest <= REST_NEGLIGIBLE * m2 && rest <= (lim - TOP_P_MARGIN) * m2;
-                    if (within) {
-                        n = c;
-                        m = m2;
-                    }
-                }
-                if (!within) {   /* cand[] again: the best K above the K-th */
-                    n = 0;
-                    for (int j = 0; j < K; j++)
-                        if (s->top_vals[j] > last) {
-                            s->ec[n] = s->top_e[j];
-                            s->cand[n++] = s->top_ids[j];
-                        }
-                }
-            }
-            if (within) {
-                z = m;
-            } else if (summed) {   /* what the full pass below gives, without its e[] */
-                z = s->zt;
-                tail = s->zt - m;
-                if (tail < 0) tail = 0;
-            } else {
-                full_pass(s, logits, fields);
-                z = s->zt;
-                if (K < V && !(n > 0 && s->zt - m <= (lim - TOP_P_MARGIN) * s->zt))
-                    n = collect(s, logits, 1, lim, &m);
-                tail = s->zt - m;
-                if (tail < 0 || n == V) tail = 0;
-            }
-            s->nlist = n;
-        }
-        /* transformers: ascending cumulative softmax from the least likely side (the tail
-         * first, all of it cut), remove where cum <= 1 - top_p, the most likely token stays */
-        int n = s->nlist;
-        int one_level = n > 4096 && (s->cut_k ? s->kth == s->mx : vs_count_ge(logits, V, s->mx) == n);
-        if (one_level) {
-            /* every candidate scores the maximum (cand[] from vs_ge: ascending ids) */
-            double removed;
-            int j = level_cut(s, n, tail, lim * z, &removed);
-            s->ib = s->cand[j];
-            s->xb = s->mx;
-            s->zk = z - removed;
-            s->cut_p = 1;
-            if (n == V && s->full) {   /* the kept ids are ib..V-1: the draw walks the block sums */
-                s->from = s->ib;
-                s->nlist = -1;
-                return V - s->ib;
-            }
-            s->c0 = j;
-            s->nlist = n - j;
-            return s->nlist;
-        }
-        int kept;
-        uint64_t low;
-        if (n > NUCLEUS_BUCKET_MIN) {
-            kept = nucleus_buckets(s, logits, n, tail, lim * z, &low);
-        } else {
-            uint64_t *a = s->keys;
-            for (int j = 0; j < n; j++) {
-                a[j] = rank_key(key(logits[s->cand[j]]), s->cand[j]);
-                s->ek[j] = ce(s, j);
-            }
-            kept = select_nucleus(a, s->ek, n, tail, lim * z, 1);
-            low = a[0];
-            for (int j = 0; j < kept; j++) {
-                s->cand[j] = (int)(uint32_t)a[j];
-                s->ec[j] = s->ek[j];   /* a full pass's e[] holds them too */
-                if (a[j] < low) low = a[j];
-            }
-        }
-        s->nlist = kept;
-        s->cut_p = 1;
-        s->ib = (int)(uint32_t)low;
-        s->xb = key(logits[s->ib]);
-        list = 1;
-        z = sum_e(s, 0, kept);
+        if (!list) top_p_candidates(s, logits, K, lim, fields, &z, &tail);
+        return cut_top_p(s, logits, z, tail, lim);
     }
     if (!list || s->nlist == V) {   /* every token kept: the draw walks the block sums */
         s->zk = s->zt;
