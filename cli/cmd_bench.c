@@ -37,7 +37,7 @@ static const char usage[] =
     "  is measured beside each step: a plain read loop over the same weights right after it\n"
     "  (TPOT / floor is the median of those pairs); a 256 MiB probe's best pass is shown too.\n"
     "  --synthetic: a published shape with random bf16 weights in memory (llama-3.2-1b,\n"
-    "  llama-3.1-8b, tiny); no file is read. --threads: CPU threads (default: all cores).\n"
+    "  llama-3.1-8b, tiny, small); no file is read. --threads: CPU threads (default: all cores).\n"
     "  --async: the CPU queues each pass to a worker thread as a GPU stream does; the decode\n"
     "  steps are then also timed the wrong way, before synchronizing (always so on cuda).\n"
     "  --exact: fp32 activations in every product with bf16 weights. Default: q/k/v keep them and\n"

@@ -21,6 +21,7 @@
 #include "tokenloop/tokenizer.h"
 
 #include "lesson_batch.h"
+#include "lesson_pace.h"
 #include "lesson_text.h"
 
 #define MAX_SAVED 16
@@ -67,6 +68,7 @@ struct tl_lesson {
     int n_cmps;
     int undecided;              /* the check being made met an undecided comparison */
     lb_state *batch;            /* the last batch action's measurement (batch.* fields) */
+    lp_state *pace;             /* the last pace action's measurement (pace.* fields) */
     char undecided_what[64];
 };
 
@@ -185,7 +187,7 @@ static int is_num_field(const char *name)
     const char *part;
     char cn[32];
     return in_list(num_fields, name) || dtype_field(name, &dt, &file, &part) == 0 || cmp_field(name, cn, &part) == 0 ||
-           lb_field_kind(name) == 0;
+           lb_field_kind(name) == 0 || lp_field_kind(name) == 0;
 }
 
 static int is_str_field(const char *name)
@@ -195,7 +197,7 @@ static int is_str_field(const char *name)
     const char *part;
     char cn[32];
     return in_list(str_fields, name) || dtype_field(name, &dt, &file, &part) == 1 || cmp_field(name, cn, &part) == 1 ||
-           lb_field_kind(name) == 1;
+           lb_field_kind(name) == 1 || lp_field_kind(name) == 1;
 }
 
 static char *dupstr(const char *s)
@@ -495,6 +497,15 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
     }
     if (lb_field_kind(name) == 0) {
         out->num = lb_num(l->batch, name);
+        return 0;
+    }
+    if (lp_field_kind(name) == 1) {
+        out->kind = F_STR;
+        out->str = dupstr(lp_str(l->pace, name));
+        return out->str ? 0 : -1;
+    }
+    if (lp_field_kind(name) == 0) {
+        out->num = lp_num(l->pace, name);
         return 0;
     }
     if (in_list(num_fields, name)) {
@@ -926,6 +937,7 @@ void tl_lesson_free(tl_lesson *l)
     served_clear(l);
     free(l->tokenized_pieces);
     lb_free(l->batch);
+    lp_free(l->pace);
     cJSON_Delete(l->root);
     free(l->path);
     free(l);
@@ -1336,6 +1348,21 @@ ACT(compare) { return compare(l, s, v, ui, err); }
 
 /* batch: B sequences decoding together (core/lesson_batch.c); each size after the first is
  * compared with the first as a compare action would be (cmp.NAME.*, [[NAME|...]]). */
+/* A measurement action's comparisons into the lesson's named slots (cmp.NAME.*, [[NAME|...]]). */
+static int keep_cmp(tl_lesson *l, const char *what, const char *name, tl_cmp c, double within, tl_error *err)
+{
+    cmp_slot *slot = (cmp_slot *)find_cmp(l, name);
+    if (!slot) {
+        if (l->n_cmps == MAX_CMP)
+            return tl_error_set(err, "%s: %s: more than %d comparisons", l->path, what, MAX_CMP);
+        slot = &l->cmps[l->n_cmps++];
+        snprintf(slot->name, sizeof slot->name, "%s", name);
+    }
+    slot->c = c;
+    slot->within = within;
+    return 0;
+}
+
 ACT(batch)
 {
     (void)ui;
@@ -1344,17 +1371,25 @@ ACT(batch)
     char name[32];
     tl_cmp c;
     double within;
-    for (int i = 0; lb_compare(l->batch, i, name, &c, &within) == 0; i++) {
-        cmp_slot *slot = (cmp_slot *)find_cmp(l, name);
-        if (!slot) {
-            if (l->n_cmps == MAX_CMP)
-                return tl_error_set(err, "%s: batch: more than %d comparisons", l->path, MAX_CMP);
-            slot = &l->cmps[l->n_cmps++];
-            snprintf(slot->name, sizeof slot->name, "%s", name);
-        }
-        slot->c = c;
-        slot->within = within;
-    }
+    for (int i = 0; lb_compare(l->batch, i, name, &c, &within) == 0; i++)
+        if (keep_cmp(l, "batch", name, c, within, err))
+            return -1;
+    return 0;
+}
+
+/* pace: decode steps against plain reads of the same weights, on random weights of a published
+ * shape in each dtype listed (core/lesson_pace.c); its comparisons as a compare action's. */
+ACT(pace)
+{
+    (void)ui;
+    if (lp_run(&l->pace, s, v, err))
+        return -1;
+    char name[32];
+    tl_cmp c;
+    double within;
+    for (int i = 0; lp_compare(l->pace, i, name, &c, &within) == 0; i++)
+        if (keep_cmp(l, "pace", name, c, within, err))
+            return -1;
     return 0;
 }
 
@@ -1362,6 +1397,12 @@ static int check_batch(const tl_lesson *l, int si, const cJSON *v, tl_error *err
 {
     const char *why = lb_check(v);
     return why ? fail(err, l, si, "action", "batch", why) : 0;
+}
+
+static int check_pace(const tl_lesson *l, int si, const cJSON *v, tl_error *err)
+{
+    const char *why = lp_check(v);
+    return why ? fail(err, l, si, "action", "pace", why) : 0;
 }
 
 #define ROW(name, kind) {#name, kind, NULL, NULL, act_##name}
@@ -1397,6 +1438,7 @@ static const action_row actions[] = {
     ROW_CHECK(dtype, check_dtype),
     ROW_CHECK(compare, check_compare),
     ROW_CHECK(batch, check_batch),
+    ROW_CHECK(pace, check_pace),
 };
 
 static const action_row *find_action(const char *name)

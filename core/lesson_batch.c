@@ -89,7 +89,7 @@ const char *lb_check(const cJSON *v)
     tl_error e;
     if (shape && !(cJSON_IsString(shape) &&
                    (!strcmp(shape->valuestring, "session") || !tl_synthetic_config(&cfg, shape->valuestring, &e))))
-        return "shape: \"session\" or a published shape (llama-3.2-1b, llama-3.1-8b, tiny)";
+        return "shape: \"session\" or a published shape (llama-3.2-1b, llama-3.1-8b, tiny, small)";
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(v, "same_within");
     if (w && !(cJSON_IsNumber(w) && w->valuedouble >= 0 && w->valuedouble <= 1))
         return "same_within: a fraction from 0 to 1";

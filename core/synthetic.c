@@ -56,9 +56,17 @@ static const shape shapes[] = {
               .rope_low_freq_factor = 1.0f, .rope_high_freq_factor = 4.0f,
               .rope_original_max_position = 256, .tie_word_embeddings = 0, .bos_id = 1,
               .eos_ids = {2}, .n_eos = 1, .dtype = TL_BF16}},
+    /* tiny with every width a multiple of 32, so q8_0 and q4_0 blocks convert it: the lessons'
+     * pace steps played quickly in tests (TOKENLOOP_LESSON_SHAPE=small). */
+    {"small", {.hidden_size = 256, .intermediate_size = 704, .n_layers = 2, .n_heads = 8,
+               .n_kv_heads = 2, .head_dim = 32, .vocab_size = 1024, .max_position_embeddings = 2048,
+               .rms_norm_eps = 1e-5f, .rope_theta = 500000.0f, .rope_llama3 = 1, .rope_factor = 8.0f,
+               .rope_low_freq_factor = 1.0f, .rope_high_freq_factor = 4.0f,
+               .rope_original_max_position = 256, .tie_word_embeddings = 0, .bos_id = 1,
+               .eos_ids = {2}, .n_eos = 1, .dtype = TL_BF16}},
 };
 
-const char *tl_synthetic_names(void) { return "llama-3.2-1b, llama-3.1-8b, tiny"; }
+const char *tl_synthetic_names(void) { return "llama-3.2-1b, llama-3.1-8b, tiny, small"; }
 
 int tl_synthetic_config(tl_config *cfg, const char *name, tl_error *err)
 {
