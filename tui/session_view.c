@@ -60,11 +60,11 @@ static void basename_of(const char *dir, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)(len - b), dir + b);
 }
 
-void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
+/* The model, the sampling settings and the request as the session holds them, and the
+ * transformers code that runs the same request. */
+static void fill_request(tl_view *v, tl_session *s, const tl_ui *ui)
 {
-    tl_view *v = &sv->v;
     const tl_model *m = tl_session_model(s);
-    const tl_tokenizer *tok = tl_session_tokenizer(s);
     tl_engine *e = tl_session_engine(s);
 
     basename_of(m->dir[0] ? m->dir : "synthetic", v->model_name, sizeof v->model_name);
@@ -81,7 +81,6 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->top_k = sp.top_k;
     v->top_p = sp.top_p;
 
-    /* the request's settings, as the session holds them */
     v->system_msg = tl_session_message(s, "system");
     v->user_msg = tl_session_message(s, "user");
     v->add_generation_prompt = tl_session_add_generation_prompt(s);
@@ -105,7 +104,14 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         o = sizeof v->hf_call - 1;
     free(call);
 
-    /* prompt */
+}
+
+/* The prompt's text and a style per byte: template, content, special-token literal, and the
+ * generation prompt. */
+static void fill_prompt(tl_sview *sv, tl_session *s)
+{
+    tl_view *v = &sv->v;
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
     v->prompt = tl_session_prompt_text(s, &v->prompt_len);
     if (v->prompt) {
         sv->style = grow(sv->style, &sv->style_cap, v->prompt_len + 1, 1);
@@ -146,7 +152,14 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     } else
         v->genprompt_at = -1;
 
-    /* tokens */
+}
+
+/* The prompt's and the generated tokens, and the bytes of the one the cursor is on. */
+static void fill_tokens(tl_sview *sv, tl_session *s, const tl_ui *ui)
+{
+    tl_view *v = &sv->v;
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
+    tl_engine *e = tl_session_engine(s);
     int np = 0, ng = 0;
     const int *pid = tl_session_prompt_ids(s, &np);
     const int *gid = tl_session_generated_ids(s, &ng);
@@ -172,6 +185,12 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         if (b)
             Format_visible(b, len, v->sel_text, sizeof v->sel_text);
     }
+}
+
+/* For a generated token under the cursor: its probability and rank at the step that chose it. */
+static void fill_choice(tl_view *v, tl_session *s, const tl_ui *ui)
+{
+    int np = v->n_prompt;
     v->sel_choice[0] = 0;
     if (ui->tok_sel >= np && ui->tok_sel < v->n_tokens) {
         /* the step that chose this token: its probability and rank then */
@@ -196,9 +215,11 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         }
     }
 
-    /* logits: the newest step */
-    int nsteps = tl_session_n_steps(s);
-    const tl_step *st = nsteps > 0 ? tl_session_step_at(s, nsteps - 1) : NULL;
+}
+
+/* The logits pane: the newest step's candidates. */
+static void fill_logits(tl_view *v, const tl_step *st, const tl_tokenizer *tok)
+{
     v->has_logits = st != NULL;
     v->n_rows = 0;
     if (st) {   /* the rows' header names these, not the settings changed since */
@@ -239,7 +260,12 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         v->mass_outside = shown < 1 ? 1 - shown : 0;
     }
 
-    /* stream */
+}
+
+/* The stream pane: what was printed, what is held back and why. */
+static void fill_stream(tl_sview *sv, tl_session *s, const tl_ui *ui, const tl_step *st)
+{
+    tl_view *v = &sv->v;
     size_t plen = 0;
     const char *printed = tl_session_streamed(s, &plen);
     sv->printed = grow(sv->printed, &sv->printed_cap, plen + 1, 1);
@@ -251,7 +277,13 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->held = sv->held;
     SessionView_holdReason(ui->lang, st ? st->hold_reason : 0, v->held_reason, sizeof v->held_reason);
 
-    /* stop */
+}
+
+/* The stop pane: the end-of-sequence ids, the stop strings, the budget and where it came from,
+ * and why generation stopped. */
+static void fill_stop(tl_view *v, tl_session *s, const tl_ui *ui)
+{
+    const tl_tokenizer *tok = tl_session_tokenizer(s);
     const tl_stop_config *sc = tl_session_stop_config(s);
     v->n_eos = 0;
     v->n_stops = 0;
@@ -277,41 +309,50 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         snprintf(v->budget_source, sizeof v->budget_source, "%s", I18n_tr(ui->lang, src));
         snprintf(v->eos_source, sizeof v->eos_source, "%s", sc->eos_source ? sc->eos_source : "");
     }
-    v->generated = ng;
+    v->generated = v->n_tokens - v->n_prompt;
     const tl_stop_result *sr = tl_session_stop(s);
     v->stopped = sr && sr->reason != TL_STOP_NONE;
     snprintf(v->stop_reason, sizeof v->stop_reason, "%s", v->stopped ? tl_stop_reason_name(sr->reason) : "");
     tl_lesson_stop_detail(v->stopped ? sr->detail : "", ui->lang, v->stop_detail, sizeof v->stop_detail);
 
-    /* timing */
-    tl_metrics_report mr = tl_session_metrics(s);
-    v->ttft_ms = mr.ttft_ms;
-    v->template_ms = mr.template_ms;
-    v->tokenize_ms = mr.tokenize_ms;
-    const tl_step *s0 = nsteps > 0 ? tl_session_step_at(s, 0) : NULL;
+}
+
+/* The timing pane's figures, from the session's metrics. */
+static void fill_timing(tl_view *v, tl_session *s, const tl_metrics_report *mr)
+{
+    tl_engine *e = tl_session_engine(s);
+    v->ttft_ms = mr->ttft_ms;
+    v->template_ms = mr->template_ms;
+    v->tokenize_ms = mr->tokenize_ms;
+    const tl_step *s0 = tl_session_n_steps(s) > 0 ? tl_session_step_at(s, 0) : NULL;
     v->prefill_ms = s0 ? s0->ms : -1;
-    v->tpot_ms = mr.tpot_ms;
-    v->decode_tps = mr.decode_tokens_per_s;
-    v->pace_ms = mr.pace_ms;
-    v->paused_gaps = mr.paused_gaps;
-    v->work_ms = mr.work_ms;
-    v->lesson_tps = mr.lesson_tokens_per_s;
-    v->floor_ms = mr.floor_ms;
-    v->step_bytes = mr.step_bytes;
-    v->bandwidth_gbs = mr.bandwidth_gbs;
+    v->tpot_ms = mr->tpot_ms;
+    v->decode_tps = mr->decode_tokens_per_s;
+    v->pace_ms = mr->pace_ms;
+    v->paused_gaps = mr->paused_gaps;
+    v->work_ms = mr->work_ms;
+    v->lesson_tps = mr->lesson_tokens_per_s;
+    v->floor_ms = mr->floor_ms;
+    v->step_bytes = mr->step_bytes;
+    v->bandwidth_gbs = mr->bandwidth_gbs;
     snprintf(v->bandwidth_source, sizeof v->bandwidth_source, "%s",
              strcmp(v->device, "cpu") ? "device figure" : "probed");
-    v->floor_lo_ms = mr.floor_lo_ms;
-    v->floor_hi_ms = mr.floor_hi_ms;
-    v->floor_reads = mr.floor_reads;
-    v->below_floor = mr.below_floor;
-    v->in_cache = mr.in_cache;
-    v->llc_bytes = mr.llc_bytes;
-    v->weight_bytes = mr.weight_bytes;
-    v->wrong_prompt_tps = mr.prompt_as_output_tokens_per_s;
-    v->wrong_unsynced_ms = mr.unsynced_applicable ? mr.unsynced_tpot_ms : -1;
+    v->floor_lo_ms = mr->floor_lo_ms;
+    v->floor_hi_ms = mr->floor_hi_ms;
+    v->floor_reads = mr->floor_reads;
+    v->below_floor = mr->below_floor;
+    v->in_cache = mr->in_cache;
+    v->llc_bytes = mr->llc_bytes;
+    v->weight_bytes = mr->weight_bytes;
+    v->wrong_prompt_tps = mr->prompt_as_output_tokens_per_s;
+    v->wrong_unsynced_ms = mr->unsynced_applicable ? mr->unsynced_tpot_ms : -1;
     v->async = e ? tl_engine_async(e) : 0;
-    /* the weights: a row per dtype this session ran, as the session keeps them */
+}
+
+/* The weights: a row per dtype this session ran, as the session keeps them; and the last batch
+ * measurement (lesson 8), a row per batch size. */
+static void fill_weights_and_batch(tl_view *v, tl_session *s)
+{
     snprintf(v->dtype, sizeof v->dtype, "%s", tl_dtype_name(tl_session_dtype(s)));
     snprintf(v->file_dtype, sizeof v->file_dtype, "%s", tl_dtype_name(tl_session_file_dtype(s)));
     tl_dtype_row dr[TL_DTYPE_COUNT];
@@ -328,7 +369,6 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         d->generated = dr[i].generated;
         d->current = dr[i].dtype == tl_session_dtype(s);
     }
-    /* the last batch measurement (lesson 8): one row per batch size */
     const char *shape = NULL;
     const tl_batch_report *br = tl_session_batch(s, &shape);
     v->n_batches = 0;
@@ -340,8 +380,14 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->batch_roof_gflops = br ? br->peak_flops / 1e9 : 0;
     v->batch_crossover = br ? br->crossover : 0;
     snprintf(v->batch_shape, sizeof v->batch_shape, "%s", shape ? shape : "");
-    /* the chart: each decode pass's own (synchronized) time, so pauses between key presses
-     * do not show as slow tokens */
+}
+
+/* The chart: each decode pass's own (synchronized) time, so pauses between key presses do not
+ * show as slow tokens. */
+static void fill_chart(tl_sview *sv, tl_session *s, const tl_metrics_report *mr)
+{
+    tl_view *v = &sv->v;
+    int nsteps = tl_session_n_steps(s);
     size_t scap = (size_t)sv->step_cap;
     sv->step_ms = grow(sv->step_ms, &scap, (size_t)nsteps + 1, sizeof(double));
     sv->step_cap = (int)scap;
@@ -351,9 +397,14 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     v->pass_stats = tl_session_pass_stats(s);
     v->step_ms = sv->step_ms;
     v->n_step_ms = k;
-    v->pass_mean_ms = mr.pass_mean_ms;   /* the chart's mean, from the same passes */
+    v->pass_mean_ms = mr->pass_mean_ms;   /* the chart's mean, from the same passes */
 
-    /* what the next key press does */
+}
+
+/* What the next key press does. */
+static void fill_next(tl_view *v, tl_session *s, const tl_ui *ui)
+{
+    int nsteps = tl_session_n_steps(s), np = v->n_prompt, ng = v->n_tokens - v->n_prompt;
     if (tl_session_done(s))
         snprintf(v->next, sizeof v->next, I18n_tr(ui->lang, "stopped (%s) \xE2\x80\x94 \xE2\x86\x90 steps back, n starts over"),
                  v->stop_reason[0] ? v->stop_reason : "done");
@@ -361,6 +412,25 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
         snprintf(v->next, sizeof v->next, I18n_tr(ui->lang, "next: prefill %d tokens"), np);
     else
         snprintf(v->next, sizeof v->next, I18n_tr(ui->lang, "next: decode token %d"), ng + 1);
+}
+
+void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
+{
+    tl_view *v = &sv->v;
+    int nsteps = tl_session_n_steps(s);
+    const tl_step *st = nsteps > 0 ? tl_session_step_at(s, nsteps - 1) : NULL;
+    tl_metrics_report mr = tl_session_metrics(s);
+    fill_request(v, s, ui);
+    fill_prompt(sv, s);
+    fill_tokens(sv, s, ui);
+    fill_choice(v, s, ui);
+    fill_logits(v, st, tl_session_tokenizer(s));
+    fill_stream(sv, s, ui, st);
+    fill_stop(v, s, ui);
+    fill_timing(v, s, &mr);
+    fill_weights_and_batch(v, s);
+    fill_chart(sv, s, &mr);
+    fill_next(v, s, ui);
 }
 
 void SessionView_appendPrinted(tl_sview *sv, const char *chunk, size_t len)
