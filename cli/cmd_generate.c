@@ -284,32 +284,90 @@ static void print_json(tl_session *s)
     cJSON_Delete(o);
 }
 
-int cmd_generate(int argc, char **argv)
-{
-    const char *model = NULL, *synthetic = NULL, *ids_arg = NULL, *prompt = NULL, *system = NULL, *messages = NULL;
-    const char *device = NULL, *stop[TL_MAX_STOP];
-    const char *dtype = NULL;
-    tl_precision prec = TL_PRECISION_MIXED;
-    int n_stop = 0, json = 0, print_code = 0, async = 0, kv_bf16 = 0, gen_prompt = 1, parse_special = 1, greedy = 0, have_t = 0, have_k = 0, have_p = 0, have_seed = 0;
-    long max_new = 0, top_k = 0, top_n = 10, threads = 0, seed = 0;
-    double temperature = 1, top_p = 1;
-    tl_stream_mode mode = TL_STREAM_HF;
+/* What the command line asks for. */
+typedef struct {
+    const char *model, *synthetic, *ids_arg, *prompt, *system, *messages, *device, *dtype;
+    const char *stop[TL_MAX_STOP];
+    tl_precision prec;
+    int n_stop, json, print_code, async, kv_bf16, gen_prompt, parse_special, greedy;
+    int have_t, have_k, have_p, have_seed;   /* given on the command line, so they override */
+    long max_new, top_k, top_n, threads, seed;
+    double temperature, top_p;
+    tl_stream_mode mode;
+} gen_opts;
 
+/* One option that takes a value, checked: 0, or the status to exit with. */
+static int parse_value(gen_opts *o, const char *a, const char *v)
+{
+    if (!strcmp(a, "--model")) o->model = v;
+    else if (!strcmp(a, "--synthetic")) o->synthetic = v;
+    else if (!strcmp(a, "--ids")) o->ids_arg = v;
+    else if (!strcmp(a, "--prompt")) o->prompt = v;
+    else if (!strcmp(a, "--system")) o->system = v;
+    else if (!strcmp(a, "--messages")) o->messages = v;
+    else if (!strcmp(a, "--device")) o->device = v;
+    else if (!strcmp(a, "--kv-cache")) {
+        if (strcmp(v, "fp32") && strcmp(v, "bf16")) return cli_fail(2, "--kv-cache: %s: expected fp32 or bf16", v);
+        o->kv_bf16 = !strcmp(v, "bf16");
+    }
+    else if (!strcmp(a, "--dtype")) {
+        tl_dtype dt;
+        if (tl_dtype_parse(v, &dt)) return cli_fail(2, "--dtype: %s: expected bf16, f16, f32, q8_0 or q4_0", v);
+        o->dtype = v;
+    }
+    else if (!strcmp(a, "--max-new-tokens")) {
+        if (cli_parse_int(v, 1, 1 << 24, &o->max_new))
+            return cli_fail(2, "--max-new-tokens: %s: expected an integer in [1, %d]", v, 1 << 24);
+    } else if (!strcmp(a, "--temperature")) {
+        if (parse_float(v, &o->temperature) || o->temperature <= 0)
+            return cli_fail(2, "--temperature: %s: expected a number > 0 (use --greedy for argmax)", v);
+        o->have_t = 1;
+    } else if (!strcmp(a, "--top-k")) {
+        if (cli_parse_int(v, 0, INT_MAX, &o->top_k)) return cli_fail(2, "--top-k: %s: expected an integer >= 0", v);
+        o->have_k = 1;
+    } else if (!strcmp(a, "--top-p")) {
+        if (parse_float(v, &o->top_p) || o->top_p <= 0 || o->top_p > 1)
+            return cli_fail(2, "--top-p: %s: expected a number in (0, 1]", v);
+        o->have_p = 1;
+    } else if (!strcmp(a, "--seed")) {
+        if (cli_parse_int(v, 0, LONG_MAX, &o->seed)) return cli_fail(2, "--seed: %s: expected an integer >= 0", v);
+        o->have_seed = 1;
+    } else if (!strcmp(a, "--top")) {
+        if (cli_parse_int(v, 1, TL_MAX_TOP, &o->top_n)) return cli_fail(2, "--top: %s: expected 1..%d", v, TL_MAX_TOP);
+    } else if (!strcmp(a, "--threads")) {
+        if (cli_parse_int(v, 0, 4096, &o->threads)) return cli_fail(2, "--threads: %s: expected an integer >= 0", v);
+    } else if (!strcmp(a, "--stream-mode")) {
+        if (!strcmp(v, "hf")) o->mode = TL_STREAM_HF;
+        else if (!strcmp(v, "server")) o->mode = TL_STREAM_SERVER;
+        else return cli_fail(2, "--stream-mode: %s: expected hf or server", v);
+    } else if (!strcmp(a, "--stop")) {
+        if (!v[0]) return cli_fail(2, "--stop: empty stop string");
+        if (o->n_stop == TL_MAX_STOP) return cli_fail(2, "--stop: at most %d stop strings", TL_MAX_STOP);
+        o->stop[o->n_stop++] = v;
+    }
+    return 0;
+}
+
+/* The command line into o: 0, -1 when --help was printed, or the status to exit with. */
+static int parse_args(int argc, char **argv, gen_opts *o)
+{
+    *o = (gen_opts){.prec = TL_PRECISION_MIXED, .gen_prompt = 1, .parse_special = 1, .top_n = 10, .temperature = 1,
+                    .top_p = 1, .mode = TL_STREAM_HF};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
-            return 0;
+            return -1;
         }
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--print-transformers-code")) { print_code = 1; continue; }
-        if (!strcmp(a, "--greedy")) { greedy = 1; continue; }
-        if (!strcmp(a, "--async")) { async = 1; continue; }
-        int pf = cli_precision_flag(a, &prec);
+        if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "--print-transformers-code")) { o->print_code = 1; continue; }
+        if (!strcmp(a, "--greedy")) { o->greedy = 1; continue; }
+        if (!strcmp(a, "--async")) { o->async = 1; continue; }
+        int pf = cli_precision_flag(a, &o->prec);
         if (pf < 0) return 2;
         if (pf) continue;
-        if (!strcmp(a, "--no-generation-prompt")) { gen_prompt = 0; continue; }
-        if (!strcmp(a, "--no-parse-special-in-content")) { parse_special = 0; continue; }
+        if (!strcmp(a, "--no-generation-prompt")) { o->gen_prompt = 0; continue; }
+        if (!strcmp(a, "--no-parse-special-in-content")) { o->parse_special = 0; continue; }
         static const char *const with_value[] = {"--model", "--synthetic", "--ids", "--prompt", "--system", "--messages",
             "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed", "--top", "--stop",
             "--stream-mode", "--device", "--threads", "--dtype", "--kv-cache"};
@@ -321,133 +379,109 @@ int cmd_generate(int argc, char **argv)
             return cli_fail(2, "generate: %s: unknown option", a);
         }
         if (i + 1 >= argc) return cli_fail(2, "generate: %s: missing value", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--synthetic")) synthetic = v;
-        else if (!strcmp(a, "--ids")) ids_arg = v;
-        else if (!strcmp(a, "--prompt")) prompt = v;
-        else if (!strcmp(a, "--system")) system = v;
-        else if (!strcmp(a, "--messages")) messages = v;
-        else if (!strcmp(a, "--device")) device = v;
-        else if (!strcmp(a, "--kv-cache")) {
-            if (strcmp(v, "fp32") && strcmp(v, "bf16")) return cli_fail(2, "--kv-cache: %s: expected fp32 or bf16", v);
-            kv_bf16 = !strcmp(v, "bf16");
-        }
-        else if (!strcmp(a, "--dtype")) {
-            tl_dtype dt;
-            if (tl_dtype_parse(v, &dt)) return cli_fail(2, "--dtype: %s: expected bf16, f16, f32, q8_0 or q4_0", v);
-            dtype = v;
-        }
-        else if (!strcmp(a, "--max-new-tokens")) {
-            if (cli_parse_int(v, 1, 1 << 24, &max_new))
-                return cli_fail(2, "--max-new-tokens: %s: expected an integer in [1, %d]", v, 1 << 24);
-        } else if (!strcmp(a, "--temperature")) {
-            if (parse_float(v, &temperature) || temperature <= 0)
-                return cli_fail(2, "--temperature: %s: expected a number > 0 (use --greedy for argmax)", v);
-            have_t = 1;
-        } else if (!strcmp(a, "--top-k")) {
-            if (cli_parse_int(v, 0, INT_MAX, &top_k)) return cli_fail(2, "--top-k: %s: expected an integer >= 0", v);
-            have_k = 1;
-        } else if (!strcmp(a, "--top-p")) {
-            if (parse_float(v, &top_p) || top_p <= 0 || top_p > 1)
-                return cli_fail(2, "--top-p: %s: expected a number in (0, 1]", v);
-            have_p = 1;
-        } else if (!strcmp(a, "--seed")) {
-            if (cli_parse_int(v, 0, LONG_MAX, &seed)) return cli_fail(2, "--seed: %s: expected an integer >= 0", v);
-            have_seed = 1;
-        } else if (!strcmp(a, "--top")) {
-            if (cli_parse_int(v, 1, TL_MAX_TOP, &top_n)) return cli_fail(2, "--top: %s: expected 1..%d", v, TL_MAX_TOP);
-        } else if (!strcmp(a, "--threads")) {
-            if (cli_parse_int(v, 0, 4096, &threads)) return cli_fail(2, "--threads: %s: expected an integer >= 0", v);
-        } else if (!strcmp(a, "--stream-mode")) {
-            if (!strcmp(v, "hf")) mode = TL_STREAM_HF;
-            else if (!strcmp(v, "server")) mode = TL_STREAM_SERVER;
-            else return cli_fail(2, "--stream-mode: %s: expected hf or server", v);
-        } else if (!strcmp(a, "--stop")) {
-            if (!v[0]) return cli_fail(2, "--stop: empty stop string");
-            if (n_stop == TL_MAX_STOP) return cli_fail(2, "--stop: at most %d stop strings", TL_MAX_STOP);
-            stop[n_stop++] = v;
-        }
+        int rc = parse_value(o, a, argv[++i]);
+        if (rc) return rc;
     }
-    int n_sources = (ids_arg != NULL) + (prompt != NULL) + (messages != NULL);
+    int n_sources = (o->ids_arg != NULL) + (o->prompt != NULL) + (o->messages != NULL);
     if (n_sources != 1) return cli_fail(2, "generate: give exactly one of --ids, --prompt, --messages");
-    if (system && !prompt) return cli_fail(2, "--system: only with --prompt");
-    if (greedy && (have_t || have_k || have_p)) return cli_fail(2, "--greedy: cannot be combined with --temperature/--top-k/--top-p");
-    if (json && print_code) return cli_fail(2, "--print-transformers-code: cannot be combined with --json");
-    if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_fail(2, "--device: %s: expected cpu or cuda", device);
+    if (o->system && !o->prompt) return cli_fail(2, "--system: only with --prompt");
+    if (o->greedy && (o->have_t || o->have_k || o->have_p)) return cli_fail(2, "--greedy: cannot be combined with --temperature/--top-k/--top-p");
+    if (o->json && o->print_code) return cli_fail(2, "--print-transformers-code: cannot be combined with --json");
+    if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "cuda")) return cli_fail(2, "--device: %s: expected cpu or cuda", o->device);
+    return 0;
+}
+
+/* The session: on the model directory, or on random weights of a published shape (syn_cfg). */
+static int open_session(tl_session **s, const gen_opts *go, const tl_config *syn_cfg, tl_error *err)
+{
+    tl_session_opts o = {.model_dir = go->model, .device = go->device, .threads = (int)go->threads,
+                         .async = go->async, .precision = go->prec, .kv_bf16 = go->kv_bf16, .dtype = go->dtype,
+                         .synthetic = go->synthetic};
+    if (go->synthetic) {   /* random bf16 weights, converted by the session when another dtype runs */
+        tl_dtype want = TL_BF16, got;
+        char note[256];
+        tl_model *m = NULL;
+        if (go->dtype) tl_dtype_parse(go->dtype, &want);
+        if (tl_synthetic_pick_dtype(go->synthetic, want, tl_synthetic_mem_available(), &got, note, sizeof note, err))
+            return -1;
+        if (note[0]) fprintf(stderr, "tokenloop: %s\n", note);
+        if (!go->json)
+            fprintf(stderr, "%s: random weights of the published shape, %s: the tokens are noise, the timing is real\n",
+                    go->synthetic, tl_dtype_name(got));
+        o.dtype = got == TL_BF16 ? NULL : tl_dtype_name(got);
+        if (tl_model_synthetic(&m, syn_cfg, TL_BF16, 0, err) || tl_session_open_model(s, m, 1, &o, err)) return -1;
+    } else if (tl_session_open(s, &o, err)) return -1;
+    return 0;
+}
+
+/* The prompt (ids, a user message or a messages file) and every setting of o on the session.
+ * *msgs: the messages file's text, the caller's to free. */
+static int set_request(tl_session *s, const gen_opts *o, const int *ids, int n_ids, char **msgs, tl_error *err)
+{
+    if (ids) {
+        if (tl_session_set_prompt_ids(s, ids, n_ids, err)) return -1;
+    } else if (o->prompt) {
+        if (tl_session_set_user(s, o->system, o->prompt, err)) return -1;
+    } else {
+        size_t mlen = 0;
+        if (tl_file_read(o->messages, 16u << 20, msgs, &mlen, err))
+            return -1;
+        /* the file's fault is named as the file's, before the template sees it */
+        tl_error merr;
+        if (tl_chat_messages_check(*msgs, mlen, &merr) || tl_session_set_messages(s, *msgs, &merr))
+            return tl_error_set(err, "%s: %s", o->messages, merr.msg);
+    }
+    tl_session_set_add_generation_prompt(s, o->gen_prompt);
+    tl_session_set_parse_special_in_content(s, o->parse_special);
+    tl_sampling p = tl_session_sampling(s);
+    if (o->greedy) p.greedy = 1;
+    if (o->have_t || o->have_k || o->have_p) p.greedy = 0;
+    if (o->have_t) p.temperature = (float)o->temperature;
+    if (o->have_k) p.top_k = (int)o->top_k;
+    if (o->have_p) p.top_p = (float)o->top_p;
+    if (o->have_seed) p.seed = (uint64_t)o->seed;
+    tl_session_set_sampling(s, p);
+    tl_session_set_max_new_tokens(s, (int)o->max_new);
+    if (tl_session_set_stop_strings(s, o->stop, o->n_stop, err)) return -1;
+    tl_session_set_stream_mode(s, o->mode);
+    tl_session_set_top_n(s, (int)o->top_n);
+    return 0;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    gen_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
     int *ids = NULL, n_ids = 0;
-    if (ids_arg && !ids_arg[0]) return cli_fail(2, "--ids: empty (expected comma-separated token ids)");
-    if (ids_arg && parse_ids(ids_arg, &ids, &n_ids))
-        return cli_fail(2, "--ids: %s: expected comma-separated token ids (integers >= 0)", ids_arg);
+    if (o.ids_arg && !o.ids_arg[0]) return cli_fail(2, "--ids: empty (expected comma-separated token ids)");
+    if (o.ids_arg && parse_ids(o.ids_arg, &ids, &n_ids))
+        return cli_fail(2, "--ids: %s: expected comma-separated token ids (integers >= 0)", o.ids_arg);
     tl_error err = {{0}};
-    if (model && synthetic) {
+    if (o.model && o.synthetic) {
         free(ids);
         return cli_fail(2, "generate: give one of --model DIR and --synthetic NAME");
     }
     tl_config syn_cfg;
-    if (synthetic && tl_synthetic_config(&syn_cfg, synthetic, &err)) {
+    if (o.synthetic && tl_synthetic_config(&syn_cfg, o.synthetic, &err)) {
         free(ids);
         return cli_fail(2, "--synthetic %s", err.msg);
     }
     char default_model[4096];
-    if (!model && !synthetic) {
+    if (!o.model && !o.synthetic) {
         tl_error perr = {{0}};
         if (tl_paths_default_model(default_model, sizeof default_model, &perr)) {
             free(ids);
             return cli_fail(2, "--model: no model given, and %s", perr.msg);
         }
-        model = default_model;
+        o.model = default_model;
     }
 
     tl_session *s = NULL;
-    tl_session_opts o = {.model_dir = model, .device = device, .threads = (int)threads, .async = async,
-                         .precision = prec, .kv_bf16 = kv_bf16, .dtype = dtype, .synthetic = synthetic};
     int status = 1;
     char *msgs = NULL;
-    if (synthetic) {   /* random bf16 weights, converted by the session when another dtype runs */
-        tl_dtype want = TL_BF16, got;
-        char note[256];
-        tl_model *m = NULL;
-        if (dtype) tl_dtype_parse(dtype, &want);
-        if (tl_synthetic_pick_dtype(synthetic, want, tl_synthetic_mem_available(), &got, note, sizeof note, &err))
-            goto fail;
-        if (note[0]) fprintf(stderr, "tokenloop: %s\n", note);
-        if (!json)
-            fprintf(stderr, "%s: random weights of the published shape, %s: the tokens are noise, the timing is real\n",
-                    synthetic, tl_dtype_name(got));
-        o.dtype = got == TL_BF16 ? NULL : tl_dtype_name(got);
-        if (tl_model_synthetic(&m, &syn_cfg, TL_BF16, 0, &err) || tl_session_open_model(&s, m, 1, &o, &err)) goto fail;
-    } else if (tl_session_open(&s, &o, &err)) goto fail;
-    if (ids) {
-        if (tl_session_set_prompt_ids(s, ids, n_ids, &err)) goto fail;
-    } else if (prompt) {
-        if (tl_session_set_user(s, system, prompt, &err)) goto fail;
-    } else {
-        size_t mlen = 0;
-        if (tl_file_read(messages, 16u << 20, &msgs, &mlen, &err))
-            goto fail;
-        /* the file's fault is named as the file's, before the template sees it */
-        tl_error merr;
-        if (tl_chat_messages_check(msgs, mlen, &merr) || tl_session_set_messages(s, msgs, &merr)) {
-            tl_error_set(&err, "%s: %s", messages, merr.msg);
-            goto fail;
-        }
-    }
-    tl_session_set_add_generation_prompt(s, gen_prompt);
-    tl_session_set_parse_special_in_content(s, parse_special);
-    tl_sampling p = tl_session_sampling(s);
-    if (greedy) p.greedy = 1;
-    if (have_t || have_k || have_p) p.greedy = 0;
-    if (have_t) p.temperature = (float)temperature;
-    if (have_k) p.top_k = (int)top_k;
-    if (have_p) p.top_p = (float)top_p;
-    if (have_seed) p.seed = (uint64_t)seed;
-    tl_session_set_sampling(s, p);
-    tl_session_set_max_new_tokens(s, (int)max_new);
-    if (tl_session_set_stop_strings(s, stop, n_stop, &err)) goto fail;
-    tl_session_set_stream_mode(s, mode);
-    tl_session_set_top_n(s, (int)top_n);
-    if (print_code) {   /* rendered first: the budget may come from the prompt's length */
+    if (open_session(&s, &o, &syn_cfg, &err) || set_request(s, &o, ids, n_ids, &msgs, &err)) goto fail;
+    if (o.print_code) {   /* rendered first: the budget may come from the prompt's length */
         if (tl_session_prepare(s, &err)) goto fail;
         char *code = tl_session_hf_call(s);
         if (!code) {
@@ -460,9 +494,9 @@ int cmd_generate(int argc, char **argv)
         goto fail;
     }
     /* the JSON shows each candidate's model probability (prob, prob_final); the text nothing */
-    tl_session_set_report(s, json ? TL_REPORT_MODEL : 0);
-    if (tl_generate(s, json ? NULL : stream_step, NULL, &err) < 0) goto fail;
-    if (json) {
+    tl_session_set_report(s, o.json ? TL_REPORT_MODEL : 0);
+    if (tl_generate(s, o.json ? NULL : stream_step, NULL, &err) < 0) goto fail;
+    if (o.json) {
         print_json(s);
     } else {
         /* a terminal's next prompt starts on a line of its own (TextStreamer ends with a newline
