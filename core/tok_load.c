@@ -434,25 +434,9 @@ static int index_added(tl_tokenizer *t)
     return 0;
 }
 
-static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what, tl_error *err)
+/* The id table, sized to the largest id of the vocab and the added tokens. */
+static int size_ids(tl_tokenizer *t, const tj_doc *d, tj vocab, tj added, const char *what, tl_error *err)
 {
-    tj model = tj_get(d, root, "model");
-    if (!(tj_type(d, model) == TJ_OBJ))
-        return tl_error_set(err, "%s: no 'model' object", what);
-    const char *mtype = json_str(d, model, "type");
-    tj vocab = tj_get(d, model, "vocab");
-    tj merges = tj_get(d, model, "merges");
-    if (mtype && strcmp(mtype, "BPE"))
-        return tl_error_set(err, "%s: model type '%s' is not supported (only BPE)", what, mtype);
-    if (!(tj_type(d, vocab) == TJ_OBJ) || !(tj_type(d, merges) == TJ_ARR))
-        return tl_error_set(err, "%s: BPE model without vocab object and merges array", what);
-    if (json_bool(d, model, "byte_fallback", 0))
-        return tl_error_set(err, "%s: BPE with byte_fallback is not supported (only byte-level BPE)", what);
-    if (load_normalizer(t, d, tj_get(d, root, "normalizer"), what, err))
-        return -1;
-    t->ignore_merges = json_bool(d, model, "ignore_merges", 0);
-
-    /* ids run to the largest of the vocab's and the added tokens' */
     int max_id = -1;
     TJ_FOR(d, it, vocab) {
         if (!(tj_type(d, it) == TJ_NUM) || tj_num(d, it) < 0 || tj_num(d, it) > 16777216)
@@ -460,7 +444,6 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
         if ((int)tj_num(d, it) > max_id)
             max_id = (int)tj_num(d, it);
     }
-    tj added = tj_get(d, root, "added_tokens");
     TJ_FOR(d, it, added) {
         tj id = tj_get(d, it, "id");
         if (!(tj_type(d, id) == TJ_NUM) || tj_num(d, id) < 0 || tj_num(d, id) > 16777216 || !json_str(d, it, "content"))
@@ -472,7 +455,13 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
         return tl_error_set(err, "%s: empty vocabulary", what);
     if (grow_ids(t, max_id + 1))
         return tl_error_set(err, "%s: out of memory", what);
+    return 0;
+}
 
+/* Each vocab entry's bytes (the token string through the byte-level alphabet), and the map
+ * from bytes to id. */
+static int load_vocab(tl_tokenizer *t, const tj_doc *d, tj vocab, const char *what, tl_error *err)
+{
     unsigned char *buf = malloc(4096);
     size_t buf_cap = 4096;
     if (!buf)
@@ -508,8 +497,13 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
         unsigned char c = (unsigned char)b;
         t->byte_id[b] = tl_tok_bytes_map_get(t, &c, 1);
     }
+    return 0;
+}
 
-    /* added tokens: their text is their content; they replace a vocab entry of the same id */
+/* The added tokens: their text is their content; they replace a vocab entry of the same id.
+ * Then the patterns single_word and lstrip/rstrip test against. */
+static int load_added(tl_tokenizer *t, const tj_doc *d, tj added, const char *what, tl_error *err)
+{
     int n_added = tj_count(d, added);
     t->added = calloc((size_t)n_added + 1, sizeof *t->added);
     if (!t->added)
@@ -545,7 +539,12 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
                                 &ec, &eo, NULL);
     if (!t->word_re || !t->space_re)
         return tl_error_set(err, "%s: out of memory", what);
+    return 0;
+}
 
+/* The map from token string to id, the added tokens' contents included. */
+static int build_str_map(tl_tokenizer *t, const char *what, tl_error *err)
+{
     t->str_map_size = tl_tok_pow2_at_least((size_t)t->n_vocab * 2 + 16);
     t->str_map = calloc(t->str_map_size, sizeof *t->str_map);
     if (!t->str_map)
@@ -555,8 +554,12 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
             tl_tok_str_map_put(t, id);
     for (int i = 0; i < t->n_added; i++)  /* an added token's content finds its own id */
         tl_tok_str_map_put(t, t->added[i].id);
+    return 0;
+}
 
-    /* merges: "a b" strings or ["a", "b"] pairs; rank = position */
+/* The merges: "a b" strings or ["a", "b"] pairs; rank = position. */
+static int load_merges(tl_tokenizer *t, const tj_doc *d, tj merges, const char *what, tl_error *err)
+{
     size_t nm = (size_t)tj_count(d, merges);
     t->merge_map_size = tl_tok_pow2_at_least(nm + nm / 2 + 16);
     t->merge_map = malloc(t->merge_map_size * sizeof *t->merge_map);
@@ -614,7 +617,31 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
         rank++;
     }
     free(cat);
+    return 0;
+}
 
+static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what, tl_error *err)
+{
+    tj model = tj_get(d, root, "model");
+    if (!(tj_type(d, model) == TJ_OBJ))
+        return tl_error_set(err, "%s: no 'model' object", what);
+    const char *mtype = json_str(d, model, "type");
+    tj vocab = tj_get(d, model, "vocab");
+    tj merges = tj_get(d, model, "merges");
+    if (mtype && strcmp(mtype, "BPE"))
+        return tl_error_set(err, "%s: model type '%s' is not supported (only BPE)", what, mtype);
+    if (!(tj_type(d, vocab) == TJ_OBJ) || !(tj_type(d, merges) == TJ_ARR))
+        return tl_error_set(err, "%s: BPE model without vocab object and merges array", what);
+    if (json_bool(d, model, "byte_fallback", 0))
+        return tl_error_set(err, "%s: BPE with byte_fallback is not supported (only byte-level BPE)", what);
+    if (load_normalizer(t, d, tj_get(d, root, "normalizer"), what, err))
+        return -1;
+    t->ignore_merges = json_bool(d, model, "ignore_merges", 0);
+
+    tj added = tj_get(d, root, "added_tokens");
+    if (size_ids(t, d, vocab, added, what, err) || load_vocab(t, d, vocab, what, err) ||
+        load_added(t, d, added, what, err) || build_str_map(t, what, err) || load_merges(t, d, merges, what, err))
+        return -1;
     if (load_pretok(t, d, tj_get(d, root, "pre_tokenizer"), what, err))
         return -1;
     if (load_postproc(t, d, tj_get(d, root, "post_processor"), what, err))
