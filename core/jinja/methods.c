@@ -93,6 +93,122 @@ static jv strftime_now(J *j, jv fmt)
     return jinja_sb_val(&r);
 }
 
+/* s.rsplit(sep, maxsplit) with maxsplit >= 0: split from the right at most `want` times. */
+static jv str_rsplit(J *j, jstr *s, jv sep, long long want)
+{
+    if (sep.t != T_STR || !sep.u.s->len) jinja_fail(j, JE_UNSUPPORTED, "rsplit with maxsplit needs a separator");
+    jstr *d = sep.u.s;
+    size_t cuts[64], nc = 0, e = s->len;
+    while ((long long)nc < want && nc < 64 && e >= d->len) {
+        size_t k = e - d->len;
+        for (;; k--) {
+            if (!memcmp(s->p + k, d->p, d->len)) break;
+            if (!k) { k = (size_t)-1; break; }
+        }
+        if (k == (size_t)-1) break;
+        cuts[nc++] = k;
+        e = k;
+    }
+    jlist *l = jinja_list_new(j, nc + 1);
+    size_t start = 0;
+    for (size_t c = nc; c > 0; c--) {
+        jinja_list_push(j, l, jinja_v_sub(j, s, start, cuts[c - 1]));
+        start = cuts[c - 1] + d->len;
+    }
+    jinja_list_push(j, l, jinja_v_sub(j, s, start, s->len));
+    return v_list(l);
+}
+
+/* s.startswith(a0) and s.endswith(a0): a0 a str or a tuple of them. */
+static jv str_affix(J *j, jstr *s, const char *name, jv a0)
+{
+    jlist *opts;
+    if (a0.t == T_STR) { opts = jinja_list_new(j, 1); jinja_list_push(j, opts, a0); }
+    else if (a0.t == T_LIST && a0.u.l->tuple) opts = a0.u.l;
+    else jinja_fail(j, JE_TYPE, "%s first arg must be str or a tuple of str, not %s", name, jinja_type_name(a0));
+    for (size_t i = 0; i < opts->n; i++) {
+        jv o = opts->it[i];
+        if (o.t != T_STR) jinja_fail(j, JE_TYPE, "tuple for %s must only contain str", name);
+        if (o.u.s->len > s->len) continue;
+        const char *at = name[0] == 's' ? s->p : s->p + s->len - o.u.s->len;
+        if (!memcmp(at, o.u.s->p, o.u.s->len)) return v_bool(1);
+    }
+    return v_bool(0);
+}
+
+/* s.find, s.rfind, s.index and s.count of a0; positions count code points. */
+static jv str_search(J *j, jstr *s, const char *name, jv a0)
+{
+    if (a0.t != T_STR) jinja_fail(j, JE_TYPE, "must be str, not %s", jinja_type_name(a0));
+    jstr *n = a0.u.s;
+    if (!strcmp(name, "count")) {
+        if (!n->len) return v_int((long long)jinja_u8_count(s->p, s->len) + 1);
+        long long c = 0;
+        for (size_t i = 0; i + n->len <= s->len;)
+            if (!memcmp(s->p + i, n->p, n->len)) { c++; i += n->len; }
+            else i++;
+        return v_int(c);
+    }
+    long long pos = -1;
+    for (size_t i = 0; i + n->len <= s->len; i++)
+        if (!memcmp(s->p + i, n->p, n->len)) {
+            pos = (long long)i;
+            if (name[0] != 'r') break;
+        }
+    if (pos < 0 && name[0] == 'i') jinja_fail(j, JE_VALUE, "substring not found");
+    return v_int(pos < 0 ? -1 : (long long)jinja_u8_count(s->p, (size_t)pos));
+}
+
+/* s.join(a0): every item a str. */
+static jv str_join(J *j, jstr *s, jv a0)
+{
+    jlist *l = jinja_iter_list(j, a0);
+    sb r;
+    jinja_sb_init(&r, j);
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->it[i].t != T_STR) jinja_fail(j, JE_TYPE, "sequence item %zu: expected str instance, %s found", i, jinja_type_name(l->it[i]));
+        if (i) jinja_sb_put_str(&r, s);
+        jinja_sb_put_str(&r, l->it[i].u.s);
+    }
+    return jinja_sb_val(&r);
+}
+
+/* s.isdigit() and the other is* tests, on ASCII classes as the C library has them. */
+static jv str_is(jstr *s, const char *name)
+{
+    if (!s->len) return v_bool(0);
+    int cased = 0;
+    for (size_t i = 0; i < s->len; i++) {
+        unsigned char c = (unsigned char)s->p[i];
+        if (!strcmp(name, "isdigit") && !isdigit(c)) return v_bool(0);
+        if (!strcmp(name, "isalpha") && !isalpha(c)) return v_bool(0);
+        if (!strcmp(name, "isalnum") && !isalnum(c)) return v_bool(0);
+        if (!strcmp(name, "isspace") && !jinja_is_ws((char)c)) return v_bool(0);
+        if (!strcmp(name, "islower") && isupper(c)) return v_bool(0);
+        if (!strcmp(name, "isupper") && islower(c)) return v_bool(0);
+        if (isalpha(c)) cased = 1;
+    }
+    return v_bool(strcmp(name, "islower") && strcmp(name, "isupper") ? 1 : cased);
+}
+
+/* s.center, s.ljust, s.rjust and s.zfill to a width in code points. */
+static jv str_pad(J *j, jv self, const char *name, jargs *A)
+{
+    jstr *s = self.u.s;
+    long long w = num_i(jinja_arg(A, 0, "width", v_int(0)));
+    long long n = (long long)jinja_u8_count(s->p, s->len);
+    if (w <= n) return self;
+    if (w > 1 << 20) jinja_fail(j, JE_LIMIT, "width too large");
+    sb r;
+    jinja_sb_init(&r, j);
+    long long pad = w - n, left = name[0] == 'c' ? pad / 2 + (pad & w & 1) : name[0] == 'l' ? 0 : pad;
+    char fill = name[0] == 'z' ? '0' : ' ';
+    for (long long i = 0; i < left; i++) jinja_sb_putc(&r, fill);
+    jinja_sb_put_str(&r, s);
+    for (long long i = 0; i < pad - left; i++) jinja_sb_putc(&r, fill);
+    return jinja_sb_val(&r);
+}
+
 jv jinja_call_method(J *j, jv self, const char *name, jargs *A)
 {
     if (self.t == T_DICT) {
@@ -145,47 +261,10 @@ jv jinja_call_method(J *j, jv self, const char *name, jargs *A)
         if (!strcmp(name, "split") || !strcmp(name, "rsplit")) {
             jv sep = jinja_arg(A, 0, "sep", v_none());
             jv ms = jinja_arg(A, 1, "maxsplit", v_int(-1));
-            if (name[0] == 'r' && num_i(ms) >= 0) {
-                if (sep.t != T_STR || !sep.u.s->len) jinja_fail(j, JE_UNSUPPORTED, "rsplit with maxsplit needs a separator");
-                /* split from the right at most maxsplit times */
-                jstr *d = sep.u.s;
-                size_t cuts[64], nc = 0, e = s->len;
-                long long want = num_i(ms);
-                while ((long long)nc < want && nc < 64 && e >= d->len) {
-                    size_t k = e - d->len;
-                    for (;; k--) {
-                        if (!memcmp(s->p + k, d->p, d->len)) break;
-                        if (!k) { k = (size_t)-1; break; }
-                    }
-                    if (k == (size_t)-1) break;
-                    cuts[nc++] = k;
-                    e = k;
-                }
-                jlist *l = jinja_list_new(j, nc + 1);
-                size_t start = 0;
-                for (size_t c = nc; c > 0; c--) {
-                    jinja_list_push(j, l, jinja_v_sub(j, s, start, cuts[c - 1]));
-                    start = cuts[c - 1] + d->len;
-                }
-                jinja_list_push(j, l, jinja_v_sub(j, s, start, s->len));
-                return v_list(l);
-            }
+            if (name[0] == 'r' && num_i(ms) >= 0) return str_rsplit(j, s, sep, num_i(ms));
             return jinja_str_split(j, s, sep, num_i(ms));
         }
-        if (!strcmp(name, "startswith") || !strcmp(name, "endswith")) {
-            jlist *opts;
-            if (a0.t == T_STR) { opts = jinja_list_new(j, 1); jinja_list_push(j, opts, a0); }
-            else if (a0.t == T_LIST && a0.u.l->tuple) opts = a0.u.l;
-            else jinja_fail(j, JE_TYPE, "%s first arg must be str or a tuple of str, not %s", name, jinja_type_name(a0));
-            for (size_t i = 0; i < opts->n; i++) {
-                jv o = opts->it[i];
-                if (o.t != T_STR) jinja_fail(j, JE_TYPE, "tuple for %s must only contain str", name);
-                if (o.u.s->len > s->len) continue;
-                const char *at = name[0] == 's' ? s->p : s->p + s->len - o.u.s->len;
-                if (!memcmp(at, o.u.s->p, o.u.s->len)) return v_bool(1);
-            }
-            return v_bool(0);
-        }
+        if (!strcmp(name, "startswith") || !strcmp(name, "endswith")) return str_affix(j, s, name, a0);
         if (!strcmp(name, "upper") || !strcmp(name, "lower")) return jinja_str_lower_upper(j, self, name[0] == 'u');
         if (!strcmp(name, "title")) return jinja_str_title(j, s, 0);
         if (!strcmp(name, "capitalize")) return jinja_apply_filter(j, "capitalize", self, &(jargs){0}, NULL);
@@ -207,67 +286,13 @@ jv jinja_call_method(J *j, jv self, const char *name, jargs *A)
             jinja_put_format(j, &r, s, A);
             return jinja_sb_val(&r);
         }
-        if (!strcmp(name, "find") || !strcmp(name, "rfind") || !strcmp(name, "index") || !strcmp(name, "count")) {
-            if (a0.t != T_STR) jinja_fail(j, JE_TYPE, "must be str, not %s", jinja_type_name(a0));
-            jstr *n = a0.u.s;
-            if (!strcmp(name, "count")) {
-                if (!n->len) return v_int((long long)jinja_u8_count(s->p, s->len) + 1);
-                long long c = 0;
-                for (size_t i = 0; i + n->len <= s->len;)
-                    if (!memcmp(s->p + i, n->p, n->len)) { c++; i += n->len; }
-                    else i++;
-                return v_int(c);
-            }
-            long long pos = -1;
-            for (size_t i = 0; i + n->len <= s->len; i++)
-                if (!memcmp(s->p + i, n->p, n->len)) {
-                    pos = (long long)i;
-                    if (name[0] != 'r') break;
-                }
-            if (pos < 0 && name[0] == 'i') jinja_fail(j, JE_VALUE, "substring not found");
-            return v_int(pos < 0 ? -1 : (long long)jinja_u8_count(s->p, (size_t)pos));
-        }
-        if (!strcmp(name, "join")) {
-            jlist *l = jinja_iter_list(j, a0);
-            sb r;
-            jinja_sb_init(&r, j);
-            for (size_t i = 0; i < l->n; i++) {
-                if (l->it[i].t != T_STR) jinja_fail(j, JE_TYPE, "sequence item %zu: expected str instance, %s found", i, jinja_type_name(l->it[i]));
-                if (i) jinja_sb_put_str(&r, s);
-                jinja_sb_put_str(&r, l->it[i].u.s);
-            }
-            return jinja_sb_val(&r);
-        }
+        if (!strcmp(name, "find") || !strcmp(name, "rfind") || !strcmp(name, "index") || !strcmp(name, "count"))
+            return str_search(j, s, name, a0);
+        if (!strcmp(name, "join")) return str_join(j, s, a0);
         if (!strcmp(name, "splitlines")) return v_list(jinja_str_splitlines(j, s, jinja_truthy(jinja_arg(A, 0, "keepends", v_bool(0)))));
-        if (!strncmp(name, "is", 2)) {
-            if (!s->len) return v_bool(0);
-            int cased = 0;
-            for (size_t i = 0; i < s->len; i++) {
-                unsigned char c = (unsigned char)s->p[i];
-                if (!strcmp(name, "isdigit") && !isdigit(c)) return v_bool(0);
-                if (!strcmp(name, "isalpha") && !isalpha(c)) return v_bool(0);
-                if (!strcmp(name, "isalnum") && !isalnum(c)) return v_bool(0);
-                if (!strcmp(name, "isspace") && !jinja_is_ws((char)c)) return v_bool(0);
-                if (!strcmp(name, "islower") && isupper(c)) return v_bool(0);
-                if (!strcmp(name, "isupper") && islower(c)) return v_bool(0);
-                if (isalpha(c)) cased = 1;
-            }
-            return v_bool(strcmp(name, "islower") && strcmp(name, "isupper") ? 1 : cased);
-        }
-        if (!strcmp(name, "center") || !strcmp(name, "ljust") || !strcmp(name, "rjust") || !strcmp(name, "zfill")) {
-            long long w = num_i(jinja_arg(A, 0, "width", v_int(0)));
-            long long n = (long long)jinja_u8_count(s->p, s->len);
-            if (w <= n) return self;
-            if (w > 1 << 20) jinja_fail(j, JE_LIMIT, "width too large");
-            sb r;
-            jinja_sb_init(&r, j);
-            long long pad = w - n, left = name[0] == 'c' ? pad / 2 + (pad & w & 1) : name[0] == 'l' ? 0 : pad;
-            char fill = name[0] == 'z' ? '0' : ' ';
-            for (long long i = 0; i < left; i++) jinja_sb_putc(&r, fill);
-            jinja_sb_put_str(&r, s);
-            for (long long i = 0; i < pad - left; i++) jinja_sb_putc(&r, fill);
-            return jinja_sb_val(&r);
-        }
+        if (!strncmp(name, "is", 2)) return str_is(s, name);
+        if (!strcmp(name, "center") || !strcmp(name, "ljust") || !strcmp(name, "rjust") || !strcmp(name, "zfill"))
+            return str_pad(j, self, name, A);
     }
     jinja_fail(j, JE_ATTRIBUTE, "'%s' object has no method '%s'", jinja_type_name(self), name);
 }
