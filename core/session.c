@@ -16,6 +16,7 @@
 #include "tokenloop/bandwidth.h"
 #include "tokenloop/engine.h"
 #include "tokenloop/paths.h"
+#include "tokenloop/synthetic.h"
 #include "tokenloop/tokenizer.h"
 #include "gguf.h"
 #include "model_priv.h"
@@ -26,6 +27,10 @@ struct tl_session {
     int own_model;               /* m_file belongs to the session */
     tl_model *m_file;            /* as loaded */
     tl_model *m_conv;            /* m_file converted (tl_session_set_dtype); NULL */
+    tl_model *m_home;            /* the model opened, while random weights stand in (use_synthetic) */
+    int home_own;
+    const char *home_synthetic;
+    char synthetic[32];          /* the shape of the random weights standing in */
     tl_dtype_row rows[TL_DTYPE_COUNT];
     int n_rows;
     const tl_backend_ops *be;
@@ -345,6 +350,7 @@ void tl_session_free(tl_session *s)
     if (s->e) tl_engine_free(s->e);
     tl_model_free(s->m_conv);
     if (s->own_model) tl_model_free(s->m_file);
+    if (s->home_own) tl_model_free(s->m_home);
     free(s);
 }
 
@@ -1289,6 +1295,76 @@ int tl_session_set_dtype(tl_session *s, tl_dtype dt, tl_error *err)
     s->m_conv = m != s->m_file ? m : NULL;
     s->regions_of = NULL;   /* the floor reads the new weights */
     row_of(s, dt);
+    return 0;
+}
+
+/* Makes NAME's random weights for the session: bf16 filled, converted when memory is short
+ * (tl_synthetic_pick_dtype); *note says so. */
+static int synthetic_model(const tl_session *s, const char *name, tl_model **out, char *note, size_t note_size,
+                           tl_error *err)
+{
+    tl_config cfg;
+    tl_dtype got;
+    tl_model *m = NULL;
+    *out = NULL;
+    if (tl_synthetic_config(&cfg, name, err)) return -1;
+    int vocab = s->m_file->cfg.vocab_size;   /* the sampler's and the tokenizer's ids */
+    if (cfg.vocab_size != vocab)
+        return tl_error_set(err, "%s: %d token ids, this model's tokenizer and sampler %d", name, cfg.vocab_size, vocab);
+    if (tl_synthetic_pick_dtype(name, TL_BF16, tl_synthetic_mem_available(), &got, note, note_size, err) ||
+        tl_model_synthetic(&m, &cfg, TL_BF16, 0, err))
+        return -1;
+    if (got != TL_BF16) {
+        tl_model *c;
+        int rc = tl_model_convert(&c, m, got, err);
+        tl_model_free(m);
+        if (rc) return -1;
+        m = c;
+    }
+    if (!strcmp(s->be->name, "cpu")) tl_model_copy_to_hugepages(m, TL_HUGEPAGE_MIN);
+    *out = m;
+    return 0;
+}
+
+int tl_session_use_synthetic(tl_session *s, const char *name, char *note, size_t note_size, tl_error *err)
+{
+    if (note_size) note[0] = '\0';
+    if (s->in_run) return tl_error_set(err, "weights: cannot change while generating");
+    if (!name && !s->m_home) return 0;   /* the model opened is already running */
+    tl_model *m = NULL;
+    tl_engine *e;
+    if (name && synthetic_model(s, name, &m, note, note_size, err)) return -1;
+    tl_model *next = name ? m : s->m_home;
+    if (make_engine(s, next, &e, err)) {   /* the session stays as it was */
+        tl_model_free(m);
+        return -1;
+    }
+    clear_generation(s);
+    tl_engine_free(s->e);
+    tl_model_free(s->m_conv);
+    s->m_conv = NULL;
+    if (!s->m_home) {   /* the model opened waits aside */
+        s->m_home = s->m_file;
+        s->home_own = s->own_model;
+        s->home_synthetic = s->opts.synthetic;
+    } else {
+        tl_model_free(s->m_file);   /* random weights made here */
+    }
+    s->e = e;
+    s->m = s->m_file = next;
+    if (name) {
+        s->own_model = 1;
+        snprintf(s->synthetic, sizeof s->synthetic, "%s", name);
+        s->opts.synthetic = s->synthetic;
+    } else {
+        s->own_model = s->home_own;
+        s->opts.synthetic = s->home_synthetic;
+        s->m_home = NULL;
+        s->home_own = 0;
+    }
+    s->n_rows = 0;          /* the dtype table was the other weights' */
+    row_of(s, tl_session_dtype(s));
+    s->regions_of = NULL;   /* the floor reads the new weights */
     return 0;
 }
 

@@ -200,6 +200,11 @@ const float *tl_session_logits(const tl_session *s);
  * and clears the generation: the KV cache and the logits came from the other weights, so the
  * next step prefills again. What the other dtypes measured stays in the table below. */
 int tl_session_set_dtype(tl_session *s, tl_dtype dt, tl_error *err);
+/* Random weights of a published shape (tl_synthetic_config's NAME) run in place of the model
+ * opened, which waits aside; NAME NULL brings it back. The conversation and settings stay, the
+ * generation and the dtype table go. When memory is short a smaller dtype is taken and *note
+ * says so (else it is empty). 0, or -1 with err and the session as it was. */
+int tl_session_use_synthetic(tl_session *s, const char *name, char *note, size_t note_size, tl_error *err);
 tl_dtype tl_session_dtype(const tl_session *s);
 tl_dtype tl_session_file_dtype(const tl_session *s);   /* the loaded matrices' dtype */
 
