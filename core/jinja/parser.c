@@ -557,155 +557,197 @@ static void parse_params(P *p, node *n)
     n->nv2 = defs.n;
 }
 
+/* The body of a block tag up to its one closing tag `end`, and that tag. */
+static node *block_body(P *p, const char *end)
+{
+    const char *const ends[] = {end, NULL};
+    node *b = jinja_parse_body(p, ends, end);
+    adv(p);
+    expect_end(p);
+    return b;
+}
+
+/* Each tag after its name; t is the name's token. */
+
+static node *tag_if(P *p, tok *t)
+{
+    static const char *const if_ends[] = {"elif", "else", "endif", NULL};
+    static const char *const endif[] = {"endif", NULL};
+    adv(p);
+    node *n = mk(p, S_IF, t);
+    node *c = n;
+    c->a = parse_tuple(p, 0, 0, NULL);
+    expect_end(p);
+    for (;;) {
+        c->b = jinja_parse_body(p, if_ends, "endif");
+        if (is_name(p, "elif")) {
+            tok *et = adv(p);
+            node *e = mk(p, S_IF, et);
+            e->a = parse_tuple(p, 0, 0, NULL);
+            expect_end(p);
+            c->c = e;
+            c = e;
+            continue;
+        }
+        if (is_name(p, "else")) {
+            adv(p);
+            expect_end(p);
+            c->c = jinja_parse_body(p, endif, "endif");
+        }
+        break;
+    }
+    adv(p); /* endif */
+    expect_end(p);
+    return n;
+}
+
+static node *tag_for(P *p, tok *t)
+{
+    static const char *const for_ends[] = {"endfor", "else", NULL};
+    adv(p);
+    node *n = mk(p, S_FOR, t);
+    n->d = parse_target(p, "in", 0);
+    if (!is_name(p, "in")) jinja_pfail(p, JE_SYNTAX, cur(p), "expected 'in'");
+    adv(p);
+    n->a = parse_tuple(p, 0, 0, "recursive");
+    if (is_name(p, "if")) {
+        adv(p);
+        n->b = parse_expr(p, 1);
+    }
+    if (is_name(p, "recursive")) jinja_pfail(p, JE_UNSUPPORTED, cur(p), "recursive loops are not supported");
+    expect_end(p);
+    n->c = jinja_parse_body(p, for_ends, "endfor");
+    if (is_name(p, "else")) {
+        adv(p);
+        expect_end(p);
+        n->v = jinja_alloc(&p->j, sizeof(node *));
+        n->v[0] = block_body(p, "endfor");
+        n->nv = 1;
+    } else {
+        adv(p);
+        expect_end(p);
+    }
+    return n;
+}
+
+static node *tag_set(P *p, tok *t)
+{
+    adv(p);
+    node *n = mk(p, S_SET, t);
+    n->d = parse_target(p, NULL, 1);
+    if (is_op(p, "=")) {
+        adv(p);
+        n->a = parse_tuple(p, 1, 0, NULL);
+        expect_end(p);
+        return n;
+    }
+    if (n->d->k != E_NAME && n->d->k != E_ATTR) jinja_pfail(p, JE_SYNTAX, t, "a block set needs a single name");
+    n->k = S_SETBLOCK;
+    if (is_op(p, "|")) {
+        node *in = mk(p, E_BLOCKINPUT, t);
+        n->a = parse_filter(p, in, 0);
+    }
+    expect_end(p);
+    n->b = block_body(p, "endset");
+    return n;
+}
+
+static node *tag_macro(P *p, tok *t)
+{
+    adv(p);
+    node *n = mk(p, S_MACRO, t);
+    n->name = expect_name(p);
+    parse_params(p, n);
+    expect_end(p);
+    n->b = block_body(p, "endmacro");
+    return n;
+}
+
+static node *tag_call(P *p, tok *t)
+{
+    adv(p);
+    node *n = mk(p, S_CALLBLOCK, t);
+    if (is_op(p, "(")) parse_params(p, n);
+    n->a = parse_expr(p, 1);
+    if (n->a->k != E_CALL) jinja_pfail(p, JE_SYNTAX, t, "expected call");
+    expect_end(p);
+    n->b = block_body(p, "endcall");
+    return n;
+}
+
+static node *tag_filter(P *p, tok *t)
+{
+    adv(p);
+    node *n = mk(p, S_FILTERBLOCK, t);
+    node *in = mk(p, E_BLOCKINPUT, t);
+    n->a = parse_filter(p, in, 1);
+    expect_end(p);
+    n->b = block_body(p, "endfilter");
+    return n;
+}
+
+static node *tag_break(P *p, tok *t)
+{
+    node *n = mk(p, is_name(p, "break") ? S_BREAK : S_CONTINUE, t);
+    adv(p);
+    expect_end(p);
+    return n;
+}
+
+/* transformers' {% generation %}: its body renders as it is */
+static node *tag_generation(P *p, tok *t)
+{
+    (void)t;
+    adv(p);
+    expect_end(p);
+    return block_body(p, "endgeneration");
+}
+
+static node *tag_with(P *p, tok *t)
+{
+    adv(p);
+    node *n = mk(p, S_WITH, t);
+    nvec names = {0}, vals = {0};
+    while (cur(p)->t != K_BEND) {
+        if (names.n) expect_op(p, ",");
+        tok *nt = cur(p);
+        node *nm = mk(p, E_NAME, nt);
+        nm->name = expect_name(p);
+        expect_op(p, "=");
+        jinja_nv_push(p, &names, nm);
+        jinja_nv_push(p, &vals, parse_expr(p, 1));
+    }
+    expect_end(p);
+    n->v = names.v;
+    n->nv = names.n;
+    n->v2 = vals.v;
+    n->nv2 = vals.n;
+    n->b = block_body(p, "endwith");
+    return n;
+}
+
+/* The tags a template may open, by name. */
+static const struct {
+    const char *name;
+    node *(*parse)(P *p, tok *t);
+} TAGS[] = {
+    {"if", tag_if}, {"for", tag_for}, {"set", tag_set}, {"macro", tag_macro}, {"call", tag_call},
+    {"filter", tag_filter}, {"break", tag_break}, {"continue", tag_break}, {"generation", tag_generation},
+    {"with", tag_with},
+};
+
 static node *parse_stmt(P *p)
 {
     tok *t = cur(p);
     if (t->t != K_NAME) jinja_pfail(p, JE_SYNTAX, t, "tag name expected");
     enter(p);
-    node *n;
-    static const char *const if_ends[] = {"elif", "else", "endif", NULL};
-    static const char *const endif[] = {"endif", NULL};
-    static const char *const for_ends[] = {"endfor", "else", NULL};
-    static const char *const endfor[] = {"endfor", NULL};
-    if (is_name(p, "if")) {
-        adv(p);
-        n = mk(p, S_IF, t);
-        node *c = n;
-        c->a = parse_tuple(p, 0, 0, NULL);
-        expect_end(p);
-        for (;;) {
-            c->b = jinja_parse_body(p, if_ends, "endif");
-            if (is_name(p, "elif")) {
-                tok *et = adv(p);
-                node *e = mk(p, S_IF, et);
-                e->a = parse_tuple(p, 0, 0, NULL);
-                expect_end(p);
-                c->c = e;
-                c = e;
-                continue;
-            }
-            if (is_name(p, "else")) {
-                adv(p);
-                expect_end(p);
-                c->c = jinja_parse_body(p, endif, "endif");
-            }
-            break;
+    for (size_t i = 0; i < sizeof TAGS / sizeof *TAGS; i++)
+        if (is_name(p, TAGS[i].name)) {
+            node *n = TAGS[i].parse(p, t);
+            p->depth--;
+            return n;
         }
-        adv(p); /* endif */
-        expect_end(p);
-    } else if (is_name(p, "for")) {
-        adv(p);
-        n = mk(p, S_FOR, t);
-        n->d = parse_target(p, "in", 0);
-        if (!is_name(p, "in")) jinja_pfail(p, JE_SYNTAX, cur(p), "expected 'in'");
-        adv(p);
-        n->a = parse_tuple(p, 0, 0, "recursive");
-        if (is_name(p, "if")) {
-            adv(p);
-            n->b = parse_expr(p, 1);
-        }
-        if (is_name(p, "recursive")) jinja_pfail(p, JE_UNSUPPORTED, cur(p), "recursive loops are not supported");
-        expect_end(p);
-        n->c = jinja_parse_body(p, for_ends, "endfor");
-        if (is_name(p, "else")) {
-            adv(p);
-            expect_end(p);
-            n->v = jinja_alloc(&p->j, sizeof(node *));
-            n->v[0] = jinja_parse_body(p, endfor, "endfor");
-            n->nv = 1;
-        }
-        adv(p);
-        expect_end(p);
-    } else if (is_name(p, "set")) {
-        adv(p);
-        n = mk(p, S_SET, t);
-        n->d = parse_target(p, NULL, 1);
-        if (is_op(p, "=")) {
-            adv(p);
-            n->a = parse_tuple(p, 1, 0, NULL);
-            expect_end(p);
-        } else {
-            static const char *const endset[] = {"endset", NULL};
-            if (n->d->k != E_NAME && n->d->k != E_ATTR) jinja_pfail(p, JE_SYNTAX, t, "a block set needs a single name");
-            n->k = S_SETBLOCK;
-            if (is_op(p, "|")) {
-                node *in = mk(p, E_BLOCKINPUT, t);
-                n->a = parse_filter(p, in, 0);
-            }
-            expect_end(p);
-            n->b = jinja_parse_body(p, endset, "endset");
-            adv(p);
-            expect_end(p);
-        }
-    } else if (is_name(p, "macro")) {
-        static const char *const endm[] = {"endmacro", NULL};
-        adv(p);
-        n = mk(p, S_MACRO, t);
-        n->name = expect_name(p);
-        parse_params(p, n);
-        expect_end(p);
-        n->b = jinja_parse_body(p, endm, "endmacro");
-        adv(p);
-        expect_end(p);
-    } else if (is_name(p, "call")) {
-        static const char *const endc[] = {"endcall", NULL};
-        adv(p);
-        n = mk(p, S_CALLBLOCK, t);
-        if (is_op(p, "(")) parse_params(p, n);
-        n->a = parse_expr(p, 1);
-        if (n->a->k != E_CALL) jinja_pfail(p, JE_SYNTAX, t, "expected call");
-        expect_end(p);
-        n->b = jinja_parse_body(p, endc, "endcall");
-        adv(p);
-        expect_end(p);
-    } else if (is_name(p, "filter")) {
-        static const char *const endf[] = {"endfilter", NULL};
-        adv(p);
-        n = mk(p, S_FILTERBLOCK, t);
-        node *in = mk(p, E_BLOCKINPUT, t);
-        n->a = parse_filter(p, in, 1);
-        expect_end(p);
-        n->b = jinja_parse_body(p, endf, "endfilter");
-        adv(p);
-        expect_end(p);
-    } else if (is_name(p, "break") || is_name(p, "continue")) {
-        n = mk(p, is_name(p, "break") ? S_BREAK : S_CONTINUE, t);
-        adv(p);
-        expect_end(p);
-    } else if (is_name(p, "generation")) {
-        static const char *const endg[] = {"endgeneration", NULL};
-        adv(p);
-        expect_end(p);
-        n = jinja_parse_body(p, endg, "endgeneration");
-        adv(p);
-        expect_end(p);
-    } else if (is_name(p, "with")) {
-        static const char *const endw[] = {"endwith", NULL};
-        adv(p);
-        n = mk(p, S_WITH, t);
-        nvec names = {0}, vals = {0};
-        while (cur(p)->t != K_BEND) {
-            if (names.n) expect_op(p, ",");
-            tok *nt = cur(p);
-            node *nm = mk(p, E_NAME, nt);
-            nm->name = expect_name(p);
-            expect_op(p, "=");
-            jinja_nv_push(p, &names, nm);
-            jinja_nv_push(p, &vals, parse_expr(p, 1));
-        }
-        expect_end(p);
-        n->v = names.v;
-        n->nv = names.n;
-        n->v2 = vals.v;
-        n->nv2 = vals.n;
-        n->b = jinja_parse_body(p, endw, "endwith");
-        adv(p);
-        expect_end(p);
-    } else {
-        jinja_pfail(p, JE_SYNTAX, t, "Encountered unknown tag '%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s);
-    }
-    p->depth--;
-    return n;
+    jinja_pfail(p, JE_SYNTAX, t, "Encountered unknown tag '%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s);
 }
 
 node *jinja_parse_body(P *p, const char *const *ends, const char *what)
