@@ -318,34 +318,34 @@ static void fill_stop(tl_view *v, tl_session *s, const tl_ui *ui)
 }
 
 /* The timing pane's figures, from the session's metrics. */
-static void fill_timing(tl_view *v, tl_session *s, const tl_metrics_report *mr)
+static void fill_timing(tl_view *v, tl_session *s, tl_metrics_report mr)
 {
     tl_engine *e = tl_session_engine(s);
-    v->ttft_ms = mr->ttft_ms;
-    v->template_ms = mr->template_ms;
-    v->tokenize_ms = mr->tokenize_ms;
+    v->ttft_ms = mr.ttft_ms;
+    v->template_ms = mr.template_ms;
+    v->tokenize_ms = mr.tokenize_ms;
     const tl_step *s0 = tl_session_n_steps(s) > 0 ? tl_session_step_at(s, 0) : NULL;
     v->prefill_ms = s0 ? s0->ms : -1;
-    v->tpot_ms = mr->tpot_ms;
-    v->decode_tps = mr->decode_tokens_per_s;
-    v->pace_ms = mr->pace_ms;
-    v->paused_gaps = mr->paused_gaps;
-    v->work_ms = mr->work_ms;
-    v->lesson_tps = mr->lesson_tokens_per_s;
-    v->floor_ms = mr->floor_ms;
-    v->step_bytes = mr->step_bytes;
-    v->bandwidth_gbs = mr->bandwidth_gbs;
+    v->tpot_ms = mr.tpot_ms;
+    v->decode_tps = mr.decode_tokens_per_s;
+    v->pace_ms = mr.pace_ms;
+    v->paused_gaps = mr.paused_gaps;
+    v->work_ms = mr.work_ms;
+    v->lesson_tps = mr.lesson_tokens_per_s;
+    v->floor_ms = mr.floor_ms;
+    v->step_bytes = mr.step_bytes;
+    v->bandwidth_gbs = mr.bandwidth_gbs;
     snprintf(v->bandwidth_source, sizeof v->bandwidth_source, "%s",
              strcmp(v->device, "cpu") ? "device figure" : "probed");
-    v->floor_lo_ms = mr->floor_lo_ms;
-    v->floor_hi_ms = mr->floor_hi_ms;
-    v->floor_reads = mr->floor_reads;
-    v->below_floor = mr->below_floor;
-    v->in_cache = mr->in_cache;
-    v->llc_bytes = mr->llc_bytes;
-    v->weight_bytes = mr->weight_bytes;
-    v->wrong_prompt_tps = mr->prompt_as_output_tokens_per_s;
-    v->wrong_unsynced_ms = mr->unsynced_applicable ? mr->unsynced_tpot_ms : -1;
+    v->floor_lo_ms = mr.floor_lo_ms;
+    v->floor_hi_ms = mr.floor_hi_ms;
+    v->floor_reads = mr.floor_reads;
+    v->below_floor = mr.below_floor;
+    v->in_cache = mr.in_cache;
+    v->llc_bytes = mr.llc_bytes;
+    v->weight_bytes = mr.weight_bytes;
+    v->wrong_prompt_tps = mr.prompt_as_output_tokens_per_s;
+    v->wrong_unsynced_ms = mr.unsynced_applicable ? mr.unsynced_tpot_ms : -1;
     v->async = e ? tl_engine_async(e) : 0;
 }
 
@@ -427,7 +427,7 @@ void SessionView_fill(tl_sview *sv, tl_session *s, const tl_ui *ui)
     fill_logits(v, st, tl_session_tokenizer(s));
     fill_stream(sv, s, ui, st);
     fill_stop(v, s, ui);
-    fill_timing(v, s, &mr);
+    fill_timing(v, s, mr);
     fill_weights_and_batch(v, s);
     fill_chart(sv, s, &mr);
     fill_next(v, s, ui);
