@@ -278,39 +278,35 @@ print("llama-3.1-8b shape, random bf16 weights, 30-token prompt, 64 new tokens (
 read = bw.get("read_gbps") if bw else None
 copy = bw.get("copy_gbps") if bw else None
 print(f"  read bandwidth      {fmt(read, '.0f')} GB/s (gpu_dump --bandwidth; copy {fmt(copy, '.0f')} GB/s)")
-if not tl:
-    print("  tokenloop bench     - (not run or failed: see the steps above)")
-else:
-    sb = tl.get("step_bytes")
+def bench(r, bf16=None):
+    """A tokenloop bench run's lines against the read bandwidth; bf16: for a run of another
+    dtype, the bf16 run, whose bytes per step its own are compared with."""
+    if not r:
+        print("  tokenloop bench     - (not run or failed: see the steps above)")
+        return
+    sb = r.get("step_bytes")
     floor = sb / (read * 1e9) * 1e3 if sb and read else None
-    med = tl.get("tpot_ms_median")
-    print(f"  TTFT (30 tokens)    {fmt(tl.get('ttft_ms'), '.2f')} ms")
-    print(f"  TPOT median / p90   {fmt(med, '.3f')} / {fmt(tl.get('tpot_ms_p90'), '.3f')} ms"
-          f" (best {fmt(tl.get('tpot_ms_min'), '.3f')})")
-    print(f"  bytes per step      {fmt(sb / 1e9 if sb else None, '.3f')} GB")
+    med = r.get("tpot_ms_median")
+    if bf16 is not None:
+        print(f"  dtype               {r.get('dtype', '-')}")
+    print(f"  TTFT (30 tokens)    {fmt(r.get('ttft_ms'), '.2f')} ms")
+    print(f"  TPOT median / p90   {fmt(med, '.3f')} / {fmt(r.get('tpot_ms_p90'), '.3f')} ms"
+          f" (best {fmt(r.get('tpot_ms_min'), '.3f')})")
+    sb16 = bf16.get("step_bytes") if bf16 else None
+    vs = f" ({fmt(sb / sb16 if sb and sb16 else None, '.3f')} x bf16's)" if bf16 is not None else ""
+    print(f"  bytes per step      {fmt(sb / 1e9 if sb else None, '.3f')} GB{vs}")
     print(f"  floor               {fmt(floor, '.3f')} ms (bytes per step / read bandwidth)")
     ratio = med / floor if med and floor else None
-    print(f"  TPOT / floor        {fmt(ratio, '.3f')}   (bench's own, by its copy probe: "
-          f"{fmt(tl.get('tpot_over_floor'), '.3f')})")
-    if ratio:
+    own = "bench's own" if bf16 is None else "tpot_over_floor, the bench's own"
+    print(f"  TPOT / floor        {fmt(ratio, '.3f')}   ({own}, by its copy probe: "
+          f"{fmt(r.get('tpot_over_floor'), '.3f')})")
+    if ratio and bf16 is None:
         print(f"  GOAL TPOT <= 1.10 x floor: {'met' if ratio <= 1.10 else 'not met'} ({ratio:.3f})")
+
+
+bench(tl)
 print("the same with --dtype q4_0 (Q4_0 blocks: first run of these kernels; simple, not tuned)")
-if not q4:
-    print("  tokenloop bench     - (not run or failed: see the steps above)")
-else:
-    sb4 = q4.get("step_bytes")
-    floor4 = sb4 / (read * 1e9) * 1e3 if sb4 and read else None
-    med4 = q4.get("tpot_ms_median")
-    sb = tl.get("step_bytes") if tl else None
-    print(f"  dtype               {q4.get('dtype', '-')}")
-    print(f"  TTFT (30 tokens)    {fmt(q4.get('ttft_ms'), '.2f')} ms")
-    print(f"  TPOT median / p90   {fmt(med4, '.3f')} / {fmt(q4.get('tpot_ms_p90'), '.3f')} ms"
-          f" (best {fmt(q4.get('tpot_ms_min'), '.3f')})")
-    print(f"  bytes per step      {fmt(sb4 / 1e9 if sb4 else None, '.3f')} GB"
-          f" ({fmt(sb4 / sb if sb4 and sb else None, '.3f')} x bf16's)")
-    print(f"  floor               {fmt(floor4, '.3f')} ms (bytes per step / read bandwidth)")
-    print(f"  TPOT / floor        {fmt(med4 / floor4 if med4 and floor4 else None, '.3f')}   "
-          f"(tpot_over_floor, the bench's own, by its copy probe: {fmt(q4.get('tpot_over_floor'), '.3f')})")
+bench(q4, tl or {})
 if hf:
     for mode in ("eager", "compiled"):
         r = hf.get(mode)

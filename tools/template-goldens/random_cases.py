@@ -35,29 +35,26 @@ SUBS = ["0", "1", "-1", "1:", ":2", "::-1", "::2", "'a'", "'role'", "'name'"]
 def make(seed, count):
     rnd = random.Random(seed)
 
+    # The compound forms by the share of draws below each bound (a leaf below 0.25, and always
+    # past depth 3); each form draws its parts left to right, as its f-string reads.
+    forms = [
+        (0.43, lambda d: f"{expr(d + 1)} {rnd.choice(BIN)} {expr(d + 1)}"),
+        (0.55, lambda d: f"({expr(d + 1)})|{rnd.choice(FILTERS)}"),
+        (0.6, lambda d: f"({expr(d + 1)})|{rnd.choice(LAZY)}|list"),
+        (0.68, lambda d: f"({expr(d + 1)} is {rnd.choice(['', 'not '])}{rnd.choice(TESTS)})"),
+        (0.75, lambda d: f"({expr(d + 1)}){rnd.choice(METHODS)}"),
+        (0.8, lambda d: f"{rnd.choice(VARS)}[{rnd.choice(SUBS)}]"),
+        (0.86, lambda d: f"({expr(d + 1)} if {expr(d + 1)} else {expr(d + 1)})"),
+        (0.9, lambda d: f"not {expr(d + 1)}"),
+        (0.95, lambda d: f"[{expr(d + 1)}, {expr(d + 1)}]"),
+        (float("inf"), lambda d: f"-{expr(d + 1)}"),
+    ]
+
     def expr(d=0):
         r = rnd.random()
         if d > 3 or r < 0.25:
             return rnd.choice(VARS + LITS)
-        if r < 0.43:
-            return f"{expr(d + 1)} {rnd.choice(BIN)} {expr(d + 1)}"
-        if r < 0.55:
-            return f"({expr(d + 1)})|{rnd.choice(FILTERS)}"
-        if r < 0.6:
-            return f"({expr(d + 1)})|{rnd.choice(LAZY)}|list"
-        if r < 0.68:
-            return f"({expr(d + 1)} is {rnd.choice(['', 'not '])}{rnd.choice(TESTS)})"
-        if r < 0.75:
-            return f"({expr(d + 1)}){rnd.choice(METHODS)}"
-        if r < 0.8:
-            return f"{rnd.choice(VARS)}[{rnd.choice(SUBS)}]"
-        if r < 0.86:
-            return f"({expr(d + 1)} if {expr(d + 1)} else {expr(d + 1)})"
-        if r < 0.9:
-            return f"not {expr(d + 1)}"
-        if r < 0.95:
-            return f"[{expr(d + 1)}, {expr(d + 1)}]"
-        return f"-{expr(d + 1)}"
+        return next(form for bound, form in forms if r < bound)(d)
 
     def stmt(d=0):
         r = rnd.random()
