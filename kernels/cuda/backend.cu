@@ -1279,23 +1279,19 @@ void cu_attention(void *ctx, float *out, const float *q, const float *k_, const 
     submit((cuctx *)ctx, k);
 }
 
-void cu_swiglu(void *ctx, float *gate, const float *up, int n)
+/* An elementwise op on two n-float rows, x written in place (swiglu, add). */
+static void submit_rows(void *ctx, int kind, float *x, const float *y, int n)
 {
-    cmd k = new_cmd(OP_SWIGLU, 1);
-    addp(k, gate, n);
-    addp(k, (float *)up, n);
-    k.a = n;
-    submit((cuctx *)ctx, k);
-}
-
-void cu_add(void *ctx, float *x, const float *y, int n)
-{
-    cmd k = new_cmd(OP_ADD, 1);
+    cmd k = new_cmd(kind, 1);
     addp(k, x, n);
     addp(k, (float *)y, n);
     k.a = n;
     submit((cuctx *)ctx, k);
 }
+
+void cu_swiglu(void *ctx, float *gate, const float *up, int n) { submit_rows(ctx, OP_SWIGLU, gate, up, n); }
+
+void cu_add(void *ctx, float *x, const float *y, int n) { submit_rows(ctx, OP_ADD, x, y, n); }
 
 int cu_sync(void *ctx, tl_error *err)
 {

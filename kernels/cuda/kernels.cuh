@@ -97,12 +97,10 @@ __global__ void k_rmsnorm(dptr op, dptr xp, const int *posp, const float *w, int
         o[i] = x[i] * scale * w[i];
 }
 
-/* grid (n_heads, T) */
-__global__ void k_rope(dptr xp, const int *posp, int pos_host, int n_heads, int head_dim, const float *inv)
+/* One head at position pos, the block's threads taking the pairs (i, i + half) in turn: each
+ * turned by the angle pos * inv[i]. */
+__device__ __forceinline__ void rope_head(float *v, int half, int pos, const float *inv)
 {
-    int h = blockIdx.x, t = blockIdx.y, half = head_dim / 2;
-    int pos = tl_pos(posp, pos_host) + t;
-    float *v = tl_rs(xp, posp) + ((size_t)t * n_heads + h) * head_dim;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         float angle = (float)pos * inv[i], s, c;
         sincosf(angle, &s, &c);
@@ -110,6 +108,15 @@ __global__ void k_rope(dptr xp, const int *posp, int pos_host, int n_heads, int 
         v[i] = a * c - b * s;
         v[i + half] = b * c + a * s;
     }
+}
+
+/* grid (n_heads, T) */
+__global__ void k_rope(dptr xp, const int *posp, int pos_host, int n_heads, int head_dim, const float *inv)
+{
+    int h = blockIdx.x, t = blockIdx.y, half = head_dim / 2;
+    int pos = tl_pos(posp, pos_host) + t;
+    float *v = tl_rs(xp, posp) + ((size_t)t * n_heads + h) * head_dim;
+    rope_head(v, half, pos, inv);
 }
 
 /* Causal GQA attention, grid (n_heads, T), 256 threads. Each warp runs an online softmax over
@@ -384,13 +391,7 @@ __global__ void k_rope2(dptr ap, int n1, dptr bp, const int *posp, int pos_host,
     int h = blockIdx.x, half = head_dim / 2;
     int pos = tl_pos(posp, pos_host);
     float *v = h < n1 ? tl_rs(ap, posp) + (size_t)h * head_dim : tl_rs(bp, posp) + (size_t)(h - n1) * head_dim;
-    for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        float angle = (float)pos * inv[i], s, c;
-        sincosf(angle, &s, &c);
-        float a = v[i], b = v[i + half];
-        v[i] = a * c - b * s;
-        v[i + half] = b * c + a * s;
-    }
+    rope_head(v, half, pos, inv);
 }
 
 /* Any shape: a warp per row, scalar loads. T <= 16. */
