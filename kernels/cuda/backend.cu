@@ -1399,6 +1399,18 @@ int cu_topk(void *ctx, const float *buf, int n, int k, int *ids, float *vals, do
     return k;
 }
 
+/* The end of a bandwidth probe: its stream drained, the error of an allocation that failed
+ * cleared (it is not the passes' error), its events and buffers freed. */
+static void probe_free(cuctx *c, cudaEvent_t e0, cudaEvent_t e1, void *a, void *b)
+{
+    cudaGetLastError();
+    cudaStreamSynchronize(c->s);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+}
+
 /* Device-to-device copies of a buffer far larger than L2 (50 MB on an H100), timed with events:
  * the best rate, counting the bytes read and the bytes written, as copy benchmarks do. */
 double cu_bandwidth(void *ctx, double budget_s)
@@ -1433,12 +1445,7 @@ double cu_bandwidth(void *ctx, double budget_s)
                 best = rate;
         }
     }
-    cudaGetLastError();   /* a failed allocation above is not the passes' error */
-    cudaStreamSynchronize(c->s);
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    cudaFree(a);
-    cudaFree(b);
+    probe_free(c, e0, e1, a, b);
     return best;
 }
 
@@ -1551,11 +1558,6 @@ extern "C" double tl_cuda_read_bandwidth(void *ctx, double budget_s)
                 best = rate;
         }
     }
-    cudaGetLastError();
-    cudaStreamSynchronize(c->s);
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    cudaFree(a);
-    cudaFree(sink);
+    probe_free(c, e0, e1, a, sink);
     return best;
 }
