@@ -162,21 +162,39 @@ static int add_split(tl_tokenizer *t, const char *pattern, int literal, int beha
 static const char GPT2_PATTERN[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
+/* The "type" of an optional part of tokenizer.json (*type NULL when it is absent or null); a
+ * part without one is refused, naming it. */
+static int part_type(const tj_doc *d, tj x, const char *part, const char *what, const char **type, tl_error *err)
+{
+    *type = NULL;
+    if (x < 0 || tj_type(d, x) == TJ_NULL)
+        return 0;
+    *type = json_str(d, x, "type");
+    return *type ? 0 : tl_error_set(err, "%s: %s without a type", what, part);
+}
+
+typedef int part_fn(tl_tokenizer *t, const tj_doc *d, tj x, const char *what, tl_error *err);
+
+/* A Sequence part: each item of list through load, in order. */
+static int load_each(tl_tokenizer *t, const tj_doc *d, tj list, part_fn *load, const char *what, tl_error *err)
+{
+    TJ_FOR(d, it, list)
+        if (load(t, d, it, what, err))
+            return -1;
+    return 0;
+}
+
 static int load_pretok(tl_tokenizer *t, const tj_doc *d, tj pt, const char *what, tl_error *err)
 {
-    if (pt < 0 || tj_type(d, pt) == TJ_NULL)
-        return 0;
-    const char *type = json_str(d, pt, "type");
-    if (!type)
-        return tl_error_set(err, "%s: pre_tokenizer without a type", what);
+    const char *type;
+    int rc = part_type(d, pt, "pre_tokenizer", what, &type, err);
+    if (rc || !type)
+        return rc;
     if (!strcmp(type, "Sequence")) {
         tj list = tj_get(d, pt, "pretokenizers");
         if (!(tj_type(d, list) == TJ_ARR))
             return tl_error_set(err, "%s: pre_tokenizer Sequence without pretokenizers", what);
-        TJ_FOR(d, it, list)
-            if (load_pretok(t, d, it, what, err))
-                return -1;
-        return 0;
+        return load_each(t, d, list, load_pretok, what, err);
     }
     if (!strcmp(type, "Split")) {
         tj pat = tj_get(d, pt, "pattern");
@@ -240,17 +258,12 @@ static int add_template_ids(tl_tokenizer *t, const tj_doc *d, int *dst, int *n, 
 
 static int load_postproc(tl_tokenizer *t, const tj_doc *d, tj pp, const char *what, tl_error *err)
 {
-    if (pp < 0 || tj_type(d, pp) == TJ_NULL)
-        return 0;
-    const char *type = json_str(d, pp, "type");
-    if (!type)
-        return tl_error_set(err, "%s: post_processor without a type", what);
-    if (!strcmp(type, "Sequence")) {
-        TJ_FOR(d, it, tj_get(d, pp, "processors"))
-            if (load_postproc(t, d, it, what, err))
-                return -1;
-        return 0;
-    }
+    const char *type;
+    int rc = part_type(d, pp, "post_processor", what, &type, err);
+    if (rc || !type)
+        return rc;
+    if (!strcmp(type, "Sequence"))
+        return load_each(t, d, tj_get(d, pp, "processors"), load_postproc, what, err);
     if (!strcmp(type, "ByteLevel"))
         return 0;  /* offsets only */
     if (!strcmp(type, "TemplateProcessing")) {
@@ -293,17 +306,12 @@ static int load_postproc(tl_tokenizer *t, const tj_doc *d, tj pp, const char *wh
 /* Unicode normalization forms, through utf8proc; other normalizers are refused. */
 static int load_normalizer(tl_tokenizer *t, const tj_doc *d, tj nm, const char *what, tl_error *err)
 {
-    if (nm < 0 || tj_type(d, nm) == TJ_NULL)
-        return 0;
-    const char *type = json_str(d, nm, "type");
-    if (!type)
-        return tl_error_set(err, "%s: normalizer without a type", what);
-    if (!strcmp(type, "Sequence")) {
-        TJ_FOR(d, it, tj_get(d, nm, "normalizers"))
-            if (load_normalizer(t, d, it, what, err))
-                return -1;
-        return 0;
-    }
+    const char *type;
+    int rc = part_type(d, nm, "normalizer", what, &type, err);
+    if (rc || !type)
+        return rc;
+    if (!strcmp(type, "Sequence"))
+        return load_each(t, d, tj_get(d, nm, "normalizers"), load_normalizer, what, err);
     static const struct {
         const char *name;
         int options;
