@@ -158,11 +158,8 @@ static void print_table(const char *name, const tl_model *m, const tl_batch_repo
 
 int cmd_bench_batch(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        }
+    if (cli_help(argc, argv, usage))
+        return 0;
     batch_opts o;
     int rc = parse(argc, argv, &o);
     if (rc)

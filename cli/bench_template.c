@@ -161,19 +161,20 @@ static void print_case(const char *name, size_t in_len, const bench_case *c, dou
     putchar('\n');
 }
 
+static const char usage[] =
+    "usage: tokenloop bench --template [--runs N]\n"
+    "  compile + render time (best of --runs, default 3) and peak memory growth (worst\n"
+    "  of the runs) of generated one-line templates of 64 KB and 1 MB and of 10,000\n"
+    "  nested blocks and brackets, which must stop at the depth limit with an error\n";
+
 int cmd_bench_template(int argc, char **argv)
 {
     int runs = 3;
+    if (cli_help(argc, argv, usage))
+        return 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--template"))
             continue;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tokenloop bench --template [--runs N]\n"
-                   "  compile + render time (best of --runs, default 3) and peak memory growth (worst\n"
-                   "  of the runs) of generated one-line templates of 64 KB and 1 MB and of 10,000\n"
-                   "  nested blocks and brackets, which must stop at the depth limit with an error\n");
-            return 0;
-        }
         if (i + 1 < argc && !strcmp(argv[i], "--runs")) {
             long r;
             if (cli_parse_int(argv[++i], 1, 1000, &r))

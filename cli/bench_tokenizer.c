@@ -80,21 +80,22 @@ static char *make_text(size_t target, size_t *len)
     return buf;
 }
 
+static const char usage[] =
+    "usage: tokenloop bench --tokenizer [--model DIR] [--mb N | --file F] [--runs N] [--json]\n"
+    "  load time of tokenizer.json, encode and decode throughput on N MB (default 1)\n"
+    "  of generated English, Vietnamese and code, or on the text of F; best of --runs\n"
+    "  (default 5)\n";
+
 int cmd_bench_tokenizer(int argc, char **argv)
 {
     const char *model = NULL, *file = NULL;
     int runs = 5, json = 0;
     double mb = 1.0;
+    if (cli_help(argc, argv, usage))
+        return 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokenizer"))
             continue;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tokenloop bench --tokenizer [--model DIR] [--mb N | --file F] [--runs N] [--json]\n"
-                   "  load time of tokenizer.json, encode and decode throughput on N MB (default 1)\n"
-                   "  of generated English, Vietnamese and code, or on the text of F; best of --runs\n"
-                   "  (default 5)\n");
-            return 0;
-        }
         if (!strcmp(argv[i], "--json"))
             json = 1;
         else if (i + 1 < argc && !strcmp(argv[i], "--model"))

@@ -35,6 +35,16 @@ int cli_precision_flag(const char *a, tl_precision *p)
     return 1;
 }
 
+int cli_help(int argc, char **argv, const char *usage)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 1;
+        }
+    return 0;
+}
+
 int cli_parse_int(const char *s, long lo, long hi, long *out)
 {
     char *end;
