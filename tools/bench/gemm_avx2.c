@@ -15,16 +15,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "avx2_bench.h"
 #include "mm.h"
 
 void tl_cpu_mm_bf16_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
-
-static double cpu_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 #define PEAK_ITERS 200000000L   /* x 12 instructions */
 
@@ -55,12 +49,6 @@ static double peak(void)
     return (double)PEAK_ITERS * 12.0 * 16.0 / dt * 1e-9;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* the product in the backend's chunks, CPU seconds */
 static double run(tl_cpu_mm_fn fn, const tl_cpu_mm *m)
 {
@@ -73,15 +61,9 @@ static double run(tl_cpu_mm_fn fn, const tl_cpu_mm *m)
 
 int main(int argc, char **argv)
 {
-    int rounds = argc > 1 ? atoi(argv[1]) : 7;
-    if (rounds < 1 || rounds > 1000) {
-        fprintf(stderr, "gemm_avx2: rounds must be 1..1000\n");
-        return 2;
-    }
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
-        fprintf(stderr, "gemm_avx2: this CPU has no AVX2 + FMA\n");
-        return 1;
-    }
+    int rounds, rc = avx2_bench_start(argc, argv, "gemm_avx2", &rounds);
+    if (rc)
+        return rc;
     double pk = peak();
     printf("peak: %.1f GFLOP/s a thread (12 independent ymm FMAs, CPU time)\n", pk);
     /* the 1B shape's widths: q/k/v, o, gate/up read 2048 columns, down 8192 */

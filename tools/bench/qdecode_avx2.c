@@ -15,24 +15,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "avx2_bench.h"
 #include "mm.h"
 #include "tokenloop/quant.h"
 
 void tl_cpu_mm_q8_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
-
-static double cpu_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double run(tl_cpu_mm_fn fn, const tl_cpu_mm *m)
 {
@@ -64,15 +52,9 @@ static double run_read(const void *p, size_t n)
 
 int main(int argc, char **argv)
 {
-    int rounds = argc > 1 ? atoi(argv[1]) : 7;
-    if (rounds < 1 || rounds > 1000) {
-        fprintf(stderr, "qdecode_avx2: rounds must be 1..1000\n");
-        return 2;
-    }
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
-        fprintf(stderr, "qdecode_avx2: this CPU has no AVX2 + FMA\n");
-        return 1;
-    }
+    int rounds, rc = avx2_bench_start(argc, argv, "qdecode_avx2", &rounds);
+    if (rc)
+        return rc;
     const int64_t cols = 2048, sizes[] = {512, 65536};
     for (int dt = TL_Q8_0; dt <= TL_Q4_0; dt++)
         for (int s = 0; s < 2; s++) {
