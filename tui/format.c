@@ -82,7 +82,9 @@ int Format_widthz(const char *s)
     return s ? Format_width(s, strlen(s)) : 0;
 }
 
-size_t Format_prefixFitting(const char *s, size_t len, int cols, int *used)
+/* The longest prefix of whole characters at most cols wide and max_bytes long: its bytes, and
+ * its width in *used. */
+static size_t prefix_within(const char *s, size_t len, int cols, size_t max_bytes, int *used)
 {
     size_t i = 0;
     int w = 0;
@@ -90,11 +92,19 @@ size_t Format_prefixFitting(const char *s, size_t len, int cols, int *used)
         int32_t cp;
         int n = Format_utf8Next(s + i, len - i, &cp);
         int cw = Format_cpWidth(cp);
-        if (w + cw > cols)
+        if (w + cw > cols || i + (size_t)n > max_bytes)
             break;
         w += cw;
         i += (size_t)n;
     }
+    *used = w;
+    return i;
+}
+
+size_t Format_prefixFitting(const char *s, size_t len, int cols, int *used)
+{
+    int w;
+    size_t i = prefix_within(s, len, cols, len, &w);
     if (i == 0 && len > 0 && cols > 0) {  /* a character wider than the space: take it anyway */
         int32_t cp;
         i = (size_t)Format_utf8Next(s, len, &cp);
@@ -117,21 +127,9 @@ int Format_fit(const char *s, size_t len, int cols, int ellipsis, char *out, siz
     int trunc = total > cols;
     if (trunc && ellipsis)
         budget = cols - 1;
-    size_t i = 0, o = 0;
-    int w = 0;
-    while (i < len) {
-        int32_t cp;
-        int n = Format_utf8Next(s + i, len - i, &cp);
-        int cw = Format_cpWidth(cp);
-        if (w + cw > budget)
-            break;
-        if (o + (size_t)n + 1 > outsz)
-            break;
-        memcpy(out + o, s + i, (size_t)n);
-        o += (size_t)n;
-        i += (size_t)n;
-        w += cw;
-    }
+    int w;
+    size_t o = prefix_within(s, len, budget, outsz - 1, &w);
+    memcpy(out, s, o);
     if (trunc && ellipsis && o + 4 <= outsz) {
         memcpy(out + o, "\xE2\x80\xA6", 3);  /* … */
         o += 3;
