@@ -169,6 +169,241 @@ static const char *si(char *buf, size_t n, double v)
     return buf;
 }
 
+/* What a run measured, and what it is set against. */
+typedef struct bench_run {
+    const bench_opts *o;
+    tl_model *m;
+    tl_engine *e;
+    int is_cpu, threads, have_bw;
+    double t_load, t_convert;   /* s */
+    uint64_t copied;            /* bytes copied into huge pages at load */
+    double *tpot, *unsynced, *floors, *sorted;   /* a value per decode step (ms) */
+    double ttft, med, p90, best, unsynced_med, step_bytes;
+    tl_bandwidth bw, bw_before, bw_after;
+    double probe_floor_ms, floor_ms, over, over_best;
+    double load;   /* the load average, -1 unknown */
+    long ncpu;
+    tl_error err;
+} bench_run;
+
+/* The model and an engine on the device asked for, its KV cache sized to this run (the 8B
+ * shape stays within a small machine). 0, or the exit status (said). */
+static int open_engine(bench_run *r)
+{
+    const bench_opts *o = r->o;
+    const tl_backend_ops *be = tl_backend_find(o->device);
+    if (!be)
+        return cli_fail(1, "--device %s: this build has no %s backend (compiled in: cpu%s)", o->device,
+                        o->device, tl_backend_cuda() ? ", cuda" : "");
+    if (!strcmp(o->device, "cuda") && !tl_backend_cuda_available())
+        return cli_fail(1, "--device cuda: no usable CUDA device on this machine");
+    int64_t need = (int64_t)o->prompt_tokens + o->new_tokens;
+    r->t_load = tl_now_s();
+    int rc = cli_open_model(&r->m, o->model_dir, o->synthetic, o->dtype, o->seed, need, o->json, &r->t_convert);
+    if (rc)
+        return rc;
+    r->copied = !strcmp(o->device, "cpu") ? tl_model_copy_to_hugepages(r->m, TL_HUGEPAGE_MIN) : 0;
+    r->t_load = tl_now_s() - r->t_load;
+    if (tl_engine_create(&r->e, r->m, be, o->threads, (int)need, &r->err) ||
+        (o->async && tl_engine_set_async(r->e, 1, &r->err)) || tl_engine_set_precision(r->e, o->prec, &r->err) ||
+        (o->kv_bf16 && tl_engine_set_kv_dtype(r->e, TL_BF16, &r->err)))
+        return cli_fail(1, "%s", r->err.msg);
+    return 0;
+}
+
+/* A reproducible prompt of ordinary token ids (BOS first, as a chat would start). */
+static void make_prompt(int *ids, int n, unsigned long long seed, const tl_config *c)
+{
+    unsigned long long s = seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (int i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int)((s >> 33) % (unsigned long long)c->vocab_size);
+    }
+    if (c->bos_id >= 0 && c->bos_id < c->vocab_size)
+        ids[0] = c->bos_id;
+}
+
+/* The prefill, then the decode steps, each (on the CPU) followed by a plain read of the same
+ * weights; the bandwidth probed before and after. 0, or the exit status (said). */
+static int run_steps(bench_run *r, const int *ids, tl_mem_region *regions)
+{
+    const bench_opts *o = r->o;
+    r->have_bw = probe(r->e, r->is_cpu, o->threads, &r->bw_before, &r->err);
+    /* A decode loop needs the best few scores, not all 128,256: on a GPU only those cross. */
+    tl_engine_keep_top(r->e, TL_TOPK_MAX);
+    if (tl_engine_prefill(r->e, ids, o->prompt_tokens, &r->err))
+        return cli_fail(1, "%s", r->err.msg);
+    r->ttft = tl_engine_last_ms(r->e);
+    int next = best_id(r->e);
+    int n_regions = tl_bandwidth_model_regions(r->m, regions);
+    double bytes_sum = 0;
+    for (int i = 0; i < o->new_tokens; i++) {
+        double bytes = tl_engine_step_bytes(r->e);
+        bytes_sum += bytes;
+        if (tl_engine_decode(r->e, next, &r->err))
+            return cli_fail(1, "%s", r->err.msg);
+        r->tpot[i] = tl_engine_last_ms(r->e);
+        r->unsynced[i] = tl_engine_last_unsynced_ms(r->e);
+        next = best_id(r->e);
+        /* the KV rows are read at the weights' rate: scaled, not read (they are the engine's) */
+        if (r->is_cpu)
+            r->floors[i] = tl_bandwidth_read(regions, n_regions, o->threads) * 1e3 * bytes / (double)r->m->weight_bytes;
+    }
+    r->have_bw |= probe(r->e, r->is_cpu, o->threads, &r->bw_after, &r->err);
+    r->step_bytes = bytes_sum / o->new_tokens;
+    return 0;
+}
+
+/* The median of n values (sorted into r->sorted). */
+static double median_of(bench_run *r, const double *v, int n)
+{
+    memcpy(r->sorted, v, sizeof(double) * (size_t)n);
+    qsort(r->sorted, (size_t)n, sizeof(double), cmp_double);
+    return percentile(r->sorted, n, 50);
+}
+
+/* The figures: TPOT's median, p90 and best, the floor and TPOT / floor (on the CPU, each step
+ * against the read beside it), the load on the machine. */
+static void summarize(bench_run *r)
+{
+    const int n = r->o->new_tokens;
+    r->med = median_of(r, r->tpot, n);
+    r->p90 = percentile(r->sorted, n, 90);
+    r->best = r->sorted[0];
+    /* trap 2: the same steps timed when the launches returned (< 0: a synchronous engine) */
+    r->unsynced_med = r->unsynced[0] >= 0 ? median_of(r, r->unsynced, n) : -1;
+    /* Other processes competing for the cores (a shared machine) stretch every pass. */
+    r->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (getloadavg(&r->load, 1) != 1)
+        r->load = -1;
+    r->bw = r->bw_after.bytes_per_s > r->bw_before.bytes_per_s ? r->bw_after : r->bw_before;
+    r->probe_floor_ms = r->have_bw ? r->step_bytes / r->bw.bytes_per_s * 1e3 : 0;
+    r->floor_ms = r->probe_floor_ms;
+    r->over = r->have_bw ? r->med / r->probe_floor_ms : 0;
+    r->over_best = r->have_bw ? r->best / r->floor_ms : 0;
+    if (r->is_cpu) {   /* each step against the read beside it */
+        for (int i = 0; i < n; i++)
+            r->sorted[i] = r->tpot[i] / r->floors[i];
+        qsort(r->sorted, (size_t)n, sizeof(double), cmp_double);
+        r->over = percentile(r->sorted, n, 50);
+        r->over_best = r->sorted[0];
+        r->floor_ms = median_of(r, r->floors, n);
+        r->have_bw = 1;
+    }
+    r->threads = r->bw.threads ? r->bw.threads : r->o->threads;
+}
+
+static void print_json(const bench_run *r)
+{
+    const bench_opts *o = r->o;
+    const tl_model *m = r->m;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model", o->synthetic ? o->synthetic : o->model_dir);
+    cJSON_AddBoolToObject(j, "synthetic", o->synthetic != NULL);
+    cJSON_AddStringToObject(j, "dtype", tl_dtype_name(m->layers[0].wq.dtype));
+    cJSON_AddNumberToObject(j, "parameters", (double)m->n_params);
+    cJSON_AddStringToObject(j, "device", tl_engine_device(r->e));
+    if (r->is_cpu)
+        cJSON_AddNumberToObject(j, "threads", r->threads);
+    cJSON_AddNumberToObject(j, "prompt_tokens", o->prompt_tokens);
+    cJSON_AddNumberToObject(j, "new_tokens", o->new_tokens);
+    cJSON_AddNumberToObject(j, "load_s", r->t_load);
+    cJSON_AddNumberToObject(j, "convert_s", r->t_convert);
+    cJSON_AddNumberToObject(j, "weights_copied_bytes", (double)r->copied);
+    cJSON_AddNumberToObject(j, "ttft_ms", r->ttft);
+    cJSON_AddNumberToObject(j, "tpot_ms_median", r->med);
+    cJSON_AddNumberToObject(j, "tpot_ms_p90", r->p90);
+    cJSON_AddNumberToObject(j, "tpot_ms_min", r->best);
+    cJSON_AddItemToObject(j, "tpot_ms", cJSON_CreateDoubleArray(r->tpot, o->new_tokens));
+    cJSON_AddBoolToObject(j, "async", tl_engine_async(r->e));
+    cJSON_AddStringToObject(j, "precision", tl_precision_name(tl_engine_precision(r->e)));
+    cJSON_AddStringToObject(j, "kv_cache", tl_engine_kv_dtype(r->e) == TL_BF16 ? "bf16" : "fp32");
+    if (r->unsynced_med >= 0)
+        cJSON_AddNumberToObject(j, "unsynced_tpot_ms_median", r->unsynced_med);
+    else
+        cJSON_AddNullToObject(j, "unsynced_tpot_ms_median");
+    cJSON_AddNumberToObject(j, "step_bytes", r->step_bytes);
+    cJSON_AddNumberToObject(j, "weight_bytes", (double)m->weight_bytes);
+    if (r->have_bw) {
+        cJSON_AddNumberToObject(j, "bandwidth_gbps", r->step_bytes / r->floor_ms / 1e6);
+        cJSON_AddStringToObject(j, "bandwidth_probe",
+                                r->is_cpu ? "the step's weights read beside each step" : "device copy");
+        cJSON_AddNumberToObject(j, "floor_ms", r->floor_ms);
+        cJSON_AddNumberToObject(j, "tpot_over_floor", r->over);
+        if (r->is_cpu) {
+            cJSON_AddItemToObject(j, "floor_ms_steps", cJSON_CreateDoubleArray(r->floors, o->new_tokens));
+            cJSON_AddNumberToObject(j, "probe_gbps", r->bw.bytes_per_s / 1e9);
+            cJSON_AddNumberToObject(j, "probe_floor_ms", r->probe_floor_ms);
+            cJSON_AddNumberToObject(j, "tpot_over_probe_floor", r->med / r->probe_floor_ms);
+        }
+        cJSON_AddNumberToObject(j, "bandwidth_gbps_before", r->bw_before.bytes_per_s / 1e9);
+        cJSON_AddNumberToObject(j, "bandwidth_gbps_after", r->bw_after.bytes_per_s / 1e9);
+    } else {
+        cJSON_AddNullToObject(j, "bandwidth_gbps");
+        cJSON_AddNullToObject(j, "floor_ms");
+        cJSON_AddNullToObject(j, "tpot_over_floor");
+    }
+    if (r->load >= 0)
+        cJSON_AddNumberToObject(j, "load_average", r->load);
+    else
+        cJSON_AddNullToObject(j, "load_average");
+    char *txt = cJSON_PrintUnformatted(j);
+    if (txt)
+        puts(txt);
+    free(txt);
+    cJSON_Delete(j);
+}
+
+static void print_text(const bench_run *r)
+{
+    const bench_opts *o = r->o;
+    const tl_model *m = r->m;
+    char b1[32], b2[32], b3[32];
+    printf("model          %s (%s%s), %s parameters, %sB of weights per decode step\n",
+           o->synthetic ? o->synthetic : o->model_dir, o->synthetic ? "synthetic, random " : "",
+           tl_dtype_name(m->layers[0].wq.dtype), si(b1, sizeof b1, (double)m->n_params),
+           si(b2, sizeof b2, (double)m->weight_bytes));
+    if (r->is_cpu)
+        printf("device         cpu, %d thread%s\n", r->threads, r->threads == 1 ? "" : "s");
+    else
+        printf("device         %s\n", tl_engine_device(r->e));
+    if (r->copied)
+        printf("weights        %sB copied from the file's mapping into 2 MiB pages at load (%.2f s "
+               "with the load)\n", si(b3, sizeof b3, (double)r->copied), r->t_load);
+    printf("precision      %s (docs/accuracy.md)\n", tl_precision_text(tl_engine_precision(r->e)));
+    printf("prefill        %d tokens: TTFT %.1f ms (%.1f tokens/s)\n", o->prompt_tokens, r->ttft,
+           o->prompt_tokens / r->ttft * 1e3);
+    printf("decode         %d tokens: TPOT median %.2f ms, p90 %.2f ms, best %.2f ms (%.2f tokens/s)\n",
+           o->new_tokens, r->med, r->p90, r->best, 1e3 / r->med);
+    if (r->unsynced_med >= 0)
+        printf("unsynchronized TPOT median %.3f ms: the clock read when the launches returned (wrong)\n",
+               r->unsynced_med);
+    printf("bytes/step     %sB (weights %sB + the %s KV cache so far; mean over the steps)\n",
+           si(b1, sizeof b1, r->step_bytes), si(b3, sizeof b3, (double)m->weight_bytes),
+           tl_engine_kv_dtype(r->e) == TL_BF16 ? "bf16" : "fp32");
+    if (!r->have_bw) {
+        printf("bandwidth      not probed (%s)\n", r->is_cpu ? r->err.msg : "the device probe failed");
+    } else {
+        if (r->is_cpu) {
+            printf("bandwidth      %.1f GB/s: the step's weights read by a plain loop right after each step "
+                   "(median)\n", r->step_bytes / r->floor_ms / 1e6);
+            printf("probe          %.1f GB/s: best pass over 256 MiB (%.1f before, %.1f after decode), a "
+                   "floor of %.2f ms (TPOT / it %.2f)\n", r->bw.bytes_per_s / 1e9, r->bw_before.bytes_per_s / 1e9,
+                   r->bw_after.bytes_per_s / 1e9, r->probe_floor_ms, r->med / r->probe_floor_ms);
+        } else
+            printf("bandwidth      %.1f GB/s (device copy, read + write, timed with events; %.1f before, "
+                   "%.1f after decode)\n", r->bw.bytes_per_s / 1e9, r->bw_before.bytes_per_s / 1e9,
+                   r->bw_after.bytes_per_s / 1e9);
+        printf("floor          %.2f ms per token (bytes/step / bandwidth)\n", r->floor_ms);
+        printf("TPOT / floor   %.2f (median%s; best step %.2f)\n", r->over,
+               r->is_cpu ? " of each step over the read beside it" : "", r->over_best);
+    }
+    if (r->load > r->ncpu && r->ncpu > 0)
+        printf("note           load average %.1f on %ld cores: other processes share the CPU and the\n"
+               "               memory bus, which stretches the passes; the ratio is pessimistic\n", r->load,
+               r->ncpu);
+}
+
 int cmd_bench(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -189,227 +424,38 @@ int cmd_bench(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc;
-
-    const tl_backend_ops *be = tl_backend_find(o.device);
-    if (!be)
-        return cli_fail(1, "--device %s: this build has no %s backend (compiled in: cpu%s)", o.device,
-                        o.device, tl_backend_cuda() ? ", cuda" : "");
-    if (!strcmp(o.device, "cuda") && !tl_backend_cuda_available())
-        return cli_fail(1, "--device cuda: no usable CUDA device on this machine");
-
-    tl_error err = {{0}};
-    tl_model *m = NULL;
-    double t_load = tl_now_s(), t_convert;
-    int64_t need = (int64_t)o.prompt_tokens + o.new_tokens;
-    if ((rc = cli_open_model(&m, o.model_dir, o.synthetic, o.dtype, o.seed, need, o.json, &t_convert)))
-        return rc;
-    uint64_t copied = !strcmp(o.device, "cpu") ? tl_model_copy_to_hugepages(m, TL_HUGEPAGE_MIN) : 0;
-    t_load = tl_now_s() - t_load;
-    const tl_config *c = &m->cfg;
-
-    /* The KV cache holds exactly this run: the 8B shape stays within a small machine. */
-    tl_engine *e = NULL;
-    if (tl_engine_create(&e, m, be, o.threads, (int)need, &err) || (o.async && tl_engine_set_async(e, 1, &err)) ||
-        tl_engine_set_precision(e, o.prec, &err) || (o.kv_bf16 && tl_engine_set_kv_dtype(e, TL_BF16, &err))) {
-        tl_engine_free(e);
-        tl_model_free(m);
-        return cli_fail(1, "%s", err.msg);
-    }
-
-    /* A reproducible prompt of ordinary token ids (BOS first, as a chat would start). */
-    int *ids = malloc(sizeof(int) * (size_t)o.prompt_tokens);
-    double *tpot = malloc(sizeof(double) * (size_t)o.new_tokens);
-    double *sorted = malloc(sizeof(double) * (size_t)o.new_tokens);
-    double *unsynced = malloc(sizeof(double) * (size_t)o.new_tokens);
-    double *floors = malloc(sizeof(double) * (size_t)o.new_tokens);   /* ms, the read beside each step */
-    tl_mem_region *regions = malloc(sizeof(tl_mem_region) * (size_t)tl_bandwidth_model_max(m));
-    if (!ids || !tpot || !sorted || !unsynced || !floors || !regions) {
-        free(ids); free(tpot); free(sorted); free(unsynced); free(floors); free(regions);
-        tl_engine_free(e);
-        tl_model_free(m);
-        return cli_fail(1, "bench: out of memory");
-    }
-    unsigned long long s = o.seed * 6364136223846793005ull + 1442695040888963407ull;
-    for (int i = 0; i < o.prompt_tokens; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = (int)((s >> 33) % (unsigned long long)c->vocab_size);
-    }
-    if (c->bos_id >= 0 && c->bos_id < c->vocab_size)
-        ids[0] = c->bos_id;
-
-    const int is_cpu = !strcmp(o.device, "cpu");
-    tl_bandwidth bw_before = {0}, bw_after = {0};
-    int have_bw = probe(e, is_cpu, o.threads, &bw_before, &err);
-    /* A decode loop needs the best few scores, not all 128,256: on a GPU only those cross. */
-    tl_engine_keep_top(e, TL_TOPK_MAX);
-
-    rc = 0;
-    double ttft = 0, bytes_sum = 0;
-    if (tl_engine_prefill(e, ids, o.prompt_tokens, &err)) {
-        rc = cli_fail(1, "%s", err.msg);
+    bench_run r = {.o = &o, .is_cpu = !strcmp(o.device, "cpu")};
+    int *ids = NULL;
+    tl_mem_region *regions = NULL;
+    if ((rc = open_engine(&r)))
+        goto done;
+    size_t n = (size_t)o.new_tokens;
+    ids = malloc(sizeof(int) * (size_t)o.prompt_tokens);
+    regions = malloc(sizeof(tl_mem_region) * (size_t)tl_bandwidth_model_max(r.m));
+    r.tpot = malloc(sizeof(double) * n);
+    r.sorted = malloc(sizeof(double) * n);
+    r.unsynced = malloc(sizeof(double) * n);
+    r.floors = malloc(sizeof(double) * n);   /* ms, the read beside each step */
+    if (!ids || !regions || !r.tpot || !r.sorted || !r.unsynced || !r.floors) {
+        rc = cli_fail(1, "bench: out of memory");
         goto done;
     }
-    ttft = tl_engine_last_ms(e);
-    int next = best_id(e);
-    int n_regions = tl_bandwidth_model_regions(m, regions);
-    for (int i = 0; i < o.new_tokens; i++) {
-        double bytes = tl_engine_step_bytes(e);
-        bytes_sum += bytes;
-        if (tl_engine_decode(e, next, &err)) {
-            rc = cli_fail(1, "%s", err.msg);
-            goto done;
-        }
-        tpot[i] = tl_engine_last_ms(e);
-        unsynced[i] = tl_engine_last_unsynced_ms(e);
-        next = best_id(e);
-        /* the KV rows are read at the weights' rate: scaled, not read (they are the engine's) */
-        if (is_cpu)
-            floors[i] = tl_bandwidth_read(regions, n_regions, o.threads) * 1e3 * bytes / (double)m->weight_bytes;
-    }
-    have_bw |= probe(e, is_cpu, o.threads, &bw_after, &err);
-
-    memcpy(sorted, tpot, sizeof(double) * (size_t)o.new_tokens);
-    qsort(sorted, (size_t)o.new_tokens, sizeof(double), cmp_double);
-    double med = percentile(sorted, o.new_tokens, 50), p90 = percentile(sorted, o.new_tokens, 90);
-    double best = sorted[0];
-    /* trap 2: the same steps timed when the launches returned (< 0: a synchronous engine) */
-    double unsynced_med = -1;
-    if (unsynced[0] >= 0) {
-        memcpy(sorted, unsynced, sizeof(double) * (size_t)o.new_tokens);
-        qsort(sorted, (size_t)o.new_tokens, sizeof(double), cmp_double);
-        unsynced_med = percentile(sorted, o.new_tokens, 50);
-    }
-    /* Other processes competing for the cores (a shared machine) stretch every pass. */
-    double load = -1;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (getloadavg(&load, 1) != 1)
-        load = -1;
-    double step_bytes = bytes_sum / o.new_tokens;
-    tl_bandwidth bw = bw_after.bytes_per_s > bw_before.bytes_per_s ? bw_after : bw_before;
-    double probe_floor_ms = have_bw ? step_bytes / bw.bytes_per_s * 1e3 : 0;
-    double floor_ms = probe_floor_ms, over = have_bw ? med / probe_floor_ms : 0, over_best = have_bw ? best / floor_ms : 0;
-    if (is_cpu) {   /* each step against the read beside it */
-        for (int i = 0; i < o.new_tokens; i++)
-            sorted[i] = tpot[i] / floors[i];
-        qsort(sorted, (size_t)o.new_tokens, sizeof(double), cmp_double);
-        over = percentile(sorted, o.new_tokens, 50);
-        over_best = sorted[0];
-        memcpy(sorted, floors, sizeof(double) * (size_t)o.new_tokens);
-        qsort(sorted, (size_t)o.new_tokens, sizeof(double), cmp_double);
-        floor_ms = percentile(sorted, o.new_tokens, 50);
-        have_bw = 1;
-    }
-    int threads = bw.threads ? bw.threads : o.threads;
-    const char *name = o.synthetic ? o.synthetic : o.model_dir;
-
-    if (o.json) {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "model", name);
-        cJSON_AddBoolToObject(j, "synthetic", o.synthetic != NULL);
-        cJSON_AddStringToObject(j, "dtype", tl_dtype_name(m->layers[0].wq.dtype));
-        cJSON_AddNumberToObject(j, "parameters", (double)m->n_params);
-        cJSON_AddStringToObject(j, "device", tl_engine_device(e));
-        if (is_cpu)
-            cJSON_AddNumberToObject(j, "threads", threads);
-        cJSON_AddNumberToObject(j, "prompt_tokens", o.prompt_tokens);
-        cJSON_AddNumberToObject(j, "new_tokens", o.new_tokens);
-        cJSON_AddNumberToObject(j, "load_s", t_load);
-        cJSON_AddNumberToObject(j, "convert_s", t_convert);
-        cJSON_AddNumberToObject(j, "weights_copied_bytes", (double)copied);
-        cJSON_AddNumberToObject(j, "ttft_ms", ttft);
-        cJSON_AddNumberToObject(j, "tpot_ms_median", med);
-        cJSON_AddNumberToObject(j, "tpot_ms_p90", p90);
-        cJSON_AddNumberToObject(j, "tpot_ms_min", best);
-        cJSON_AddItemToObject(j, "tpot_ms", cJSON_CreateDoubleArray(tpot, o.new_tokens));
-        cJSON_AddBoolToObject(j, "async", tl_engine_async(e));
-        cJSON_AddStringToObject(j, "precision", tl_precision_name(tl_engine_precision(e)));
-        cJSON_AddStringToObject(j, "kv_cache", tl_engine_kv_dtype(e) == TL_BF16 ? "bf16" : "fp32");
-        if (unsynced_med >= 0)
-            cJSON_AddNumberToObject(j, "unsynced_tpot_ms_median", unsynced_med);
-        else
-            cJSON_AddNullToObject(j, "unsynced_tpot_ms_median");
-        cJSON_AddNumberToObject(j, "step_bytes", step_bytes);
-        cJSON_AddNumberToObject(j, "weight_bytes", (double)m->weight_bytes);
-        if (have_bw) {
-            cJSON_AddNumberToObject(j, "bandwidth_gbps", step_bytes / floor_ms / 1e6);
-            cJSON_AddStringToObject(j, "bandwidth_probe",
-                                    is_cpu ? "the step's weights read beside each step" : "device copy");
-            cJSON_AddNumberToObject(j, "floor_ms", floor_ms);
-            cJSON_AddNumberToObject(j, "tpot_over_floor", over);
-            if (is_cpu) {
-                cJSON_AddItemToObject(j, "floor_ms_steps", cJSON_CreateDoubleArray(floors, o.new_tokens));
-                cJSON_AddNumberToObject(j, "probe_gbps", bw.bytes_per_s / 1e9);
-                cJSON_AddNumberToObject(j, "probe_floor_ms", probe_floor_ms);
-                cJSON_AddNumberToObject(j, "tpot_over_probe_floor", med / probe_floor_ms);
-            }
-            cJSON_AddNumberToObject(j, "bandwidth_gbps_before", bw_before.bytes_per_s / 1e9);
-            cJSON_AddNumberToObject(j, "bandwidth_gbps_after", bw_after.bytes_per_s / 1e9);
-        } else {
-            cJSON_AddNullToObject(j, "bandwidth_gbps");
-            cJSON_AddNullToObject(j, "floor_ms");
-            cJSON_AddNullToObject(j, "tpot_over_floor");
-        }
-        if (load >= 0)
-            cJSON_AddNumberToObject(j, "load_average", load);
-        else
-            cJSON_AddNullToObject(j, "load_average");
-        char *txt = cJSON_PrintUnformatted(j);
-        if (txt)
-            puts(txt);
-        free(txt);
-        cJSON_Delete(j);
-    } else {
-        char b1[32], b2[32], b3[32];
-        printf("model          %s (%s%s), %s parameters, %sB of weights per decode step\n", name,
-               o.synthetic ? "synthetic, random " : "", tl_dtype_name(m->layers[0].wq.dtype),
-               si(b1, sizeof b1, (double)m->n_params), si(b2, sizeof b2, (double)m->weight_bytes));
-        if (is_cpu)
-            printf("device         cpu, %d thread%s\n", threads, threads == 1 ? "" : "s");
-        else
-            printf("device         %s\n", tl_engine_device(e));
-        if (copied)
-            printf("weights        %sB copied from the file's mapping into 2 MiB pages at load (%.2f s "
-                   "with the load)\n", si(b3, sizeof b3, (double)copied), t_load);
-        printf("precision      %s (docs/accuracy.md)\n", tl_precision_text(tl_engine_precision(e)));
-        printf("prefill        %d tokens: TTFT %.1f ms (%.1f tokens/s)\n", o.prompt_tokens, ttft,
-               o.prompt_tokens / ttft * 1e3);
-        printf("decode         %d tokens: TPOT median %.2f ms, p90 %.2f ms, best %.2f ms (%.2f tokens/s)\n",
-               o.new_tokens, med, p90, best, 1e3 / med);
-        if (unsynced_med >= 0)
-            printf("unsynchronized TPOT median %.3f ms: the clock read when the launches returned (wrong)\n",
-                   unsynced_med);
-        printf("bytes/step     %sB (weights %sB + the %s KV cache so far; mean over the steps)\n",
-               si(b1, sizeof b1, step_bytes), si(b3, sizeof b3, (double)m->weight_bytes),
-               tl_engine_kv_dtype(e) == TL_BF16 ? "bf16" : "fp32");
-        if (have_bw) {
-            if (is_cpu) {
-                printf("bandwidth      %.1f GB/s: the step's weights read by a plain loop right after each step "
-                       "(median)\n", step_bytes / floor_ms / 1e6);
-                printf("probe          %.1f GB/s: best pass over 256 MiB (%.1f before, %.1f after decode), a "
-                       "floor of %.2f ms (TPOT / it %.2f)\n", bw.bytes_per_s / 1e9, bw_before.bytes_per_s / 1e9,
-                       bw_after.bytes_per_s / 1e9, probe_floor_ms, med / probe_floor_ms);
-            } else
-                printf("bandwidth      %.1f GB/s (device copy, read + write, timed with events; %.1f before, "
-                       "%.1f after decode)\n", bw.bytes_per_s / 1e9, bw_before.bytes_per_s / 1e9,
-                       bw_after.bytes_per_s / 1e9);
-            printf("floor          %.2f ms per token (bytes/step / bandwidth)\n", floor_ms);
-            printf("TPOT / floor   %.2f (median%s; best step %.2f)\n", over,
-                   is_cpu ? " of each step over the read beside it" : "", over_best);
-        } else {
-            printf("bandwidth      not probed (%s)\n", is_cpu ? err.msg : "the device probe failed");
-        }
-    }
-    if (!o.json && load > ncpu && ncpu > 0)
-        printf("note           load average %.1f on %ld cores: other processes share the CPU and the\n"
-               "               memory bus, which stretches the passes; the ratio is pessimistic\n", load, ncpu);
+    make_prompt(ids, o.prompt_tokens, o.seed, &r.m->cfg);
+    if ((rc = run_steps(&r, ids, regions)))
+        goto done;
+    summarize(&r);
+    if (o.json)
+        print_json(&r);
+    else
+        print_text(&r);
 done:
-    free(floors);
+    free(r.floors);
     free(regions);
     free(ids);
-    free(unsynced);
-    free(tpot);
-    free(sorted);
-    tl_engine_free(e);
-    tl_model_free(m);
+    free(r.unsynced);
+    free(r.tpot);
+    free(r.sorted);
+    tl_engine_free(r.e);
+    tl_model_free(r.m);
     return rc;
 }
