@@ -440,12 +440,10 @@ static void put_link_text(sb *r, const char *m, size_t n, long long trim)
         jinja_sb_put(r, m, n);
 }
 
-static jv urlize(J *j, jv v, jargs *A)
+/* The attributes of a link: rel (the given words, nofollow, and the policy's noopener,
+ * sorted) and target. */
+static jstr *link_attrs(J *j, jargs *A, jv rl, jv tg)
 {
-    jv tl = jinja_arg(A, 0, "trim_url_limit", v_none()), tg = jinja_arg(A, 2, "target", v_none()), rl = jinja_arg(A, 3, "rel", v_none());
-    jv xs = jinja_arg(A, 4, "extra_schemes", v_none());
-    long long trim = tl.t == T_NONE ? -1 : num_i(tl);
-    /* rel: the given words, nofollow, and the policy's noopener, sorted */
     jlist *rel = rl.t == T_STR ? jinja_str_split(j, rl.u.s, v_none(), -1).u.l : jinja_list_new(j, 2);
     if (jinja_truthy(jinja_arg(A, 1, "nofollow", v_bool(0)))) jinja_list_push(j, rel, jinja_v_cstr(j, "nofollow"));
     jinja_list_push(j, rel, jinja_v_cstr(j, "noopener"));
@@ -461,8 +459,14 @@ static jv urlize(J *j, jv v, jargs *A)
     }
     jinja_sb_putc(&attrs, '"');
     if (tg.t != T_NONE) { jinja_sb_puts(&attrs, " target=\""); jinja_put_escaped(&attrs, need_str(j, tg)); jinja_sb_putc(&attrs, '"'); }
+    return jinja_sb_val(&attrs).u.s;
+}
+
+/* extra_schemes, each checked as Jinja2 does: ^[\w.+-]{2,}:(/){0,2}$ */
+static jlist *link_schemes(J *j, jv xs)
+{
     jlist *schemes = xs.t == T_NONE ? jinja_list_new(j, 1) : jinja_iter_list(j, xs);
-    for (size_t i = 0; i < schemes->n; i++) {   /* ^[\w.+-]{2,}:(/){0,2}$ */
+    for (size_t i = 0; i < schemes->n; i++) {
         jstr *sc = need_str(j, schemes->it[i]);
         size_t k = 0;
         while (k < sc->len && (w_char((unsigned char)sc->p[k]) || strchr(".+-", sc->p[k]))) k++;
@@ -475,6 +479,95 @@ static jv urlize(J *j, jv v, jargs *A)
             jinja_fail(j, JE_FILTERARG, "%s is not a valid URI scheme prefix.", jinja_sb_val(&m).u.s->p);
         }
     }
+    return schemes;
+}
+
+/* One word m[0, mn) of the escaped text: its head ( < &lt; and tail ) > . , \n &gt; kept
+ * outside (brackets balanced from the tail), the middle a link when it is a URL, an email
+ * address or starts with one of the extra schemes. */
+static void urlize_word(sb *r, const char *m, size_t mn, const jstr *attrs, const jlist *schemes, long long trim)
+{
+    size_t hn = 0, tn;
+    for (;;) {   /* head: ( < &lt; */
+        if (hn < mn && (m[hn] == '(' || m[hn] == '<')) hn++;
+        else if (mn - hn >= 4 && !memcmp(m + hn, "&lt;", 4)) hn += 4;
+        else break;
+    }
+    const char *mid = m + hn;
+    size_t midn = mn - hn, te = midn;
+    for (;;) {   /* tail: ) > . , \n &gt; */
+        if (te > 0 && strchr(")>.,\n", mid[te - 1])) te--;
+        else if (ends_with(mid, te, "&gt;")) te -= 4;
+        else break;
+    }
+    tn = midn - te;
+    midn = te;
+    static const char *const pairs[][2] = {{"(", ")"}, {"<", ">"}, {"&lt;", "&gt;"}};
+    for (int p = 0; p < 3; p++) {   /* balance brackets from the tail */
+        size_t sc = count_sub(mid, midn, pairs[p][0]);
+        if (sc <= count_sub(mid, midn, pairs[p][1])) continue;
+        size_t moves = count_sub(mid + midn, tn, pairs[p][1]);
+        if (moves > sc) moves = sc;
+        for (size_t k = 0; k < moves; k++) {
+            const char *e = strstr(mid + midn, pairs[p][1]);   /* the escaped text has no NUL before the end */
+            size_t add = (size_t)(e - (mid + midn)) + strlen(pairs[p][1]);
+            midn += add;
+            tn -= add;
+        }
+    }
+    jinja_sb_put(r, m, hn);
+    int done = 0;
+    if (http_match(mid, midn)) {
+        jinja_sb_puts(r, "<a href=\"");
+        if (!(midn >= 8 && !memcmp(mid, "https://", 8)) && !(midn >= 7 && !memcmp(mid, "http://", 7))) jinja_sb_puts(r, "https://");
+        jinja_sb_put(r, mid, midn);
+        jinja_sb_putc(r, '"');
+        jinja_sb_put_str(r, attrs);
+        jinja_sb_putc(r, '>');
+        put_link_text(r, mid, midn, trim);
+        jinja_sb_puts(r, "</a>");
+        done = 1;
+    } else if (midn > 7 && !memcmp(mid, "mailto:", 7) && email_match(mid + 7, midn - 7)) {
+        jinja_sb_puts(r, "<a href=\"");
+        jinja_sb_put(r, mid, midn);
+        jinja_sb_puts(r, "\">");
+        jinja_sb_put(r, mid + 7, midn - 7);
+        jinja_sb_puts(r, "</a>");
+        done = 1;
+    } else if (memchr(mid, '@', midn) && !(midn >= 4 && !memcmp(mid, "www.", 4)) && mid[0] != '@' &&
+               !memchr(mid, ':', midn) && email_match(mid, midn)) {
+        jinja_sb_puts(r, "<a href=\"mailto:");
+        jinja_sb_put(r, mid, midn);
+        jinja_sb_puts(r, "\">");
+        jinja_sb_put(r, mid, midn);
+        jinja_sb_puts(r, "</a>");
+        done = 1;
+    } else {
+        for (size_t k = 0; k < schemes->n && !done; k++) {
+            jstr *sc = schemes->it[k].u.s;
+            if (midn > sc->len && !memcmp(mid, sc->p, sc->len)) {
+                jinja_sb_puts(r, "<a href=\"");
+                jinja_sb_put(r, mid, midn);
+                jinja_sb_putc(r, '"');
+                jinja_sb_put_str(r, attrs);
+                jinja_sb_putc(r, '>');
+                jinja_sb_put(r, mid, midn);
+                jinja_sb_puts(r, "</a>");
+                done = 1;
+            }
+        }
+    }
+    if (!done) jinja_sb_put(r, mid, midn);
+    jinja_sb_put(r, mid + midn, tn);
+}
+
+static jv urlize(J *j, jv v, jargs *A)
+{
+    jv tl = jinja_arg(A, 0, "trim_url_limit", v_none()), tg = jinja_arg(A, 2, "target", v_none()), rl = jinja_arg(A, 3, "rel", v_none());
+    jv xs = jinja_arg(A, 4, "extra_schemes", v_none());
+    long long trim = tl.t == T_NONE ? -1 : num_i(tl);
+    jstr *attrs = link_attrs(j, A, rl, tg);
+    jlist *schemes = link_schemes(j, xs);
     sb esc;
     jinja_sb_init(&esc, j);
     jinja_put_escaped(&esc, need_str(j, v));
@@ -491,80 +584,8 @@ static jv urlize(J *j, jv v, jargs *A)
             if (jinja_py_isspace(cp) != space) break;
             i += k;
         }
-        if (space) { jinja_sb_put(&r, s->p + st, i - st); continue; }
-        const char *m = s->p + st;
-        size_t mn = i - st, hn = 0, tn;
-        for (;;) {   /* head: ( < &lt; */
-            if (hn < mn && (m[hn] == '(' || m[hn] == '<')) hn++;
-            else if (mn - hn >= 4 && !memcmp(m + hn, "&lt;", 4)) hn += 4;
-            else break;
-        }
-        const char *mid = m + hn;
-        size_t midn = mn - hn, te = midn;
-        for (;;) {   /* tail: ) > . , \n &gt; */
-            if (te > 0 && strchr(")>.,\n", mid[te - 1])) te--;
-            else if (ends_with(mid, te, "&gt;")) te -= 4;
-            else break;
-        }
-        tn = midn - te;
-        midn = te;
-        static const char *const pairs[][2] = {{"(", ")"}, {"<", ">"}, {"&lt;", "&gt;"}};
-        for (int p = 0; p < 3; p++) {   /* balance brackets from the tail */
-            size_t sc = count_sub(mid, midn, pairs[p][0]);
-            if (sc <= count_sub(mid, midn, pairs[p][1])) continue;
-            size_t moves = count_sub(mid + midn, tn, pairs[p][1]);
-            if (moves > sc) moves = sc;
-            for (size_t k = 0; k < moves; k++) {
-                const char *e = strstr(mid + midn, pairs[p][1]);   /* the escaped text has no NUL before the end */
-                size_t add = (size_t)(e - (mid + midn)) + strlen(pairs[p][1]);
-                midn += add;
-                tn -= add;
-            }
-        }
-        jinja_sb_put(&r, m, hn);
-        int done = 0;
-        if (http_match(mid, midn)) {
-            jinja_sb_puts(&r, "<a href=\"");
-            if (!(midn >= 8 && !memcmp(mid, "https://", 8)) && !(midn >= 7 && !memcmp(mid, "http://", 7))) jinja_sb_puts(&r, "https://");
-            jinja_sb_put(&r, mid, midn);
-            jinja_sb_putc(&r, '"');
-            jinja_sb_put_str(&r, jinja_sb_val(&attrs).u.s);
-            jinja_sb_putc(&r, '>');
-            put_link_text(&r, mid, midn, trim);
-            jinja_sb_puts(&r, "</a>");
-            done = 1;
-        } else if (midn > 7 && !memcmp(mid, "mailto:", 7) && email_match(mid + 7, midn - 7)) {
-            jinja_sb_puts(&r, "<a href=\"");
-            jinja_sb_put(&r, mid, midn);
-            jinja_sb_puts(&r, "\">");
-            jinja_sb_put(&r, mid + 7, midn - 7);
-            jinja_sb_puts(&r, "</a>");
-            done = 1;
-        } else if (memchr(mid, '@', midn) && !(midn >= 4 && !memcmp(mid, "www.", 4)) && mid[0] != '@' &&
-                   !memchr(mid, ':', midn) && email_match(mid, midn)) {
-            jinja_sb_puts(&r, "<a href=\"mailto:");
-            jinja_sb_put(&r, mid, midn);
-            jinja_sb_puts(&r, "\">");
-            jinja_sb_put(&r, mid, midn);
-            jinja_sb_puts(&r, "</a>");
-            done = 1;
-        } else {
-            for (size_t k = 0; k < schemes->n && !done; k++) {
-                jstr *sc = schemes->it[k].u.s;
-                if (midn > sc->len && !memcmp(mid, sc->p, sc->len)) {
-                    jinja_sb_puts(&r, "<a href=\"");
-                    jinja_sb_put(&r, mid, midn);
-                    jinja_sb_putc(&r, '"');
-                    jinja_sb_put_str(&r, jinja_sb_val(&attrs).u.s);
-                    jinja_sb_putc(&r, '>');
-                    jinja_sb_put(&r, mid, midn);
-                    jinja_sb_puts(&r, "</a>");
-                    done = 1;
-                }
-            }
-        }
-        if (!done) jinja_sb_put(&r, mid, midn);
-        jinja_sb_put(&r, mid + midn, tn);
+        if (space) jinja_sb_put(&r, s->p + st, i - st);
+        else urlize_word(&r, s->p + st, i - st, attrs, schemes, trim);
     }
     return jinja_sb_val(&r);
 }
