@@ -67,6 +67,46 @@ typedef struct {
     tl_sampling p;
 } setting;
 
+/* The median time of a step over the N_VARIANTS score vectors at v: med[0] with every figure of
+ * the report, med[1] the model's only, med[2] the model's after a pass that gathered the
+ * statistics (untimed, as the pass leaves them); p NULL: tl_topk alone (med[0]). *kept: the
+ * tokens the last step kept. t: room for reps times. -1 when the sampler cannot be made. */
+static int time_setting(const float *v, int vocab, int reps, const tl_sampling *p, double *t, tl_sample_report *rep,
+                        double med[3], int *kept)
+{
+    for (int f = 0; f < (p ? 3 : 1); f++) {
+        tl_sampler *s = p ? tl_sampler_create(vocab, *p) : NULL;
+        if (p && !s)
+            return -1;
+        unsigned fields = f ? TL_REPORT_MODEL : TL_REPORT_ALL;
+        tl_logit_stats st[N_VARIANTS];
+        for (int j = 0; f == 2 && j < N_VARIANTS; j++) {
+            unsigned what;
+            float scale;
+            tl_sampler_stats_want(s, fields, &what, &scale);
+            tl_logit_stats_compute(v + (size_t)j * vocab, vocab, what, scale, &st[j]);
+        }
+        for (int r = -10; r < reps; r++) {   /* ten untimed steps warm the caches */
+            const float *x = v + (size_t)((r + 10) % N_VARIANTS) * vocab;
+            double t0 = tl_now_s() * 1e6;
+            if (s) {
+                tl_sampler_choose_with(s, x, f == 2 ? &st[(r + 10) % N_VARIANTS] : NULL, 10, fields, rep);
+                *kept = rep->kept;
+            } else {
+                int ids[TL_TOPK_MAX];
+                float vals[TL_TOPK_MAX];
+                double z;
+                tl_topk(x, vocab, TL_TOPK_MAX, ids, vals, &z);
+            }
+            double dt = tl_now_s() * 1e6 - t0;
+            if (r >= 0) t[r] = dt;
+        }
+        tl_sampler_free(s);
+        med[f] = tl_median(t, reps);
+    }
+    return 0;
+}
+
 int cmd_bench_sampler(int argc, char **argv)
 {
     int vocab = 128256, reps = 300, json = 0;
@@ -124,39 +164,8 @@ int cmd_bench_sampler(int argc, char **argv)
         for (int c = 0; c <= n_set && !rc; c++) {
             int kept = 0;
             double med[3] = {0, 0, 0};
-            /* every figure, the model's, the model's after a pass that gathered the statistics */
-            for (int f = 0; f < (c < n_set ? 3 : 1); f++) {
-                tl_sampler *s = c < n_set ? tl_sampler_create(vocab, settings[c].p) : NULL;
-                if (c < n_set && !s) {
-                    rc = cli_fail(1, "bench --sampler: cannot make a sampler of %d tokens", vocab);
-                    break;
-                }
-                unsigned fields = f ? TL_REPORT_MODEL : TL_REPORT_ALL;
-                tl_logit_stats st[N_VARIANTS];
-                for (int j = 0; f == 2 && j < N_VARIANTS; j++) {   /* as the pass leaves them: untimed */
-                    unsigned what;
-                    float scale;
-                    tl_sampler_stats_want(s, fields, &what, &scale);
-                    tl_logit_stats_compute(v + (size_t)j * vocab, vocab, what, scale, &st[j]);
-                }
-                for (int r = -10; r < reps; r++) {   /* ten untimed steps warm the caches */
-                    const float *x = v + (size_t)((r + 10) % N_VARIANTS) * vocab;
-                    double t0 = tl_now_s() * 1e6;
-                    if (s) {
-                        tl_sampler_choose_with(s, x, f == 2 ? &st[(r + 10) % N_VARIANTS] : NULL, 10, fields, rep);
-                        kept = rep->kept;
-                    } else {
-                        int ids[TL_TOPK_MAX];
-                        float vals[TL_TOPK_MAX];
-                        double z;
-                        tl_topk(x, vocab, TL_TOPK_MAX, ids, vals, &z);
-                    }
-                    double dt = tl_now_s() * 1e6 - t0;
-                    if (r >= 0) t[r] = dt;
-                }
-                tl_sampler_free(s);
-                med[f] = tl_median(t, reps);
-            }
+            if (time_setting(v, vocab, reps, c < n_set ? &settings[c].p : NULL, t, rep, med, &kept))
+                rc = cli_fail(1, "bench --sampler: cannot make a sampler of %d tokens", vocab);
             if (rc) break;
             const char *name = c < n_set ? settings[c].name : "tl_topk k64";
             if (med[0] > worst) worst = med[0];
