@@ -56,6 +56,26 @@ int cli_parse_int(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
+int cli_synthetic_dtype(const char *synthetic, const char *dtype, tl_dtype *got, tl_error *err)
+{
+    tl_dtype want = TL_BF16;
+    char note[256];
+    if (dtype)
+        tl_dtype_parse(dtype, &want);
+    if (tl_synthetic_pick_dtype(synthetic, want, tl_synthetic_mem_available(), got, note, sizeof note, err))
+        return -1;
+    if (note[0])
+        fprintf(stderr, "tokenloop: %s\n", note);
+    return 0;
+}
+
+int cli_open_synthetic(tl_session **s, tl_session_opts o, const tl_config *cfg, tl_dtype got, tl_error *err)
+{
+    tl_model *m = NULL;
+    o.dtype = got == TL_BF16 ? NULL : tl_dtype_name(got);
+    return tl_model_synthetic(&m, cfg, TL_BF16, 0, err) || tl_session_open_model(s, m, 1, &o, err) ? -1 : 0;
+}
+
 /* A context too short for the run, said before any weight is filled or read. */
 static int too_long(int64_t positions, const tl_config *c)
 {

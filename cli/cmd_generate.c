@@ -397,21 +397,15 @@ static int open_session(tl_session **s, const gen_opts *go, const tl_config *syn
     tl_session_opts o = {.model_dir = go->model, .device = go->device, .threads = (int)go->threads,
                          .async = go->async, .precision = go->prec, .kv_bf16 = go->kv_bf16, .dtype = go->dtype,
                          .synthetic = go->synthetic};
-    if (go->synthetic) {   /* random bf16 weights, converted by the session when another dtype runs */
-        tl_dtype want = TL_BF16, got;
-        char note[256];
-        tl_model *m = NULL;
-        if (go->dtype) tl_dtype_parse(go->dtype, &want);
-        if (tl_synthetic_pick_dtype(go->synthetic, want, tl_synthetic_mem_available(), &got, note, sizeof note, err))
-            return -1;
-        if (note[0]) fprintf(stderr, "tokenloop: %s\n", note);
-        if (!go->json)
-            fprintf(stderr, "%s: random weights of the published shape, %s: the tokens are noise, the timing is real\n",
-                    go->synthetic, tl_dtype_name(got));
-        o.dtype = got == TL_BF16 ? NULL : tl_dtype_name(got);
-        if (tl_model_synthetic(&m, syn_cfg, TL_BF16, 0, err) || tl_session_open_model(s, m, 1, &o, err)) return -1;
-    } else if (tl_session_open(s, &o, err)) return -1;
-    return 0;
+    if (!go->synthetic)
+        return tl_session_open(s, &o, err);
+    tl_dtype got;
+    if (cli_synthetic_dtype(go->synthetic, go->dtype, &got, err))
+        return -1;
+    if (!go->json)
+        fprintf(stderr, "%s: random weights of the published shape, %s: the tokens are noise, the timing is real\n",
+                go->synthetic, tl_dtype_name(got));
+    return cli_open_synthetic(s, o, syn_cfg, got, err);
 }
 
 /* The prompt (ids, a user message or a messages file) and every setting of o on the session.

@@ -61,17 +61,24 @@ static void utf8_locale(void)
             setlocale(LC_CTYPE, "en_US.UTF-8");
 }
 
-int cmd_tui(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct {
+    const char *model, *synthetic, *prompt, *system, *device, *lang, *dtype;
+    int threads, bench, mono, async, kv_bf16;
+    tl_precision prec;
+} tui_opts;
+
+/* The command line into o: 0, -1 when --help was printed, or the status to exit with. */
+static int parse_args(int argc, char **argv, tui_opts *o)
 {
-    const char *model = NULL, *synthetic = NULL, *prompt = NULL, *system = NULL, *device = NULL, *lang = NULL, *dtype = NULL;
-    int threads = 0, bench = 0, mono = 0, async = 0, kv_bf16 = 0, pf;
-    tl_precision prec = TL_PRECISION_MIXED;
+    int pf;
+    *o = (tui_opts){.prec = TL_PRECISION_MIXED};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            return 0;
+            return -1;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--synthetic") || !strcmp(a, "--prompt") || !strcmp(a, "--system") ||
                    !strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--lang") ||
                    !strcmp(a, "--dtype") || !strcmp(a, "--kv-cache")) {
@@ -79,45 +86,45 @@ int cmd_tui(int argc, char **argv)
                 return cli_fail(2, "%s: needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--model"))
-                model = v;
+                o->model = v;
             else if (!strcmp(a, "--synthetic"))
-                synthetic = v;
+                o->synthetic = v;
             else if (!strcmp(a, "--prompt"))
-                prompt = v;
+                o->prompt = v;
             else if (!strcmp(a, "--system"))
-                system = v;
+                o->system = v;
             else if (!strcmp(a, "--device")) {
                 if (strcmp(v, "cpu") && strcmp(v, "cuda"))
                     return cli_fail(2, "--device: %s: expected cpu or cuda", v);
-                device = v;
+                o->device = v;
             } else if (!strcmp(a, "--kv-cache")) {
                 if (strcmp(v, "fp32") && strcmp(v, "bf16"))
                     return cli_fail(2, "--kv-cache: %s: expected fp32 or bf16", v);
-                kv_bf16 = !strcmp(v, "bf16");
+                o->kv_bf16 = !strcmp(v, "bf16");
             } else if (!strcmp(a, "--dtype")) {
                 tl_dtype dt;
                 if (tl_dtype_parse(v, &dt))
                     return cli_fail(2, "--dtype: %s: expected bf16, f16, f32, q8_0 or q4_0", v);
-                dtype = v;
+                o->dtype = v;
             } else if (!strcmp(a, "--threads")) {
-                if (parse_int(v, 0, 1024, &threads))
+                if (parse_int(v, 0, 1024, &o->threads))
                     return cli_fail(2, "--threads: %s: expected a number 0..1024", v);
             } else {
                 if (strcmp(v, "en") && strcmp(v, "vi"))
                     return cli_fail(2, "--lang: %s: expected en or vi", v);
-                lang = v;
+                o->lang = v;
             }
         } else if (!strcmp(a, "--mono")) {
-            mono = 1;
+            o->mono = 1;
         } else if (!strcmp(a, "--async")) {
-            async = 1;
-        } else if ((pf = cli_precision_flag(a, &prec)) != 0) {
+            o->async = 1;
+        } else if ((pf = cli_precision_flag(a, &o->prec)) != 0) {
             if (pf < 0)
                 return 2;
         } else if (!strcmp(a, "--bench-frame")) {
-            bench = 200;
+            o->bench = 200;
             if (has && argv[i + 1][0] != '-') {
-                if (parse_int(argv[++i], 1, 1000000, &bench))
+                if (parse_int(argv[++i], 1, 1000000, &o->bench))
                     return cli_fail(2, "--bench-frame: %s: expected a number of frames", argv[i]);
             }
         } else {
@@ -126,64 +133,68 @@ int cmd_tui(int argc, char **argv)
             return 2;
         }
     }
-    if (prompt && !*prompt)
+    if (o->prompt && !*o->prompt)
         return cli_fail(2, "--prompt: empty");
-    if (!bench && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+    if (!o->bench && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return cli_fail(2, "tui: needs a terminal on stdin and stdout (tokenloop generate runs headless)");
+    return 0;
+}
 
+/* The session on the model directory (default: the bundled model), or on random weights of a
+ * published shape. 0, or the status to exit with (said). */
+static int open_session(tl_session **s, const tui_opts *o)
+{
     char bundled[4096];
     tl_error err;
     tl_config syn_cfg;
-    if (model && synthetic)
+    const char *model = o->model;
+    if (model && o->synthetic)
         return cli_fail(2, "tui: give one of --model DIR and --synthetic NAME");
-    if (synthetic && tl_synthetic_config(&syn_cfg, synthetic, &err))
+    if (o->synthetic && tl_synthetic_config(&syn_cfg, o->synthetic, &err))
         return cli_fail(2, "--synthetic %s", err.msg);
-    if (!model && !synthetic) {
+    if (!model && !o->synthetic) {
         /* tokenloop/paths.h: $TOKENLOOP_MODEL, the install, a checkout, the source tree */
         if (tl_paths_default_model(bundled, sizeof bundled, &err))
             return cli_fail(1, "%s", err.msg);
         model = bundled;
     }
     utf8_locale();
-
-    tl_session_opts so;
-    memset(&so, 0, sizeof so);
-    so.model_dir = model;
-    so.device = device;
-    so.threads = threads;
-    so.async = async;
-    so.precision = prec;
-    so.kv_bf16 = kv_bf16;
-    so.dtype = dtype;
-    so.synthetic = synthetic;
-    tl_session *s = NULL;
-    if (synthetic) {   /* random bf16 weights, converted by the session when another dtype runs */
-        tl_dtype want = TL_BF16, got;
-        char note[256];
-        tl_model *m = NULL;
-        if (dtype)
-            tl_dtype_parse(dtype, &want);
-        if (tl_synthetic_pick_dtype(synthetic, want, tl_synthetic_mem_available(), &got, note, sizeof note, &err))
+    tl_session_opts so = {.model_dir = model, .device = o->device, .threads = o->threads, .async = o->async,
+                          .precision = o->prec, .kv_bf16 = o->kv_bf16, .dtype = o->dtype, .synthetic = o->synthetic};
+    tl_dtype got;
+    if (!o->synthetic) {
+        if (tl_session_open(s, &so, &err))
             return cli_fail(1, "%s", err.msg);
-        if (note[0])
-            fprintf(stderr, "tokenloop: %s\n", note);
-        fprintf(stderr, "tokenloop: filling %s with random weights...\n", synthetic);
-        so.dtype = got == TL_BF16 ? NULL : tl_dtype_name(got);
-        if (tl_model_synthetic(&m, &syn_cfg, TL_BF16, 0, &err) || tl_session_open_model(&s, m, 1, &so, &err))
+    } else {
+        if (cli_synthetic_dtype(o->synthetic, o->dtype, &got, &err))
             return cli_fail(1, "%s", err.msg);
-    } else if (tl_session_open(&s, &so, &err))
-        return cli_fail(1, "%s", err.msg);
-    if (!tl_session_tokenizer(s)) {
-        tl_session_free(s);
-        return cli_fail(1, "%s: no tokenizer.json for this model", model ? model : synthetic);
+        fprintf(stderr, "tokenloop: filling %s with random weights...\n", o->synthetic);
+        if (cli_open_synthetic(s, so, &syn_cfg, got, &err))
+            return cli_fail(1, "%s", err.msg);
     }
+    if (!tl_session_tokenizer(*s)) {
+        tl_session_free(*s);
+        *s = NULL;
+        return cli_fail(1, "%s: no tokenizer.json for this model", model ? model : o->synthetic);
+    }
+    return 0;
+}
 
+int cmd_tui(int argc, char **argv)
+{
+    tui_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    tl_session *s = NULL;
+    if ((rc = open_session(&s, &o)))
+        return rc;
     const char *nc = getenv("NO_COLOR");
-    tl_app_opts ao = {system, prompt ? prompt : default_user, lang, !mono && !(nc && *nc), NULL};
+    tl_app_opts ao = {o.system, o.prompt ? o.prompt : default_user, o.lang, !o.mono && !(nc && *nc), NULL};
 #ifdef TL_HAVE_SERVE
     ao.lesson_server = lesson_serve_request;
 #endif
-    int rc = bench ? tl_tui_bench_frame(s, &ao, bench, 160, 48) : tl_tui_run(s, &ao);
+    rc = o.bench ? tl_tui_bench_frame(s, &ao, o.bench, 160, 48) : tl_tui_run(s, &ao);
     tl_session_free(s);
     return rc;
 }

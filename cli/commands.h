@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "tokenloop/engine.h"
+#include "tokenloop/session.h"
 
 int cmd_info(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
@@ -34,6 +35,13 @@ int cli_precision_flag(const char *a, tl_precision *p);
 int cli_help(int argc, char **argv, const char *usage);
 /* s as a whole decimal integer in [lo, hi] into *out: 0, or -1 (nothing said) when it is not one. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
+/* A session on random weights of a published shape (tokenloop/synthetic.h), in two steps so that
+ * the caller can say what is coming before the fill: cli_synthetic_dtype picks the dtype the
+ * weights run in (`dtype`, else bf16; a smaller one, said on stderr, when memory is short), and
+ * cli_open_synthetic fills bf16 weights of shape cfg and opens the session on them, o's dtype
+ * set to got (converted by the session). 0, or -1 with err. */
+int cli_synthetic_dtype(const char *synthetic, const char *dtype, tl_dtype *got, tl_error *err);
+int cli_open_synthetic(tl_session **s, tl_session_opts o, const tl_config *cfg, tl_dtype got, tl_error *err);
 /* The model a benchmark runs: a checkpoint (model_dir), or a published shape with random bf16
  * weights (synthetic, seeded); converted to dtype when given (NULL: as loaded). positions: what
  * the run needs, refused before any weight is filled when the context is shorter. quiet: no
