@@ -470,146 +470,141 @@ static int cmp_get(const tl_lesson *l, const char *name, field_value *out)
     return 0;
 }
 
-static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_value *out)
-{
-    const tl_model *m = tl_session_model(s);
-    tl_metrics_report r = tl_session_metrics(s);
-    const tl_stop_config *sc = tl_session_stop_config(s);
-    const tl_stop_result *sr = tl_session_stop(s);
-    tl_sampling sp = tl_session_sampling(s);
-    int n_steps = tl_session_n_steps(s), n_prompt = 0, n_gen = 0;
-    const int *prompt_ids = tl_session_prompt_ids(s, &n_prompt);
-    const int *gen_ids = tl_session_generated_ids(s, &n_gen);
-    const tl_step *first = n_steps ? tl_session_step_at(s, 0) : NULL;
-    const tl_step *last = n_steps ? tl_session_step_at(s, n_steps - 1) : NULL;
+/* What the number and text fields read, gathered once a lookup. */
+typedef struct field_ctx {
+    const tl_lesson *l;
+    tl_session *s;
+    const tl_model *m;
+    tl_metrics_report r;
+    const tl_stop_config *sc;
+    const tl_stop_result *sr;
+    tl_sampling sp;
+    int n_steps, n_prompt, n_gen;
+    const int *prompt_ids, *gen_ids;
+    const tl_step *first, *last;
+} field_ctx;
 
-    out->kind = F_NUM;
-    out->num = NAN;
-    out->str = NULL;
-    if (!strncmp(name, "dtype.", 6))
-        return dtype_get(s, name, out);
-    if (!strncmp(name, "cmp.", 4))
-        return cmp_get(l, name, out);
-    if (lb_field_kind(name) == 1) {
-        out->kind = F_STR;
-        out->str = dupstr(lb_str(l->batch, name));
-        return out->str ? 0 : -1;
+#define FIELD_LOCALS(c)                                                                                   \
+    const tl_lesson *l = (c)->l;                                                                          \
+    tl_session *s = (c)->s;                                                                               \
+    const tl_model *m = (c)->m;                                                                           \
+    const tl_metrics_report r = (c)->r;                                                                   \
+    const tl_stop_config *sc = (c)->sc;                                                                   \
+    const tl_stop_result *sr = (c)->sr;                                                                   \
+    const tl_sampling sp = (c)->sp;                                                                       \
+    const int n_steps = (c)->n_steps, n_prompt = (c)->n_prompt, n_gen = (c)->n_gen;                       \
+    const int *prompt_ids = (c)->prompt_ids, *gen_ids = (c)->gen_ids;                                     \
+    const tl_step *first = (c)->first, *last = (c)->last
+
+/* A number field of the session, the request or what the lesson ran (num_fields). */
+static double num_field(const field_ctx *c, const char *name)
+{
+    FIELD_LOCALS(c);
+    (void)sr; (void)gen_ids; (void)n_steps;
+    double v = NAN;
+    if (!strcmp(name, "prompt_tokens")) v = n_prompt;
+    else if (!strcmp(name, "prompt_special")) {
+        const tl_tokenizer *tok = tl_session_tokenizer(s);
+        v = tok ? 0 : NAN;
+        for (int i = 0; tok && i < n_prompt; i++) v += tl_tokenizer_is_special(tok, prompt_ids[i]);
     }
-    if (lb_field_kind(name) == 0) {
-        out->num = lb_num(l->batch, name);
-        return 0;
+    else if (!strcmp(name, "generated")) v = n_gen;
+    else if (!strcmp(name, "steps")) v = n_steps;
+    else if (!strcmp(name, "position")) v = tl_engine_pos(tl_session_engine(s));
+    else if (!strcmp(name, "ttft_ms")) v = known(r.ttft_ms);
+    else if (!strcmp(name, "tpot_ms")) v = known(r.tpot_ms);
+    else if (!strcmp(name, "floor_ms")) v = known(r.floor_ms);
+    else if (!strcmp(name, "bandwidth_gbs")) v = known(r.bandwidth_gbs);
+    else if (!strcmp(name, "tpot_over_floor")) v = known(r.tpot_over_floor);
+    else if (!strcmp(name, "floor_lo_ms")) v = known(r.floor_lo_ms);
+    else if (!strcmp(name, "floor_hi_ms")) v = known(r.floor_hi_ms);
+    else if (!strcmp(name, "floor_reads")) v = r.floor_reads;
+    else if (!strcmp(name, "in_cache")) v = r.in_cache;
+    else if (!strcmp(name, "llc_mb")) v = r.llc_bytes > 0 ? r.llc_bytes / 1e6 : NAN;
+    else if (!strcmp(name, "decode_tokens_per_s")) v = known(r.decode_tokens_per_s);
+    else if (!strcmp(name, "prompt_as_output_tokens_per_s")) v = known(r.prompt_as_output_tokens_per_s);
+    else if (!strcmp(name, "ref_floor_ms")) v = r.ref_floor_ms;
+    else if (!strcmp(name, "ref_tokens_per_s")) v = 1000.0 / r.ref_floor_ms;
+    else if (!strcmp(name, "floor_tokens_per_s")) v = r.floor_ms > 0 ? 1000.0 / r.floor_ms : NAN;
+    else if (!strcmp(name, "unsynced_applicable")) v = r.unsynced_applicable;
+    else if (!strcmp(name, "unsynced_tpot_ms")) v = r.unsynced_applicable ? known(r.unsynced_tpot_ms) : NAN;
+    else if (!strcmp(name, "pass_mean_ms")) v = known(r.pass_mean_ms);
+    else if (!strcmp(name, "unsynced_percent")) v = unsynced_percent(s);
+    else if (!strcmp(name, "step_mb")) v = known(r.step_bytes) / 1e6;
+    else if (!strcmp(name, "weight_mb")) v = (double)m->weight_bytes / 1e6;
+    else if (!strcmp(name, "params_m")) v = (double)m->n_params / 1e6;
+    else if (!strcmp(name, "max_new_tokens")) v = sc->max_new_tokens;
+    else if (!strcmp(name, "vocab")) v = m->cfg.vocab_size;
+    else if (!strcmp(name, "first_prob")) v = first ? chosen_prob(first, P_MODEL) : NAN;
+    else if (!strcmp(name, "last_prob")) v = last ? chosen_prob(last, P_MODEL) : NAN;
+    else if (!strcmp(name, "first_prob_temp")) v = first ? chosen_prob(first, P_TEMP) : NAN;
+    else if (!strcmp(name, "last_prob_temp")) v = last ? chosen_prob(last, P_TEMP) : NAN;
+    else if (!strcmp(name, "first_prob_final")) v = first ? chosen_prob(first, P_FINAL) : NAN;
+    else if (!strcmp(name, "last_prob_final")) v = last ? chosen_prob(last, P_FINAL) : NAN;
+    else if (!strcmp(name, "temperature")) v = sp.temperature;
+    else if (!strcmp(name, "top_p")) v = sp.top_p;
+    else if (!strcmp(name, "top_k")) v = sp.top_k;
+    else if (!strcmp(name, "prefill_ms")) v = first ? first->ms : NAN;
+    else if (!strcmp(name, "first_decode_ms")) v = n_steps > 1 ? tl_session_step_at(s, 1)->ms : NAN;
+    else if (!strcmp(name, "median_decode_ms")) v = median_decode_ms(s);
+    else if (!strcmp(name, "kept")) v = last ? last->sample.kept : NAN;
+    else if (!strcmp(name, "n_eos")) v = sc->n_eos;
+    else if (!strcmp(name, "template_ms")) v = known(r.template_ms);
+    else if (!strcmp(name, "tokenize_ms")) v = known(r.tokenize_ms);
+    else if (!strcmp(name, "iter_chunks")) v = l->iter_chunks;
+    else if (!strcmp(name, "served_chunks")) v = l->served ? l->got.n_chunks : NAN;
+    else if (!strcmp(name, "client_ttft_ms")) v = l->served && l->got.n_chunks ? l->got.client_ttft_ms : NAN;
+    else if (!strcmp(name, "client_last_ms")) v = l->served && l->got.n_chunks ? l->got.client_last_ms : NAN;
+    else if (!strcmp(name, "server_ttft_ms")) v = l->served ? known(l->got.server_ttft_ms) : NAN;
+    else if (!strcmp(name, "served_port")) v = l->served ? l->got.port : NAN;
+    else if (!strcmp(name, "served_prompt_tokens")) v = l->served ? l->got.prompt_tokens : NAN;
+    else if (!strcmp(name, "served_completion_tokens")) v = l->served ? l->got.completion_tokens : NAN;
+    else if (!strcmp(name, "tokenized_count")) v = l->tokenized_pieces ? l->tokenized_count : NAN;
+    else if (!strcmp(name, "dtypes_used")) {
+        tl_dtype_row rows[TL_DTYPE_COUNT];
+        v = tl_session_dtype_rows(s, rows, TL_DTYPE_COUNT);
     }
-    if (lp_field_kind(name) == 1) {
-        out->kind = F_STR;
-        out->str = dupstr(lp_str(l->pace, name));
-        return out->str ? 0 : -1;
+    else if (!strcmp(name, "stop_string_tokens")) {
+        int n = split_tokens(tl_session_tokenizer(s), first_stop_string(s), NULL);
+        v = n < 0 ? NAN : n;
+    } else if (!strcmp(name, "user_tokens") || !strcmp(name, "user_words")
+               || !strcmp(name, "tokens_per_word")) {
+        /* the last user message by itself, without the template around it */
+        const char *u = tl_session_message(s, "user");
+        int nt = split_tokens(tl_session_tokenizer(s), u, NULL), nw = count_words(u);
+        v = !u || nt < 0 ? NAN : !strcmp(name, "user_tokens") ? nt : !strcmp(name, "user_words") ? nw
+            : nw ? (double)nt / nw : NAN;
     }
-    if (lp_field_kind(name) == 0) {
-        out->num = lp_num(l->pace, name);
-        return 0;
-    }
-    if (in_list(num_fields, name)) {
-        double v = NAN;
-        if (!strcmp(name, "prompt_tokens")) v = n_prompt;
-        else if (!strcmp(name, "prompt_special")) {
-            const tl_tokenizer *tok = tl_session_tokenizer(s);
-            v = tok ? 0 : NAN;
-            for (int i = 0; tok && i < n_prompt; i++) v += tl_tokenizer_is_special(tok, prompt_ids[i]);
-        }
-        else if (!strcmp(name, "generated")) v = n_gen;
-        else if (!strcmp(name, "steps")) v = n_steps;
-        else if (!strcmp(name, "position")) v = tl_engine_pos(tl_session_engine(s));
-        else if (!strcmp(name, "ttft_ms")) v = known(r.ttft_ms);
-        else if (!strcmp(name, "tpot_ms")) v = known(r.tpot_ms);
-        else if (!strcmp(name, "floor_ms")) v = known(r.floor_ms);
-        else if (!strcmp(name, "bandwidth_gbs")) v = known(r.bandwidth_gbs);
-        else if (!strcmp(name, "tpot_over_floor")) v = known(r.tpot_over_floor);
-        else if (!strcmp(name, "floor_lo_ms")) v = known(r.floor_lo_ms);
-        else if (!strcmp(name, "floor_hi_ms")) v = known(r.floor_hi_ms);
-        else if (!strcmp(name, "floor_reads")) v = r.floor_reads;
-        else if (!strcmp(name, "in_cache")) v = r.in_cache;
-        else if (!strcmp(name, "llc_mb")) v = r.llc_bytes > 0 ? r.llc_bytes / 1e6 : NAN;
-        else if (!strcmp(name, "decode_tokens_per_s")) v = known(r.decode_tokens_per_s);
-        else if (!strcmp(name, "prompt_as_output_tokens_per_s")) v = known(r.prompt_as_output_tokens_per_s);
-        else if (!strcmp(name, "ref_floor_ms")) v = r.ref_floor_ms;
-        else if (!strcmp(name, "ref_tokens_per_s")) v = 1000.0 / r.ref_floor_ms;
-        else if (!strcmp(name, "floor_tokens_per_s")) v = r.floor_ms > 0 ? 1000.0 / r.floor_ms : NAN;
-        else if (!strcmp(name, "unsynced_applicable")) v = r.unsynced_applicable;
-        else if (!strcmp(name, "unsynced_tpot_ms")) v = r.unsynced_applicable ? known(r.unsynced_tpot_ms) : NAN;
-        else if (!strcmp(name, "pass_mean_ms")) v = known(r.pass_mean_ms);
-        else if (!strcmp(name, "unsynced_percent")) v = unsynced_percent(s);
-        else if (!strcmp(name, "step_mb")) v = known(r.step_bytes) / 1e6;
-        else if (!strcmp(name, "weight_mb")) v = (double)m->weight_bytes / 1e6;
-        else if (!strcmp(name, "params_m")) v = (double)m->n_params / 1e6;
-        else if (!strcmp(name, "max_new_tokens")) v = sc->max_new_tokens;
-        else if (!strcmp(name, "vocab")) v = m->cfg.vocab_size;
-        else if (!strcmp(name, "first_prob")) v = first ? chosen_prob(first, P_MODEL) : NAN;
-        else if (!strcmp(name, "last_prob")) v = last ? chosen_prob(last, P_MODEL) : NAN;
-        else if (!strcmp(name, "first_prob_temp")) v = first ? chosen_prob(first, P_TEMP) : NAN;
-        else if (!strcmp(name, "last_prob_temp")) v = last ? chosen_prob(last, P_TEMP) : NAN;
-        else if (!strcmp(name, "first_prob_final")) v = first ? chosen_prob(first, P_FINAL) : NAN;
-        else if (!strcmp(name, "last_prob_final")) v = last ? chosen_prob(last, P_FINAL) : NAN;
-        else if (!strcmp(name, "temperature")) v = sp.temperature;
-        else if (!strcmp(name, "top_p")) v = sp.top_p;
-        else if (!strcmp(name, "top_k")) v = sp.top_k;
-        else if (!strcmp(name, "prefill_ms")) v = first ? first->ms : NAN;
-        else if (!strcmp(name, "first_decode_ms")) v = n_steps > 1 ? tl_session_step_at(s, 1)->ms : NAN;
-        else if (!strcmp(name, "median_decode_ms")) v = median_decode_ms(s);
-        else if (!strcmp(name, "kept")) v = last ? last->sample.kept : NAN;
-        else if (!strcmp(name, "n_eos")) v = sc->n_eos;
-        else if (!strcmp(name, "template_ms")) v = known(r.template_ms);
-        else if (!strcmp(name, "tokenize_ms")) v = known(r.tokenize_ms);
-        else if (!strcmp(name, "iter_chunks")) v = l->iter_chunks;
-        else if (!strcmp(name, "served_chunks")) v = l->served ? l->got.n_chunks : NAN;
-        else if (!strcmp(name, "client_ttft_ms")) v = l->served && l->got.n_chunks ? l->got.client_ttft_ms : NAN;
-        else if (!strcmp(name, "client_last_ms")) v = l->served && l->got.n_chunks ? l->got.client_last_ms : NAN;
-        else if (!strcmp(name, "server_ttft_ms")) v = l->served ? known(l->got.server_ttft_ms) : NAN;
-        else if (!strcmp(name, "served_port")) v = l->served ? l->got.port : NAN;
-        else if (!strcmp(name, "served_prompt_tokens")) v = l->served ? l->got.prompt_tokens : NAN;
-        else if (!strcmp(name, "served_completion_tokens")) v = l->served ? l->got.completion_tokens : NAN;
-        else if (!strcmp(name, "tokenized_count")) v = l->tokenized_pieces ? l->tokenized_count : NAN;
-        else if (!strcmp(name, "dtypes_used")) {
-            tl_dtype_row rows[TL_DTYPE_COUNT];
-            v = tl_session_dtype_rows(s, rows, TL_DTYPE_COUNT);
-        }
-        else if (!strcmp(name, "stop_string_tokens")) {
-            int n = split_tokens(tl_session_tokenizer(s), first_stop_string(s), NULL);
-            v = n < 0 ? NAN : n;
-        } else if (!strcmp(name, "user_tokens") || !strcmp(name, "user_words")
-                   || !strcmp(name, "tokens_per_word")) {
-            /* the last user message by itself, without the template around it */
-            const char *u = tl_session_message(s, "user");
-            int nt = split_tokens(tl_session_tokenizer(s), u, NULL), nw = count_words(u);
-            v = !u || nt < 0 ? NAN : !strcmp(name, "user_tokens") ? nt : !strcmp(name, "user_words") ? nw
-                : nw ? (double)nt / nw : NAN;
-        }
-        out->num = v;
-        return 0;
-    }
-    if (!in_list(str_fields, name))
-        return -1;
-    out->kind = F_STR;
+    return v;
+}
+
+/* A text field (str_fields), malloc'd; NULL when out of memory. */
+static char *str_field(const field_ctx *c, const char *name)
+{
+    FIELD_LOCALS(c);
+    (void)m; (void)r; (void)sp; (void)prompt_ids; (void)n_prompt; (void)n_steps;
+    char *str = NULL;
     size_t len = 0;
-    if (!strcmp(name, "stop_reason")) out->str = dupstr(tl_stop_reason_name(sr->reason));
-    else if (!strcmp(name, "stop_detail")) out->str = dupstr(sr->detail);
-    else if (!strcmp(name, "budget_source")) out->str = dupstr(tl_budget_source_name(sc->budget_source));
-    else if (!strcmp(name, "text")) out->str = dupstr(tl_session_text(s, &len));
-    else if (!strcmp(name, "streamed")) out->str = dupstr(tl_session_streamed(s, &len));
-    else if (!strcmp(name, "held_back")) out->str = dupstr(last ? last->held : "");
-    else if (!strcmp(name, "printed")) out->str = dupstr(last ? last->printed : "");
-    else if (!strcmp(name, "hold_reason")) out->str = dupstr(hold_name(last ? last->hold_reason : 0));
-    else if (!strcmp(name, "prompt_text")) out->str = dupstr(tl_session_prompt_text(s, &len));
-    else if (!strcmp(name, "first_piece")) out->str = dupstr(first ? first->piece : "");
-    else if (!strcmp(name, "last_piece")) out->str = dupstr(last ? last->piece : "");
-    else if (!strcmp(name, "eos_ids")) out->str = join_ids(sc->eos_ids, sc->n_eos, NULL, 0);
-    else if (!strcmp(name, "eos_names")) out->str = join_ids(sc->eos_ids, sc->n_eos, tl_session_tokenizer(s), 1);
-    else if (!strcmp(name, "last_kind")) out->str = dupstr(!last ? "none" : last->kind == TL_STEP_PREFILL ? "prefill" : "decode");
-    else if (!strcmp(name, "generated_ids")) out->str = join_ids(gen_ids, n_gen, NULL, 0);
-    else if (!strcmp(name, "device")) out->str = dupstr(tl_engine_device(tl_session_engine(s)));
-    else if (!strcmp(name, "dtype")) out->str = dupstr(tl_dtype_name(tl_session_dtype(s)));
-    else if (!strcmp(name, "file_dtype")) out->str = dupstr(tl_dtype_name(tl_session_file_dtype(s)));
-    else if (!strcmp(name, "iter_text")) out->str = dupstr(l->iter_text);
-    else if (!strcmp(name, "iter_chunk_list")) out->str = dupstr(l->iter_list);
+    if (!strcmp(name, "stop_reason")) str = dupstr(tl_stop_reason_name(sr->reason));
+    else if (!strcmp(name, "stop_detail")) str = dupstr(sr->detail);
+    else if (!strcmp(name, "budget_source")) str = dupstr(tl_budget_source_name(sc->budget_source));
+    else if (!strcmp(name, "text")) str = dupstr(tl_session_text(s, &len));
+    else if (!strcmp(name, "streamed")) str = dupstr(tl_session_streamed(s, &len));
+    else if (!strcmp(name, "held_back")) str = dupstr(last ? last->held : "");
+    else if (!strcmp(name, "printed")) str = dupstr(last ? last->printed : "");
+    else if (!strcmp(name, "hold_reason")) str = dupstr(hold_name(last ? last->hold_reason : 0));
+    else if (!strcmp(name, "prompt_text")) str = dupstr(tl_session_prompt_text(s, &len));
+    else if (!strcmp(name, "first_piece")) str = dupstr(first ? first->piece : "");
+    else if (!strcmp(name, "last_piece")) str = dupstr(last ? last->piece : "");
+    else if (!strcmp(name, "eos_ids")) str = join_ids(sc->eos_ids, sc->n_eos, NULL, 0);
+    else if (!strcmp(name, "eos_names")) str = join_ids(sc->eos_ids, sc->n_eos, tl_session_tokenizer(s), 1);
+    else if (!strcmp(name, "last_kind")) str = dupstr(!last ? "none" : last->kind == TL_STEP_PREFILL ? "prefill" : "decode");
+    else if (!strcmp(name, "generated_ids")) str = join_ids(gen_ids, n_gen, NULL, 0);
+    else if (!strcmp(name, "device")) str = dupstr(tl_engine_device(tl_session_engine(s)));
+    else if (!strcmp(name, "dtype")) str = dupstr(tl_dtype_name(tl_session_dtype(s)));
+    else if (!strcmp(name, "file_dtype")) str = dupstr(tl_dtype_name(tl_session_file_dtype(s)));
+    else if (!strcmp(name, "iter_text")) str = dupstr(l->iter_text);
+    else if (!strcmp(name, "iter_chunk_list")) str = dupstr(l->iter_list);
     else if (!strcmp(name, "served_text") || !strcmp(name, "served_chunk_list")) {
         buf_t b = { 0 };
         buf_put(&b, "", 0);
@@ -620,16 +615,53 @@ static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_
             else
                 chunk_list_add(&b, l->got.chunks[i], n);
         }
-        out->str = b.p;
+        str = b.p;
     }
-    else if (!strcmp(name, "served_finish_reason")) out->str = dupstr(l->served ? l->got.finish_reason : "");
-    else if (!strcmp(name, "raw_text")) out->str = raw_text(s);
-    else if (!strcmp(name, "tokenized_pieces")) out->str = dupstr(l->tokenized_pieces);
+    else if (!strcmp(name, "served_finish_reason")) str = dupstr(l->served ? l->got.finish_reason : "");
+    else if (!strcmp(name, "raw_text")) str = raw_text(s);
+    else if (!strcmp(name, "tokenized_pieces")) str = dupstr(l->tokenized_pieces);
     else if (!strcmp(name, "stop_string_pieces")) {
         char *p = NULL;
         split_tokens(tl_session_tokenizer(s), first_stop_string(s), &p);
-        out->str = p ? p : dupstr("");
+        str = p ? p : dupstr("");
     }
+    return str;
+}
+
+
+static int field_get(const tl_lesson *l, tl_session *s, const char *name, field_value *out)
+{
+    out->kind = F_NUM;
+    out->num = NAN;
+    out->str = NULL;
+    if (!strncmp(name, "dtype.", 6))
+        return dtype_get(s, name, out);
+    if (!strncmp(name, "cmp.", 4))
+        return cmp_get(l, name, out);
+    if (lb_field_kind(name) == 1 || lp_field_kind(name) == 1) {
+        out->kind = F_STR;
+        out->str = dupstr(lb_field_kind(name) == 1 ? lb_str(l->batch, name) : lp_str(l->pace, name));
+        return out->str ? 0 : -1;
+    }
+    if (lb_field_kind(name) == 0 || lp_field_kind(name) == 0) {
+        out->num = lb_field_kind(name) == 0 ? lb_num(l->batch, name) : lp_num(l->pace, name);
+        return 0;
+    }
+    int n_steps = tl_session_n_steps(s);
+    field_ctx c = {.l = l, .s = s, .m = tl_session_model(s), .r = tl_session_metrics(s),
+                   .sc = tl_session_stop_config(s), .sr = tl_session_stop(s), .sp = tl_session_sampling(s),
+                   .n_steps = n_steps, .first = n_steps ? tl_session_step_at(s, 0) : NULL,
+                   .last = n_steps ? tl_session_step_at(s, n_steps - 1) : NULL};
+    c.prompt_ids = tl_session_prompt_ids(s, &c.n_prompt);
+    c.gen_ids = tl_session_generated_ids(s, &c.n_gen);
+    if (in_list(num_fields, name)) {
+        out->num = num_field(&c, name);
+        return 0;
+    }
+    if (!in_list(str_fields, name))
+        return -1;
+    out->kind = F_STR;
+    out->str = str_field(&c, name);
     return out->str ? 0 : -1;
 }
 
