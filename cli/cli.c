@@ -35,6 +35,15 @@ int cli_precision_flag(const char *a, tl_precision *p)
     return 1;
 }
 
+int cli_engine_flag(const char *a, int *async, tl_precision *p)
+{
+    if (!strcmp(a, "--async")) {
+        *async = 1;
+        return 1;
+    }
+    return cli_precision_flag(a, p);
+}
+
 int cli_help(int argc, char **argv, const char *usage)
 {
     for (int i = 1; i < argc; i++)

@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "tokenloop/backend.h"
 #include "tokenloop/bandwidth.h"
+#include "tokenloop/batch.h"
 #include "tokenloop/engine.h"
 #include "tokenloop/model.h"
 #include "tokenloop/system.h"
@@ -72,9 +73,7 @@ static int parse(int argc, char **argv, bench_opts *o)
         int has_value = i + 1 < argc;
         if (!strcmp(a, "--json")) {
             o->json = 1;
-        } else if (!strcmp(a, "--async")) {
-            o->async = 1;
-        } else if ((pf = cli_precision_flag(a, &o->prec)) != 0) {
+        } else if ((pf = cli_engine_flag(a, &o->async, &o->prec)) != 0) {
             if (pf < 0)
                 return 2;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--synthetic") || !strcmp(a, "--device") ||
@@ -209,18 +208,6 @@ static int open_engine(bench_run *r)
         (o->kv_bf16 && tl_engine_set_kv_dtype(r->e, TL_BF16, &r->err)))
         return cli_fail(1, "%s", r->err.msg);
     return 0;
-}
-
-/* A reproducible prompt of ordinary token ids (BOS first, as a chat would start). */
-static void make_prompt(int *ids, int n, unsigned long long seed, const tl_config *c)
-{
-    unsigned long long s = seed * 6364136223846793005ull + 1442695040888963407ull;
-    for (int i = 0; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = (int)((s >> 33) % (unsigned long long)c->vocab_size);
-    }
-    if (c->bos_id >= 0 && c->bos_id < c->vocab_size)
-        ids[0] = c->bos_id;
 }
 
 /* The prefill, then the decode steps, each (on the CPU) followed by a plain read of the same
@@ -440,7 +427,7 @@ int cmd_bench(int argc, char **argv)
         rc = cli_fail(1, "bench: out of memory");
         goto done;
     }
-    make_prompt(ids, o.prompt_tokens, o.seed, &r.m->cfg);
+    tl_batch_prompt_ids(ids, o.prompt_tokens, o.seed, &r.m->cfg);   /* BOS first, as a chat would start */
     if ((rc = run_steps(&r, ids, regions)))
         goto done;
     summarize(&r);

@@ -362,8 +362,7 @@ static int parse_args(int argc, char **argv, gen_opts *o)
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
         if (!strcmp(a, "--print-transformers-code")) { o->print_code = 1; continue; }
         if (!strcmp(a, "--greedy")) { o->greedy = 1; continue; }
-        if (!strcmp(a, "--async")) { o->async = 1; continue; }
-        int pf = cli_precision_flag(a, &o->prec);
+        int pf = cli_engine_flag(a, &o->async, &o->prec);
         if (pf < 0) return 2;
         if (pf) continue;
         if (!strcmp(a, "--no-generation-prompt")) { o->gen_prompt = 0; continue; }

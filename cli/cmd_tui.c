@@ -116,9 +116,7 @@ static int parse_args(int argc, char **argv, tui_opts *o)
             }
         } else if (!strcmp(a, "--mono")) {
             o->mono = 1;
-        } else if (!strcmp(a, "--async")) {
-            o->async = 1;
-        } else if ((pf = cli_precision_flag(a, &o->prec)) != 0) {
+        } else if ((pf = cli_engine_flag(a, &o->async, &o->prec)) != 0) {
             if (pf < 0)
                 return 2;
         } else if (!strcmp(a, "--bench-frame")) {

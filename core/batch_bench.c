@@ -41,7 +41,7 @@ static double product_params(const tl_model *m, double *lm_head)
     return p;
 }
 
-static void random_ids(int *ids, int n, unsigned long long seed, const tl_config *c)
+void tl_batch_prompt_ids(int *ids, int n, unsigned long long seed, const tl_config *c)
 {
     unsigned long long s = seed * 6364136223846793005ull + 1442695040888963407ull;
     for (int i = 0; i < n; i++) {
@@ -59,7 +59,7 @@ static double measure_peak(const tl_model *m, const tl_batch_opts *o, tl_error *
     tl_engine *e = NULL;
     int ids[ROOF_TOKENS];
     double lm, p = product_params(m, &lm), best = 0;
-    random_ids(ids, ROOF_TOKENS, o->seed + 999, &m->cfg);
+    tl_batch_prompt_ids(ids, ROOF_TOKENS, o->seed + 999, &m->cfg);
     if (tl_engine_create(&e, m, tl_backend_cpu(), o->threads, ROOF_TOKENS, err) ||
         tl_engine_set_precision(e, o->precision, err)) {
         tl_engine_free(e);
@@ -109,7 +109,7 @@ static int group_make(group *g, const tl_model *m, const tl_batch_opts *o, int B
         if (tl_engine_create(&g->es[b], m, tl_backend_cpu(), o->threads, c, err) ||
             tl_engine_set_precision(g->es[b], o->precision, err) || tl_engine_keep_top(g->es[b], 1))
             return -1;
-        random_ids(g->ids, o->prompt_tokens, o->seed + (unsigned long long)b, &m->cfg);
+        tl_batch_prompt_ids(g->ids, o->prompt_tokens, o->seed + (unsigned long long)b, &m->cfg);
         if (tl_engine_prefill(g->es[b], g->ids, o->prompt_tokens, err))
             return -1;
     }

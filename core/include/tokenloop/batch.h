@@ -40,6 +40,10 @@ typedef struct tl_batch_report {
     double weight_bytes, product_params;
 } tl_batch_report;
 
+/* n ordinary token ids drawn from seed, BOS first when the model has one: the reproducible
+ * prompt of bench and bench --batch. */
+void tl_batch_prompt_ids(int *ids, int n, unsigned long long seed, const tl_config *c);
+
 /* The sizes alternate round by round (a shared machine's drifting memory rate moves them
  * alike). out is large (about 70 KB): allocate it. 0, or -1 with err. */
 int tl_batch_measure(const tl_model *m, const tl_batch_opts *o, tl_batch_report *out, tl_error *err);
