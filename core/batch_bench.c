@@ -119,20 +119,12 @@ static int group_make(group *g, const tl_model *m, const tl_batch_opts *o, int B
     return 0;
 }
 
-static int best_id(const tl_engine *e)
-{
-    int id = 0;
-    float v;
-    double z;
-    return tl_engine_top(e, 1, &id, &v, &z) == 1 ? id : 0;
-}
-
 /* Step k of a group: every sequence's greedy token in one batched pass, then the floor. */
 static int group_step(group *g, tl_batch_row *row, int k, const tl_model *m, int threads, const tl_mem_region *regions,
                       int n_regions, tl_error *err)
 {
     for (int b = 0; b < g->B; b++)
-        g->ids[b] = best_id(g->es[b]);
+        g->ids[b] = tl_engine_argmax(g->es[b]);
     g->kv_bytes += tl_engine_step_bytes(g->es[0]) - (double)m->weight_bytes;
     double t0 = tl_now_ms();
     if (tl_engine_decode_batch(g->es, g->ids, g->B, err))

@@ -554,6 +554,14 @@ int tl_engine_top(const tl_engine *e, int k, int *ids, float *vals, double *sume
     return k;
 }
 
+int tl_engine_argmax(const tl_engine *e)
+{
+    int id = 0;
+    float v;
+    double z;
+    return tl_engine_top(e, 1, &id, &v, &z) == 1 ? id : 0;
+}
+
 double tl_engine_device_bandwidth(tl_engine *e, double budget_s)
 {
     return e->be->bandwidth ? e->be->bandwidth(e->ctx, budget_s) : 0;

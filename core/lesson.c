@@ -1378,8 +1378,6 @@ ACT(tokenize)
 
 ACT(compare) { return compare(l, s, v, ui, err); }
 
-/* batch: B sequences decoding together (core/lesson_batch.c); each size after the first is
- * compared with the first as a compare action would be (cmp.NAME.*, [[NAME|...]]). */
 /* A measurement action's comparisons into the lesson's named slots (cmp.NAME.*, [[NAME|...]]). */
 static int keep_cmp(tl_lesson *l, const char *what, const char *name, tl_cmp c, double within, tl_error *err)
 {
@@ -1395,18 +1393,29 @@ static int keep_cmp(tl_lesson *l, const char *what, const char *name, tl_cmp c, 
     return 0;
 }
 
-ACT(batch)
+/* A measuring action's comparisons, i = 0, 1, ... until next says -1, into the lesson's slots. */
+typedef int (*cmp_source)(const void *state, int i, char name[32], tl_cmp *c, double *within);
+
+static int keep_cmps(tl_lesson *l, const char *what, cmp_source next, const void *state, tl_error *err)
 {
-    (void)ui;
-    if (lb_run(&l->batch, s, v, err))
-        return -1;
     char name[32];
     tl_cmp c;
     double within;
-    for (int i = 0; lb_compare(l->batch, i, name, &c, &within) == 0; i++)
-        if (keep_cmp(l, "batch", name, c, within, err))
+    for (int i = 0; next(state, i, name, &c, &within) == 0; i++)
+        if (keep_cmp(l, what, name, c, within, err))
             return -1;
     return 0;
+}
+
+static int batch_cmp(const void *st, int i, char name[32], tl_cmp *c, double *w) { return lb_compare(st, i, name, c, w); }
+static int pace_cmp(const void *st, int i, char name[32], tl_cmp *c, double *w) { return lp_compare(st, i, name, c, w); }
+
+/* batch: B sequences decoding together (core/lesson_batch.c); each size after the first is
+ * compared with the first as a compare action would be. */
+ACT(batch)
+{
+    (void)ui;
+    return lb_run(&l->batch, s, v, err) ? -1 : keep_cmps(l, "batch", batch_cmp, l->batch, err);
 }
 
 /* pace: decode steps against plain reads of the same weights, on random weights of a published
@@ -1414,15 +1423,7 @@ ACT(batch)
 ACT(pace)
 {
     (void)ui;
-    if (lp_run(&l->pace, s, v, err))
-        return -1;
-    char name[32];
-    tl_cmp c;
-    double within;
-    for (int i = 0; lp_compare(l->pace, i, name, &c, &within) == 0; i++)
-        if (keep_cmp(l, "pace", name, c, within, err))
-            return -1;
-    return 0;
+    return lp_run(&l->pace, s, v, err) ? -1 : keep_cmps(l, "pace", pace_cmp, l->pace, err);
 }
 
 static int check_batch(const tl_lesson *l, int si, const cJSON *v, tl_error *err)

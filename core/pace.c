@@ -22,14 +22,6 @@ static int check_opts(int n, const tl_pace_opts *o, tl_error *err)
     return 0;
 }
 
-static int best_id(const tl_engine *e)
-{
-    int id = 0;
-    float v;
-    double z;
-    return tl_engine_top(e, 1, &id, &v, &z) == 1 ? id : 0;
-}
-
 /* One model's engine and the plain read of its weights. */
 typedef struct lane {
     tl_engine *e;
@@ -66,7 +58,7 @@ static int run_once(lane *ln, tl_pace_row *row, int r, const int *ids, const tl_
         return -1;
     row->prefill_ms[r] = tl_now_ms() - t0;
     for (int k = 0; k < o->steps; k++) {
-        int id = best_id(ln->e);
+        int id = tl_engine_argmax(ln->e);
         t0 = tl_now_ms();
         if (tl_engine_decode(ln->e, id, err))
             return -1;

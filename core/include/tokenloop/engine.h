@@ -46,6 +46,8 @@ int tl_engine_keep_top(tl_engine *e, int k);
 /* The k best scores of the last pass as tl_topk gives them (tokenloop/topk.h); the number
  * filled (at most the kept k in keep_top mode), or -1. */
 int tl_engine_top(const tl_engine *e, int k, int *ids, float *vals, double *sumexp);
+/* The last pass's best id (greedy), through tl_engine_top; 0 when there is none. */
+int tl_engine_argmax(const tl_engine *e);
 /* From the next pass on (on != 0), gather the scores' statistics (tokenloop/topk.h: the best
  * TL_TOPK_MAX, the softmax sum, and the TL_STATS_* in `what`, the tempered ones at `scale`,
  * i.e. 1 / temperature) in the threads that write the scores, as they write them: the sampler
