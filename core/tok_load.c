@@ -162,39 +162,40 @@ static int add_split(tl_tokenizer *t, const char *pattern, int literal, int beha
 static const char GPT2_PATTERN[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-/* The "type" of an optional part of tokenizer.json (*type NULL when it is absent or null); a
- * part without one is refused, naming it. */
-static int part_type(const tj_doc *d, tj x, const char *part, const char *what, const char **type, tl_error *err)
+/* The loader of one kind of part (load_pretok, load_postproc, load_normalizer), given its type. */
+typedef int part_fn(tl_tokenizer *t, const tj_doc *d, tj x, const char *type, const char *what, tl_error *err);
+
+/* An optional part (the normalizer, pre_tokenizer or post_processor, or one item of a Sequence
+ * of them) through load: nothing when it is absent or null; one without a type is refused,
+ * naming the part. */
+static int load_part(tl_tokenizer *t, const tj_doc *d, tj x, const char *part, part_fn *load, const char *what,
+                     tl_error *err)
 {
-    *type = NULL;
     if (x < 0 || tj_type(d, x) == TJ_NULL)
         return 0;
-    *type = json_str(d, x, "type");
-    return *type ? 0 : tl_error_set(err, "%s: %s without a type", what, part);
+    const char *type = json_str(d, x, "type");
+    if (!type)
+        return tl_error_set(err, "%s: %s without a type", what, part);
+    return load(t, d, x, type, what, err);
 }
 
-typedef int part_fn(tl_tokenizer *t, const tj_doc *d, tj x, const char *what, tl_error *err);
-
-/* A Sequence part: each item of list through load, in order. */
-static int load_each(tl_tokenizer *t, const tj_doc *d, tj list, part_fn *load, const char *what, tl_error *err)
+/* A Sequence: each item of list in order. */
+static int load_each(tl_tokenizer *t, const tj_doc *d, tj list, const char *part, part_fn *load, const char *what,
+                     tl_error *err)
 {
     TJ_FOR(d, it, list)
-        if (load(t, d, it, what, err))
+        if (load_part(t, d, it, part, load, what, err))
             return -1;
     return 0;
 }
 
-static int load_pretok(tl_tokenizer *t, const tj_doc *d, tj pt, const char *what, tl_error *err)
+static int load_pretok(tl_tokenizer *t, const tj_doc *d, tj pt, const char *type, const char *what, tl_error *err)
 {
-    const char *type;
-    int rc = part_type(d, pt, "pre_tokenizer", what, &type, err);
-    if (rc || !type)
-        return rc;
     if (!strcmp(type, "Sequence")) {
         tj list = tj_get(d, pt, "pretokenizers");
         if (!(tj_type(d, list) == TJ_ARR))
             return tl_error_set(err, "%s: pre_tokenizer Sequence without pretokenizers", what);
-        return load_each(t, d, list, load_pretok, what, err);
+        return load_each(t, d, list, "pre_tokenizer", load_pretok, what, err);
     }
     if (!strcmp(type, "Split")) {
         tj pat = tj_get(d, pt, "pattern");
@@ -256,14 +257,11 @@ static int add_template_ids(tl_tokenizer *t, const tj_doc *d, int *dst, int *n, 
     return 0;
 }
 
-static int load_postproc(tl_tokenizer *t, const tj_doc *d, tj pp, const char *what, tl_error *err)
+static int load_postproc(tl_tokenizer *t, const tj_doc *d, tj pp, const char *type, const char *what,
+                         tl_error *err)
 {
-    const char *type;
-    int rc = part_type(d, pp, "post_processor", what, &type, err);
-    if (rc || !type)
-        return rc;
     if (!strcmp(type, "Sequence"))
-        return load_each(t, d, tj_get(d, pp, "processors"), load_postproc, what, err);
+        return load_each(t, d, tj_get(d, pp, "processors"), "post_processor", load_postproc, what, err);
     if (!strcmp(type, "ByteLevel"))
         return 0;  /* offsets only */
     if (!strcmp(type, "TemplateProcessing")) {
@@ -304,14 +302,11 @@ static int load_postproc(tl_tokenizer *t, const tj_doc *d, tj pp, const char *wh
 }
 
 /* Unicode normalization forms, through utf8proc; other normalizers are refused. */
-static int load_normalizer(tl_tokenizer *t, const tj_doc *d, tj nm, const char *what, tl_error *err)
+static int load_normalizer(tl_tokenizer *t, const tj_doc *d, tj nm, const char *type, const char *what,
+                           tl_error *err)
 {
-    const char *type;
-    int rc = part_type(d, nm, "normalizer", what, &type, err);
-    if (rc || !type)
-        return rc;
     if (!strcmp(type, "Sequence"))
-        return load_each(t, d, tj_get(d, nm, "normalizers"), load_normalizer, what, err);
+        return load_each(t, d, tj_get(d, nm, "normalizers"), "normalizer", load_normalizer, what, err);
     static const struct {
         const char *name;
         int options;
@@ -642,7 +637,7 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
         return tl_error_set(err, "%s: BPE model without vocab object and merges array", what);
     if (json_bool(d, model, "byte_fallback", 0))
         return tl_error_set(err, "%s: BPE with byte_fallback is not supported (only byte-level BPE)", what);
-    if (load_normalizer(t, d, tj_get(d, root, "normalizer"), what, err))
+    if (load_part(t, d, tj_get(d, root, "normalizer"), "normalizer", load_normalizer, what, err))
         return -1;
     t->ignore_merges = json_bool(d, model, "ignore_merges", 0);
 
@@ -650,9 +645,9 @@ static int load_json(tl_tokenizer *t, const tj_doc *d, tj root, const char *what
     if (size_ids(t, d, vocab, added, what, err) || load_vocab(t, d, vocab, what, err) ||
         load_added(t, d, added, what, err) || build_str_map(t, what, err) || load_merges(t, d, merges, what, err))
         return -1;
-    if (load_pretok(t, d, tj_get(d, root, "pre_tokenizer"), what, err))
+    if (load_part(t, d, tj_get(d, root, "pre_tokenizer"), "pre_tokenizer", load_pretok, what, err))
         return -1;
-    if (load_postproc(t, d, tj_get(d, root, "post_processor"), what, err))
+    if (load_part(t, d, tj_get(d, root, "post_processor"), "post_processor", load_postproc, what, err))
         return -1;
     return load_decoder(d, tj_get(d, root, "decoder"), what, err);
 }
