@@ -176,10 +176,8 @@ int cmd_bench_template(int argc, char **argv)
         if (!strcmp(argv[i], "--template"))
             continue;
         if (i + 1 < argc && !strcmp(argv[i], "--runs")) {
-            long r;
-            if (cli_parse_int(argv[++i], 1, 1000, &r))
-                return cli_fail(2, "--runs: expected 1..1000, got '%s'", argv[i]);
-            runs = (int)r;
+            if (cli_runs(argv[++i], &runs))
+                return 2;
         } else
             return cli_fail(2, "%s: unknown option (see bench --template --help)", argv[i]);
     }

@@ -108,10 +108,8 @@ int cmd_bench_tokenizer(int argc, char **argv)
             if (*e || !(mb > 0 && mb <= 1024))
                 return cli_fail(2, "--mb: expected a size in MB between 0 and 1024, got '%s'", argv[i]);
         } else if (i + 1 < argc && !strcmp(argv[i], "--runs")) {
-            long r;
-            if (cli_parse_int(argv[++i], 1, 1000, &r))
-                return cli_fail(2, "--runs: expected 1..1000, got '%s'", argv[i]);
-            runs = (int)r;
+            if (cli_runs(argv[++i], &runs))
+                return 2;
         } else
             return cli_fail(2, "%s: unknown option (see bench --tokenizer --help)", argv[i]);
     }

@@ -44,6 +44,15 @@ int cli_engine_flag(const char *a, int *async, tl_precision *p)
     return cli_precision_flag(a, p);
 }
 
+int cli_runs(const char *v, int *runs)
+{
+    long r;
+    if (cli_parse_int(v, 1, 1000, &r))
+        return cli_fail(2, "--runs: expected 1..1000, got '%s'", v);
+    *runs = (int)r;
+    return 0;
+}
+
 int cli_help(int argc, char **argv, const char *usage)
 {
     for (int i = 1; i < argc; i++)

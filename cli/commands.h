@@ -34,6 +34,8 @@ int cli_precision_flag(const char *a, tl_precision *p);
 /* The engine's flags without a value, --async and the precision flags: 1 when a is one (set in
  * *async or *p), 0 when it is not, -1 (said) as cli_precision_flag. */
 int cli_engine_flag(const char *a, int *async, tl_precision *p);
+/* --runs N (1..1000) of the tokenizer and template benchmarks: 0 with *runs, or 2 (said). */
+int cli_runs(const char *v, int *runs);
 /* 1 when an argument is --help or -h, with usage printed on stdout (the caller exits 0). */
 int cli_help(int argc, char **argv, const char *usage);
 /* s as a whole decimal integer in [lo, hi] into *out: 0, or -1 (nothing said) when it is not one. */
