@@ -1,4 +1,5 @@
 /* The theme and the clipping text helpers every pane uses. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,25 @@ static size_t sanitize(const char *s, size_t n, char *out, size_t outsz)
     return o;
 }
 
+/* TOKENLOOP_TUI_CUTS=FILE: every text drawn cut (wider than its room) is appended to FILE as
+ * "ROOM<tab>TEXT", so a test can walk the screens and find the lines a student cannot read
+ * whole (tests/tui/cuts.py). Unset, nothing is written. */
+static void log_cut(int maxw, const char *s, size_t n)
+{
+    static FILE *f;
+    static int tried;
+    if (!tried) {
+        tried = 1;
+        const char *path = getenv("TOKENLOOP_TUI_CUTS");
+        if (path && *path)
+            f = fopen(path, "a");
+    }
+    if (f) {
+        fprintf(f, "%d\t%.*s\n", maxw, (int)n, s);
+        fflush(f);
+    }
+}
+
 int Draw_textn(WINDOW *w, int y, int x, int maxw, const char *s, size_t n, attr_t a)
 {
     if (maxw <= 0 || !s)
@@ -91,6 +111,11 @@ int Draw_textn(WINDOW *w, int y, int x, int maxw, const char *s, size_t n, attr_
     char clean[2048], fit[2048];
     size_t cn = sanitize(s, n, clean, sizeof clean);
     int used = Format_fit(clean, cn, maxw, 0, fit, sizeof fit);
+    size_t shown = cn;   /* a wrapped line's trailing spaces are not text cut off */
+    while (shown > 0 && clean[shown - 1] == ' ')
+        shown--;
+    if (Format_width(clean, shown) > maxw)
+        log_cut(maxw, clean, shown);
     wattrset(w, a);
     mvwaddstr(w, y, x, fit);
     wattrset(w, A_NORMAL);
@@ -100,6 +125,18 @@ int Draw_textn(WINDOW *w, int y, int x, int maxw, const char *s, size_t n, attr_
 int Draw_text(WINDOW *w, int y, int x, int maxw, const char *s, attr_t a)
 {
     return s ? Draw_textn(w, y, x, maxw, s, strlen(s), a) : 0;
+}
+
+void Draw_wrapped(WINDOW *w, tl_rect in, int *y, int end, attr_t a, const char *text)
+{
+    size_t i = 0, len = text ? strlen(text) : 0;
+    while (i < len && *y < end) {
+        size_t k = Format_wrap(text + i, len - i, in.w, NULL);
+        Draw_textn(w, (*y)++, in.x, in.w, text + i, k, a);
+        i += k;
+        while (i < len && (text[i] == ' ' || text[i] == '\n'))
+            i++;
+    }
 }
 
 void Draw_fill(WINDOW *w, int y, int x, int n, attr_t a)
@@ -137,8 +174,9 @@ void Draw_box(WINDOW *w, tl_rect r, const char *title, int focused)
     mvwaddch(w, r.y + r.h - 1, r.x + r.w - 1, ACS_LRCORNER);
     wattrset(w, A_NORMAL);
     if (title) {
-        char t[160];
+        char t[400], fit[400];
         snprintf(t, sizeof t, " %s ", title);
-        Draw_text(w, r.y, r.x + 2, r.w - 4, t, Theme_attr(focused ? TA_BORDER_FOCUS : TA_HEADER));
+        Format_fit(t, strlen(t), r.w - 4, 1, fit, sizeof fit);   /* a title cut says so: "…" */
+        Draw_text(w, r.y, r.x + 2, r.w - 4, fit, Theme_attr(focused ? TA_BORDER_FOCUS : TA_HEADER));
     }
 }

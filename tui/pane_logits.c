@@ -45,6 +45,9 @@ void Pane_logits(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     Format_num(ui->lang, v->entropy, 3, ent, sizeof ent);
     snprintf(line, sizeof line, T("token %d \xC2\xB7 entropy %s nats \xC2\xB7 outside these rows %s \xC2\xB7 kept after cuts %d"),
              v->logits_step, ent, out, v->kept);
+    if (Format_widthz(line) > in.w)   /* vi at 78 columns: the same figures, fewer words */
+        snprintf(line, sizeof line, T("token %d \xC2\xB7 entropy %s nats \xC2\xB7 outside %s \xC2\xB7 kept %d"),
+                 v->logits_step, ent, out, v->kept);
     if (in.h > 1)
         Draw_text(w, in.y + 1, in.x, in.w, line, A_NORMAL);
     if (in.h < 4)

@@ -97,9 +97,23 @@ void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     char title[192];
     int n = snprintf(title, sizeof title, T("1 Prompt \xC2\xB7 %d tokens \xC2\xB7 add_generation_prompt %s"),
                      v->n_prompt, v->add_generation_prompt ? T("on") : T("off"));
-    if (!v->parse_special_in_content && n > 0 && (size_t)n < sizeof title)
+    /* the room for " title " left of the scroll mark (r.w - 6): shorter forms where there is
+     * none (vi at 160x48: 76 columns), an ellipsis where even they do not fit */
+    int room = r.w - 8;
+    if (!v->parse_special_in_content && n > 0 && (size_t)n < sizeof title) {
         snprintf(title + n, sizeof title - (size_t)n, "%s", T(" \xC2\xB7 content as plain text"));
-    Draw_box(w, r, title, ui->active == PANE_PROMPT);
+        if (Format_widthz(title) + 2 > room)
+            snprintf(title + n, sizeof title - (size_t)n, "%s", T(" \xC2\xB7 plain text"));
+        if (Format_widthz(title) + 2 > room) {
+            n = snprintf(title, sizeof title, T("1 Prompt \xC2\xB7 %d tokens \xC2\xB7 generation prompt %s"),
+                         v->n_prompt, v->add_generation_prompt ? T("on") : T("off"));
+            if (n > 0 && (size_t)n < sizeof title)
+                snprintf(title + n, sizeof title - (size_t)n, "%s", T(" \xC2\xB7 plain text"));
+        }
+    }
+    char fit[sizeof title];
+    Format_fit(title, strlen(title), room - 2, 1, fit, sizeof fit);
+    Draw_box(w, r, fit, ui->active == PANE_PROMPT);
     tl_rect in = Draw_inner(r);
     if (in.h < 1 || in.w < 4)
         return;

@@ -62,7 +62,12 @@ void Pane_stop(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
     if (fired) {
         snprintf(line, sizeof line, T(" STOPPED: %s "), v->stop_reason);
         int x = in.x + Draw_text(w, y, in.x, in.w, line, Theme_attr(TA_STOP));
-        Draw_text(w, y++, x + 1, in.x + in.w - x - 1, v->stop_detail, Theme_attr(TA_HEADER));
+        if (Format_widthz(v->stop_detail) <= in.x + in.w - x - 1)
+            Draw_text(w, y++, x + 1, in.x + in.w - x - 1, v->stop_detail, Theme_attr(TA_HEADER));
+        else {   /* the detail under the label, whole: "20 token mới (ngân sách lấy từ ...)" */
+            y++;
+            Draw_wrapped(w, in, &y, end, Theme_attr(TA_HEADER), v->stop_detail);
+        }
         const char *why = !strcmp(v->stop_reason, "eos")
                               ? T("the model chose an end-of-sequence token: it decided it was done")
                           : !strcmp(v->stop_reason, "stop_string")

@@ -75,8 +75,11 @@ static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v,
     Format_num(lang, v->lesson_tps, 1, t2, sizeof t2);
     if (!v->paused_gaps) {
         Format_msLang(lang, v->tpot_ms, a, sizeof a);
-        snprintf(wide, sizeof wide, I18n_tr(lang, "TPOT %s \xC2\xB7 %s tok/s (one run: clock first\xE2\x86\x92last \xC3\xB7 %d gaps)"), a,
-                 t1, gaps);
+        if (gaps == 1)   /* "1 gap", not "1 gaps" */
+            snprintf(wide, sizeof wide, I18n_tr(lang, "TPOT %s \xC2\xB7 %s tok/s (one run: clock first\xE2\x86\x92last \xC3\xB7 1 gap)"), a, t1);
+        else
+            snprintf(wide, sizeof wide, I18n_tr(lang, "TPOT %s \xC2\xB7 %s tok/s (one run: clock first\xE2\x86\x92last \xC3\xB7 %d gaps)"), a,
+                     t1, gaps);
         snprintf(narrow, sizeof narrow, I18n_tr(lang, "TPOT %s \xC2\xB7 %s tok/s (one run)"), a, t1);
         fit(w, in, y, end, head, wide, narrow);
         Format_msLang(lang, v->tpot_ms - v->pass_mean_ms, c, sizeof c);
@@ -103,10 +106,17 @@ static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v,
     }
     if (v->lesson_tps > 0 && v->decode_tps > 0) {
         int n = v->n_step_ms + 1;
-        snprintf(wide, sizeof wide,
-                 I18n_tr(lang, "lesson: %d tokens \xC3\xB7 time since the first = %s tok/s; tokenloop: %d gaps = %s tok/s (the first token is the prefill's)%s"),
-                 n, t2, n - 1, t1, v->paused_gaps ? I18n_tr(lang, "; both hold your pauses") : "");
-        snprintf(narrow, sizeof narrow, I18n_tr(lang, "lesson: %d tokens %s tok/s; tokenloop: %d gaps %s tok/s"), n, t2, n - 1, t1);
+        if (n == 2) {   /* one gap */
+            snprintf(wide, sizeof wide,
+                     I18n_tr(lang, "lesson: %d tokens \xC3\xB7 time since the first = %s tok/s; tokenloop: 1 gap = %s tok/s (the first token is the prefill's)%s"),
+                     n, t2, t1, v->paused_gaps ? I18n_tr(lang, "; both hold your pauses") : "");
+            snprintf(narrow, sizeof narrow, I18n_tr(lang, "lesson: %d tokens %s tok/s; tokenloop: 1 gap %s tok/s"), n, t2, t1);
+        } else {
+            snprintf(wide, sizeof wide,
+                     I18n_tr(lang, "lesson: %d tokens \xC3\xB7 time since the first = %s tok/s; tokenloop: %d gaps = %s tok/s (the first token is the prefill's)%s"),
+                     n, t2, n - 1, t1, v->paused_gaps ? I18n_tr(lang, "; both hold your pauses") : "");
+            snprintf(narrow, sizeof narrow, I18n_tr(lang, "lesson: %d tokens %s tok/s; tokenloop: %d gaps %s tok/s"), n, t2, n - 1, t1);
+        }
         fit(w, in, y, end, Theme_attr(TA_DIM), wide, narrow);
     }
 }
@@ -236,8 +246,12 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         Format_msLang(lang, v->floor_ms, c, sizeof c);
         Format_msLang(lang, v->floor_lo_ms, d, sizeof d);
         Format_msLang(lang, v->floor_hi_ms, e, sizeof e);
-        snprintf(line, sizeof line, I18n_tr(lang, "floor %s \xC3\xB7 %s/s = %s per token (%s\xE2\x80\x93%s, %d reads of the weights beside the steps)"),
-                 a, b, c, d, e, v->floor_reads);
+        if (v->floor_reads == 1)
+            snprintf(line, sizeof line, I18n_tr(lang, "floor %s \xC3\xB7 %s/s = %s per token (1 read of the weights beside the steps)"),
+                     a, b, c);
+        else
+            snprintf(line, sizeof line, I18n_tr(lang, "floor %s \xC3\xB7 %s/s = %s per token (%s\xE2\x80\x93%s, %d reads of the weights beside the steps)"),
+                     a, b, c, d, e, v->floor_reads);
     } else if (v->floor_ms > 0) {
         Format_bytesLang(lang, v->step_bytes, a, sizeof a);
         Format_bytesLang(lang, v->bandwidth_gbs * 1e9, b, sizeof b);
@@ -246,20 +260,20 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
                  I18n_tr(lang, v->bandwidth_source));
     } else
         snprintf(line, sizeof line, I18n_tr(lang, "floor: bandwidth unknown on %s"), v->device);
-    Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_FLOOR));
+    Draw_wrapped(w, in, &y, end, Theme_attr(TA_FLOOR), line);
     if (y >= end)
         return;
     if (v->below_floor) {   /* a step cannot beat a plain read of its own bytes: say so, no ratio */
         Format_msLang(lang, v->pace_ms, a, sizeof a);
         Format_msLang(lang, v->floor_lo_ms, b, sizeof b);
         snprintf(line, sizeof line, I18n_tr(lang, "pace %s under the fastest read %s: a measurement problem, not a pace"), a, b);
-        Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
+        Draw_wrapped(w, in, &y, end, Theme_attr(TA_WARN), line);
         if (y >= end)
             return;
     }
     if (v->random_weights) {   /* a published shape with random weights (--synthetic) */
-        Draw_text(w, y++, in.x, in.w, I18n_tr(lang, "random weights of a published shape: the tokens are noise, the timing is real"),
-                  Theme_attr(TA_WARN));
+        Draw_wrapped(w, in, &y, end, Theme_attr(TA_WARN),
+                I18n_tr(lang, "random weights of a published shape: the tokens are noise, the timing is real"));
         if (y >= end)
             return;
     }
@@ -270,13 +284,12 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
                  I18n_tr(lang, v->in_cache == 2 ? "weights %s fit the %s last-level cache: the DRAM floor does not bind them; the floor is a read from cache"
                                                 : "weights %s \xE2\x89\x88 the %s last-level cache: steps read part of them from cache, so the DRAM floor does not bind them"),
                  a, b);
-        Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
+        Draw_wrapped(w, in, &y, end, Theme_attr(TA_WARN), line);
         if (y >= end)
             return;
     }
-    Draw_text(w, y++, in.x, in.w,
-              I18n_tr(lang, "ref   16 GB \xC3\xB7 3.35 TB/s \xE2\x89\x88 4.8 ms: Llama 3.1 8B bf16, H100 (class material)"),
-              Theme_attr(TA_DIM));
+    Draw_wrapped(w, in, &y, end, Theme_attr(TA_DIM),
+            I18n_tr(lang, "ref   16 GB \xC3\xB7 3.35 TB/s \xE2\x89\x88 4.8 ms: Llama 3.1 8B bf16, H100 (class material)"));
     if (v->show_wrong && y < end) {
         char t[32], right[48];
         Format_num(lang, v->decode_tps, 1, t, sizeof t);
@@ -287,7 +300,7 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
                      t, v->decode_tps > 0 ? right : I18n_tr(lang, "needs 2 tokens"));
         else
             snprintf(line, sizeof line, "%s", I18n_tr(lang, "WRONG 1: prompt counted as output: (no tokens yet)"));
-        Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
+        Draw_wrapped(w, in, &y, end, Theme_attr(TA_WARN), line);
         if (y < end) {
             if (v->wrong_unsynced_ms >= 0) {
                 Format_msLang(lang, v->wrong_unsynced_ms, a, sizeof a);
@@ -297,7 +310,7 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
                          v->async ? I18n_tr(ui->lang, "WRONG 2: unsynchronized clock: once every pass of an answer was queued (n starts over)")
                                   : I18n_tr(ui->lang, "WRONG 2: unsynchronized clock: none on %s (synchronous; u queues the passes like a GPU)"),
                          v->device);
-            Draw_text(w, y++, in.x, in.w, line, Theme_attr(TA_WARN));
+            Draw_wrapped(w, in, &y, end, Theme_attr(TA_WARN), line);
         }
     }
     dtype_table(w, in, &y, end, v, lang);

@@ -12,7 +12,10 @@ typedef void (*pane_fn)(WINDOW *, tl_rect, const tl_view *, tl_ui *);
 static const pane_fn panes[PANE_COUNT] = {Pane_prompt, Pane_tokens, Pane_logits,
                                           Pane_stream, Pane_stop,   Pane_timing};
 
-static void summary_lang(const char *lang, const tl_view *v, char *out, size_t n)
+/* The tab bar's summary; a stop with its detail when that fits cols (the detail has brackets
+ * of its own: "eos id 128009 <|eot_id|> (from generation_config.json)"), else without: the Stop
+ * pane has it whole. */
+static void summary_lang(const char *lang, const tl_view *v, int cols, char *out, size_t n)
 {
     char a[32], b[32];
     Format_msLang(lang, v->ttft_ms, a, sizeof a);
@@ -21,8 +24,11 @@ static void summary_lang(const char *lang, const tl_view *v, char *out, size_t n
                                 a, b, v->n_prompt, v->generated, v->budget);
     if (o >= n)
         return;
-    if (v->stopped)
-        snprintf(out + o, n - o, I18n_tr(lang, "stop: %s (%s)"), v->stop_reason, v->stop_detail);
+    if (v->stopped) {
+        snprintf(out + o, n - o, I18n_tr(lang, "stop: %s \xE2\x80\x94 %s"), v->stop_reason, v->stop_detail);
+        if (Format_widthz(out) > cols)
+            snprintf(out + o, n - o, I18n_tr(lang, "stop: %s"), v->stop_reason);
+    }
     else if (v->running)
         snprintf(out + o, n - o, "%s", I18n_tr(lang, "running"));
     else
@@ -31,7 +37,7 @@ static void summary_lang(const char *lang, const tl_view *v, char *out, size_t n
 
 void Screen_summary(const tl_view *v, char *out, size_t n)
 {
-    summary_lang("en", v, out, n);
+    summary_lang("en", v, 1 << 20, out, n);
 }
 
 /* The footer: "key word" for each row of the key table that has one, left to right; a row that
@@ -159,10 +165,20 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
      * the scores depend on it; a device keeps its own */
     if (v->precision[0] && strcmp(v->precision, "device"))
         snprintf(pr, sizeof pr, T(" \xC2\xB7 precision %s"), v->precision);
-    snprintf(t, sizeof t, " tokenloop \xC2\xB7 %s \xC2\xB7 %s%s \xC2\xB7 %s \xC2\xB7 %s%s%s", v->model_name, v->device, dt, s,
-             v->stream_server ? T("server stream") : T("hf stream"), ui->mono ? T(" \xC2\xB7 mono") : "", pr);
+    /* on a narrow terminal the precision goes first, then the streamer and mono (the Stream
+     * pane's title names the streamer), then the program's name, so the settings stay whole;
+     * what still does not fit ends with an ellipsis */
+    const char *stream = v->stream_server ? T("server stream") : T("hf stream"), *mono = ui->mono ? T(" \xC2\xB7 mono") : "";
+    for (int drop = 0; drop < 4; drop++) {
+        snprintf(t, sizeof t, "%s %s \xC2\xB7 %s%s \xC2\xB7 %s%s%s%s%s", drop < 3 ? " tokenloop \xC2\xB7" : "", v->model_name,
+                 v->device, dt, s, drop < 2 ? " \xC2\xB7 " : "", drop < 2 ? stream : "", drop < 2 ? mono : "", drop < 1 ? pr : "");
+        if (Format_widthz(t) <= cols)
+            break;
+    }
     Draw_fill(w, 0, 0, cols, Theme_attr(TA_TITLE));
-    Draw_text(w, 0, 0, cols, t, Theme_attr(TA_TITLE));
+    char fit[sizeof t];
+    Format_fit(t, strlen(t), cols, 1, fit, sizeof fit);
+    Draw_text(w, 0, 0, cols, fit, Theme_attr(TA_TITLE));
     if (L.tabbed) {
         int x = 0;
         for (int i = 0; i < PANE_COUNT && x < cols; i++) {
@@ -174,7 +190,7 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
             x += Draw_text(w, L.tabbar.y, x, cols - x, tab, a);
         }
         char sum[400];
-        summary_lang(ui->lang, v, sum, sizeof sum);
+        summary_lang(ui->lang, v, cols, sum, sizeof sum);
         Draw_text(w, L.summary.y, 0, cols, sum, v->stopped ? Theme_attr(TA_CHOSEN) : A_NORMAL);
     }
     for (int i = 0; i < PANE_COUNT; i++)

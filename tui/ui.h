@@ -47,6 +47,9 @@ int Theme_mono(void);
 int Draw_text(WINDOW *w, int y, int x, int maxw, const char *s, attr_t a);
 int Draw_textn(WINDOW *w, int y, int x, int maxw, const char *s, size_t n, attr_t a);
 void Draw_fill(WINDOW *w, int y, int x, int n, attr_t a);
+/* text wrapped at words from row *y of in over as many rows as it needs, up to end; *y moves
+ * past the rows drawn */
+void Draw_wrapped(WINDOW *w, tl_rect in, int *y, int end, attr_t a, const char *text);
 void Draw_box(WINDOW *w, tl_rect r, const char *title, int focused);
 /* inner area of a boxed pane */
 tl_rect Draw_inner(tl_rect r);

@@ -187,9 +187,10 @@ def restore():
     key("C-u")
     typed("Name a colour that starts with B.")
     key("Enter")
-    # the title bar as far as the terminal shows it (the stream mode last: the Stream pane says it too)
-    title = (" tokenloop \u00b7 tl-mini-instruct \u00b7 cpu \u00b7 q8_0 weights \u00b7 T 0.70 \u00b7 top-k 60 \u00b7 top-p 0.90"
-             " \u00b7 server stream")[:COLS]
+    # the title bar: whole, or at 80 columns without the program's name and the stream mode (the
+    # Stream pane says it), never cut inside a setting
+    settings = "tl-mini-instruct \u00b7 cpu \u00b7 q8_0 weights \u00b7 T 0.70 \u00b7 top-k 60 \u00b7 top-p 0.90"
+    title = " tokenloop \u00b7 %s \u00b7 server stream" % settings if COLS >= 120 else " " + settings
     if not check(wait_for(lambda s: s.startswith(title) and "Name a colour that starts with B." in s, "the teacher's settings", 20)
                  is not None, "the teacher's settings on screen before the lessons"):
         return

@@ -221,11 +221,8 @@ static const char *english_on_screen(int cols, int rows, const tl_ui *ui)
         const char *en = pair_en(i);
         if (!strcmp(en, pair_vi(i)) || strchr(en, '%'))
             continue;
-        /* a word some Vietnamese entry uses on purpose ("5 Dừng (Stop)") */
-        int used = 0;
-        for (int j = 0; j < n_pairs() && !used; j++)
-            used = word_in(pair_vi(j), en);
-        if (used)
+        /* technical terms the Vietnamese keeps on purpose, as vi_screen.py's TECHNICAL */
+        if (!strcmp(en, "Prompt") || !strcmp(en, "template") || !strcmp(en, "Stop"))
             continue;
         for (int y = 0; y < scr_rows; y++)
             if (word_in(screen[y], en))
@@ -563,6 +560,37 @@ int main(void)
     TL_CHECK(find_row("  10    9009") > 0);
     TL_CHECK_INT(find_row("stopped (eos)"), 22);
     TL_CHECK(strstr(screen[23], "q quit") != NULL);
+    /* a narrow title drops the precision, then the streamer, instead of being cut; the summary
+     * gives a stop's detail (brackets of its own) after a dash, or leaves it to the Stop pane */
+    {
+        tl_view w = v;
+        snprintf(w.model_name, sizeof w.model_name, "tl-mini-instruct-2");
+        snprintf(w.precision, sizeof w.precision, "mixed");
+        snprintf(w.stop_detail, sizeof w.stop_detail, "eos id 128009 <|eot_id|> (from generation_config.json)");
+        Screen_draw(stdscr, 80, 24, &w, &ui);
+        grab(24, 80);
+        TL_CHECK(all_widths_ok());
+        char title[1024];
+        snprintf(title, sizeof title, "%s", screen[0]);
+        for (size_t n = strlen(title); n > 0 && title[n - 1] == ' '; n--)
+            title[n - 1] = 0;
+        size_t tn = strlen(title);
+        TL_CHECK_MSG(strstr(title, "top-p 0.90") && tn >= 9 && (!strcmp(title + tn - 9, "hf stream") || !strcmp(title + tn - 4, "0.90")),
+                     "title, whole parts only: %s", title);
+        TL_CHECK_MSG(strstr(screen[2], "stop: eos") && !strstr(screen[2], "))") && !strstr(screen[2], "(eos id"),
+                     "summary: %s", screen[2]);
+        resizeterm(48, 160);
+        Screen_draw(stdscr, 160, 48, &w, &ui);
+        grab(48, 160);
+        TL_CHECK_MSG(strstr(screen[0], "hf stream \xC2\xB7 precision mixed"), "title: %s", screen[0]);
+        /* two tokens, one gap between them: "1 gap" */
+        w.n_step_ms = 1, w.lesson_tps = 300.0;
+        Screen_draw(stdscr, 160, 48, &w, &ui);
+        grab(48, 160);
+        TL_CHECK(find_row("\xC3\xB7 1 gap)") >= 0 && find_row("tokenloop: 1 gap ") >= 0);
+        TL_CHECK_MSG(find_row("1 gaps") < 0, "row %d: %s", find_row("1 gaps"), find_row("1 gaps") >= 0 ? screen[find_row("1 gaps")] : "");
+        resizeterm(24, 80);
+    }
     /* the tokens tab with wide pieces */
     ui.active = PANE_TOKENS;
     Screen_draw(stdscr, 80, 24, &v, &ui);
