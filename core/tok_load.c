@@ -437,6 +437,14 @@ static int index_added(tl_tokenizer *t)
     return 0;
 }
 
+/* Every entry of the vocabulary into one of the maps, through its put. */
+static void put_vocab(tl_tokenizer *t, void (*put)(tl_tokenizer *t, int id))
+{
+    for (int id = 0; id < t->n_vocab; id++)
+        if (t->present[id])
+            put(t, id);
+}
+
 /* The id table, sized to the largest id of the vocab and the added tokens. */
 static int size_ids(tl_tokenizer *t, const tj_doc *d, tj vocab, tj added, const char *what, tl_error *err)
 {
@@ -493,9 +501,7 @@ static int load_vocab(tl_tokenizer *t, const tj_doc *d, tj vocab, const char *wh
     t->bytes_map = calloc(t->bytes_map_size, sizeof *t->bytes_map);
     if (!t->bytes_map)
         return tl_error_set(err, "%s: out of memory", what);
-    for (int id = 0; id < t->n_vocab; id++)
-        if (t->present[id])
-            tl_tok_bytes_map_put(t, id);
+    put_vocab(t, tl_tok_bytes_map_put);
     for (int b = 0; b < 256; b++) {
         unsigned char c = (unsigned char)b;
         t->byte_id[b] = tl_tok_bytes_map_get(t, &c, 1);
@@ -552,9 +558,7 @@ static int build_str_map(tl_tokenizer *t, const char *what, tl_error *err)
     t->str_map = calloc(t->str_map_size, sizeof *t->str_map);
     if (!t->str_map)
         return tl_error_set(err, "%s: out of memory", what);
-    for (int id = 0; id < t->n_vocab; id++)
-        if (t->present[id])
-            tl_tok_str_map_put(t, id);
+    put_vocab(t, tl_tok_str_map_put);
     for (int i = 0; i < t->n_added; i++)  /* an added token's content finds its own id */
         tl_tok_str_map_put(t, t->added[i].id);
     return 0;
