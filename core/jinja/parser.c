@@ -567,14 +567,21 @@ static node *block_body(P *p, const char *end)
     return b;
 }
 
-/* Each tag after its name; t is the name's token. */
+/* The end of the opening tag, then the block's body and its closing tag. */
+static node *block_after(P *p, const char *end)
+{
+    expect_end(p);
+    return block_body(p, end);
+}
 
-static node *tag_if(P *p, tok *t)
+/* Each tag after its name: t is the name's token, n the tag's node (NULL for a tag that makes
+ * none). */
+
+static node *tag_if(P *p, tok *t, node *n)
 {
     static const char *const if_ends[] = {"elif", "else", "endif", NULL};
     static const char *const endif[] = {"endif", NULL};
-    adv(p);
-    node *n = mk(p, S_IF, t);
+    (void)t;
     node *c = n;
     c->a = parse_tuple(p, 0, 0, NULL);
     expect_end(p);
@@ -601,11 +608,10 @@ static node *tag_if(P *p, tok *t)
     return n;
 }
 
-static node *tag_for(P *p, tok *t)
+static node *tag_for(P *p, tok *t, node *n)
 {
     static const char *const for_ends[] = {"endfor", "else", NULL};
-    adv(p);
-    node *n = mk(p, S_FOR, t);
+    (void)t;
     n->d = parse_target(p, "in", 0);
     if (!is_name(p, "in")) jinja_pfail(p, JE_SYNTAX, cur(p), "expected 'in'");
     adv(p);
@@ -630,10 +636,8 @@ static node *tag_for(P *p, tok *t)
     return n;
 }
 
-static node *tag_set(P *p, tok *t)
+static node *tag_set(P *p, tok *t, node *n)
 {
-    adv(p);
-    node *n = mk(p, S_SET, t);
     n->d = parse_target(p, NULL, 1);
     if (is_op(p, "=")) {
         adv(p);
@@ -647,66 +651,53 @@ static node *tag_set(P *p, tok *t)
         node *in = mk(p, E_BLOCKINPUT, t);
         n->a = parse_filter(p, in, 0);
     }
-    expect_end(p);
-    n->b = block_body(p, "endset");
+    n->b = block_after(p, "endset");
     return n;
 }
 
-static node *tag_macro(P *p, tok *t)
+static node *tag_macro(P *p, tok *t, node *n)
 {
-    adv(p);
-    node *n = mk(p, S_MACRO, t);
+    (void)t;
     n->name = expect_name(p);
     parse_params(p, n);
-    expect_end(p);
-    n->b = block_body(p, "endmacro");
+    n->b = block_after(p, "endmacro");
     return n;
 }
 
-static node *tag_call(P *p, tok *t)
+static node *tag_call(P *p, tok *t, node *n)
 {
-    adv(p);
-    node *n = mk(p, S_CALLBLOCK, t);
     if (is_op(p, "(")) parse_params(p, n);
     n->a = parse_expr(p, 1);
     if (n->a->k != E_CALL) jinja_pfail(p, JE_SYNTAX, t, "expected call");
-    expect_end(p);
-    n->b = block_body(p, "endcall");
+    n->b = block_after(p, "endcall");
     return n;
 }
 
-static node *tag_filter(P *p, tok *t)
+static node *tag_filter(P *p, tok *t, node *n)
 {
-    adv(p);
-    node *n = mk(p, S_FILTERBLOCK, t);
     node *in = mk(p, E_BLOCKINPUT, t);
     n->a = parse_filter(p, in, 1);
-    expect_end(p);
-    n->b = block_body(p, "endfilter");
+    n->b = block_after(p, "endfilter");
     return n;
 }
 
-static node *tag_break(P *p, tok *t)
+static node *tag_break(P *p, tok *t, node *n)
 {
-    node *n = mk(p, is_name(p, "break") ? S_BREAK : S_CONTINUE, t);
-    adv(p);
+    (void)t;
     expect_end(p);
     return n;
 }
 
 /* transformers' {% generation %}: its body renders as it is */
-static node *tag_generation(P *p, tok *t)
+static node *tag_generation(P *p, tok *t, node *n)
 {
-    (void)t;
-    adv(p);
-    expect_end(p);
-    return block_body(p, "endgeneration");
+    (void)t, (void)n;
+    return block_after(p, "endgeneration");
 }
 
-static node *tag_with(P *p, tok *t)
+static node *tag_with(P *p, tok *t, node *n)
 {
-    adv(p);
-    node *n = mk(p, S_WITH, t);
+    (void)t;
     nvec names = {0}, vals = {0};
     while (cur(p)->t != K_BEND) {
         if (names.n) expect_op(p, ",");
@@ -726,14 +717,22 @@ static node *tag_with(P *p, tok *t)
     return n;
 }
 
-/* The tags a template may open, by name. */
+/* The tags a template may open, by name, with the kind of node each makes (-1: none). */
 static const struct {
     const char *name;
-    node *(*parse)(P *p, tok *t);
+    int kind;
+    node *(*parse)(P *p, tok *t, node *n);
 } TAGS[] = {
-    {"if", tag_if}, {"for", tag_for}, {"set", tag_set}, {"macro", tag_macro}, {"call", tag_call},
-    {"filter", tag_filter}, {"break", tag_break}, {"continue", tag_break}, {"generation", tag_generation},
-    {"with", tag_with},
+    {"if", S_IF, tag_if},
+    {"for", S_FOR, tag_for},
+    {"set", S_SET, tag_set},
+    {"macro", S_MACRO, tag_macro},
+    {"call", S_CALLBLOCK, tag_call},
+    {"filter", S_FILTERBLOCK, tag_filter},
+    {"break", S_BREAK, tag_break},
+    {"continue", S_CONTINUE, tag_break},
+    {"generation", -1, tag_generation},
+    {"with", S_WITH, tag_with},
 };
 
 static node *parse_stmt(P *p)
@@ -743,7 +742,8 @@ static node *parse_stmt(P *p)
     enter(p);
     for (size_t i = 0; i < sizeof TAGS / sizeof *TAGS; i++)
         if (is_name(p, TAGS[i].name)) {
-            node *n = TAGS[i].parse(p, t);
+            adv(p);
+            node *n = TAGS[i].parse(p, t, TAGS[i].kind < 0 ? NULL : mk(p, TAGS[i].kind, t));
             p->depth--;
             return n;
         }
