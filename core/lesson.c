@@ -69,6 +69,8 @@ struct tl_lesson {
     int undecided;              /* the check being made met an undecided comparison */
     lb_state *batch;            /* the last batch action's measurement (batch.* fields) */
     lp_state *pace;             /* the last pace action's measurement (pace.* fields) */
+    void (*busy)(void *ctx, const char *en, const char *vi);   /* tl_lesson_set_busy */
+    void *busy_ctx;
     char undecided_what[64];
 };
 
@@ -1412,9 +1414,24 @@ static int pace_cmp(const void *st, int i, char name[32], tl_cmp *c, double *w) 
 
 /* batch: B sequences decoding together (core/lesson_batch.c); each size after the first is
  * compared with the first as a compare action would be. */
+void tl_lesson_set_busy(tl_lesson *l, void (*fn)(void *ctx, const char *en, const char *vi), void *ctx)
+{
+    l->busy = fn;
+    l->busy_ctx = ctx;
+}
+
+/* Says what a measuring action is about to do, where a screen listens (tl_lesson_set_busy). */
+static void say_busy(const tl_lesson *l, const char *en, const char *vi)
+{
+    if (l->busy)
+        l->busy(l->busy_ctx, en, vi);
+}
+
 ACT(batch)
 {
     (void)ui;
+    say_busy(l, "measuring: sequences decoding together on random weights…",
+             "đang đo: các chuỗi giải mã cùng nhau trên trọng số ngẫu nhiên…");
     return lb_run(&l->batch, s, v, err) ? -1 : keep_cmps(l, "batch", batch_cmp, l->batch, err);
 }
 
@@ -1423,6 +1440,8 @@ ACT(batch)
 ACT(pace)
 {
     (void)ui;
+    say_busy(l, "measuring the pace on random weights that reach memory…",
+             "đang đo nhịp độ trên trọng số ngẫu nhiên đi tới bộ nhớ…");
     return lp_run(&l->pace, s, v, err) ? -1 : keep_cmps(l, "pace", pace_cmp, l->pace, err);
 }
 

@@ -1,14 +1,18 @@
 /* tl_pace_measure (core/pace.c), the lessons' pace figures: on the small shape in bf16 and q8_0,
  * each row's medians are the medians of what it recorded, the reads' extremes bound their median,
  * every decode after the first has its read, the bytes are the models', the KV cache adds to a
- * step's; and each malformed request is refused with a message, measuring nothing. */
+ * step's; and each malformed request is refused with a message, measuring nothing. Then the pace
+ * action in a lesson (argv[1], on the model argv[2]): it says it is measuring, once, in both
+ * languages, before it blocks (tl_lesson_set_busy), and its expectations hold. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tl_test.h"
+#include "tokenloop/lesson.h"
 #include "tokenloop/metrics.h"
+#include "tokenloop/session.h"
 #include "tokenloop/pace.h"
 #include "tokenloop/synthetic.h"
 
@@ -38,8 +42,43 @@ static void check_row(const tl_pace_row *r, const tl_model *m, const tl_pace_opt
         TL_CHECK(r->prefill_ms[k] > 0 && r->first_ms[k] > 0 && r->decode_ms[k] > 0);
 }
 
-int main(void)
+static int busy_calls;
+static char busy_en[128], busy_vi[128];
+
+static void on_busy(void *ctx, const char *en, const char *vi)
 {
+    (void)ctx;
+    busy_calls++;
+    snprintf(busy_en, sizeof busy_en, "%s", en);
+    snprintf(busy_vi, sizeof busy_vi, "%s", vi);
+}
+
+static void check_busy(const char *lesson, const char *model)
+{
+    tl_error err = {{0}};
+    tl_lesson *l = NULL;
+    tl_session *s = NULL;
+    tl_session_opts o = {.model_dir = model, .threads = 2, .bandwidth_gbs = 10};
+    TL_CHECK_MSG(tl_lesson_load(&l, lesson, &err) == 0, "%s", err.msg);
+    TL_CHECK_MSG(tl_session_open(&s, &o, &err) == 0, "%s", err.msg);
+    if (!l || !s) return;
+    tl_lesson_set_busy(l, on_busy, NULL);
+    char why[512];
+    TL_CHECK_MSG(tl_lesson_apply(l, 0, s, NULL, &err) == 0, "%s", err.msg);
+    TL_CHECK_MSG(tl_lesson_check(l, 0, s, why, sizeof why) == 0, "%s", why);
+    TL_CHECK_MSG(busy_calls == 1 && strstr(busy_en, "measuring") && strstr(busy_vi, "đang đo"), "%d: %s / %s",
+                 busy_calls, busy_en, busy_vi);
+    tl_session_free(s);
+    tl_lesson_free(l);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_pace LESSON.json MODEL_DIR\n");
+        return 2;
+    }
+    check_busy(argv[1], argv[2]);
     tl_error err = {{0}};
     tl_config cfg;
     tl_model *bf16 = NULL, *q8 = NULL;

@@ -32,6 +32,9 @@ typedef struct tl_lesson_ui {
     char highlight[32];         /* pane name, "" for none */
     int show_wrong_readings;    /* -1 unchanged, 0/1 */
 } tl_lesson_ui;
+/* Optional: fn is called before an action that takes seconds (measuring on random weights) with
+ * what it does in English and Vietnamese, so a screen can say so before it blocks. */
+void tl_lesson_set_busy(tl_lesson *l, void (*fn)(void *ctx, const char *en, const char *vi), void *ctx);
 
 /* What an HTTP client of `tokenloop serve` received for the session's request: the
  * serve_request action. Core has no HTTP server, so a front end built with one lends it here;
