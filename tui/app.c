@@ -99,8 +99,11 @@ typedef struct tl_app {
 
 __attribute__((noinline)) static void say(tl_app *a, const char *fmt, const char *arg)
 {
-    /* every notice is for the class: in the screen's language */
-    snprintf(a->message, sizeof a->message, I18n_tr(a->ui.lang, fmt), arg ? arg : "");
+    /* every notice is for the class: in the screen's language (a bare "%s" is core's error) */
+    if (!strcmp(fmt, "%s") && arg)
+        I18n_error(a->ui.lang, arg, a->message, sizeof a->message);
+    else
+        snprintf(a->message, sizeof a->message, I18n_tr(a->ui.lang, fmt), arg ? arg : "");
 }
 
 /* Renders the request (so the prompt shows before the first pass). */

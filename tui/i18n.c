@@ -11,6 +11,10 @@ static const entry table[] = {
 #include "i18n_table.h"
 };
 
+static const entry errors[] = {
+#include "i18n_errors.h"
+};
+
 int I18n_isVi(const char *lang)
 {
     return lang && lang[0] == 'v' && lang[1] == 'i' && (lang[2] == 0 || lang[2] == '_' || lang[2] == '-' || lang[2] == '.');
@@ -87,4 +91,106 @@ void I18n_expectation(const char *lang, const char *why, char *out, size_t size)
         snprintf(out, size, "không có bước %s", why + 8);
     else if (!strncmp(why, "cannot read ", 12))
         snprintf(out, size, "không đọc được %s", why + 12);
+}
+
+/* Matches text[0..n) against the format f ("%s" any run, shortest first; "%d" an optional minus
+ * and digits; "%%" a percent sign; the rest literally). On a match each conversion's span goes
+ * to cap[k] / caplen[k] (at most max) and the count to *ncap. */
+static int match(const char *f, const char *t, size_t n, const char **cap, size_t *caplen, int max, int *ncap)
+{
+    while (*f) {
+        if (f[0] == '%' && f[1] == 's') {
+            int k = *ncap;
+            if (k >= max)
+                return 0;
+            for (size_t len = 0; len <= n; len++) {
+                *ncap = k + 1;   /* a failed try may have taken more after it */
+                cap[k] = t;
+                caplen[k] = len;
+                if (match(f + 2, t + len, n - len, cap, caplen, max, ncap))
+                    return 1;
+            }
+            *ncap = k;
+            return 0;
+        }
+        if (f[0] == '%' && f[1] == 'd') {
+            size_t len = n && *t == '-';
+            while (len < n && t[len] >= '0' && t[len] <= '9')
+                len++;
+            if (len == 0 || (len == 1 && *t == '-') || *ncap >= max)
+                return 0;
+            cap[*ncap] = t;
+            caplen[(*ncap)++] = len;
+            f += 2, t += len, n -= len;
+            continue;
+        }
+        if (f[0] == '%' && f[1] == '%')
+            f++;
+        if (!n || *t != *f)
+            return 0;
+        f++, t++, n--;
+    }
+    return n == 0;
+}
+
+static void error_in(const char *lang, const char *msg, size_t n, char *out, size_t size, int depth)
+{
+    enum { MAXCAP = 8 };
+    const char *cap[MAXCAP];
+    size_t caplen[MAXCAP];
+    for (size_t i = 0; depth < 4 && i < sizeof errors / sizeof errors[0]; i++) {
+        int nc = 0;
+        if (!match(errors[i].en, msg, n, cap, caplen, MAXCAP, &nc))
+            continue;
+        /* the Vietnamese format with each value put back; a %s value translated in turn */
+        size_t o = 0;
+        int k = 0;
+        out[0] = 0;
+        for (const char *f = errors[i].vi; *f && o + 1 < size; f++) {
+            if (f[0] == '%' && (f[1] == 's' || f[1] == 'd') && k < nc) {
+                if (f[1] == 's')
+                    error_in(lang, cap[k], caplen[k], out + o, size - o, depth + 1);
+                else
+                    snprintf(out + o, size - o, "%.*s", (int)caplen[k], cap[k]);
+                o += strlen(out + o);
+                k++;
+                f++;
+                continue;
+            }
+            if (f[0] == '%' && f[1] == '%')
+                f++;
+            out[o++] = *f;
+            out[o] = 0;
+        }
+        return;
+    }
+    snprintf(out, size, "%.*s", (int)n, msg);
+}
+
+void I18n_error(const char *lang, const char *msg, char *out, size_t size)
+{
+    if (!size)
+        return;
+    if (!msg)
+        msg = "";
+    if (!I18n_isVi(lang)) {
+        snprintf(out, size, "%s", msg);
+        return;
+    }
+    error_in(lang, msg, strlen(msg), out, size, 0);
+}
+
+int I18n_errorCount(void)
+{
+    return (int)(sizeof errors / sizeof errors[0]);
+}
+
+const char *I18n_errorEn(int i)
+{
+    return i >= 0 && i < I18n_errorCount() ? errors[i].en : "";
+}
+
+const char *I18n_errorVi(int i)
+{
+    return i >= 0 && i < I18n_errorCount() ? errors[i].vi : "";
 }

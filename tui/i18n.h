@@ -23,6 +23,14 @@ const char *I18n_tr(const char *lang, const char *en);
  * lesson file's operator names are translated, those stay. Writes out (always terminated). */
 void I18n_expectation(const char *lang, const char *why, char *out, size_t size);
 
+/* An error core gave (tl_error's text: a lesson action that failed, a key the session refused)
+ * worded in lang: matched against i18n_errors.h's English formats, written with the Vietnamese
+ * one and the same values; a message the table does not know stays as it is. */
+void I18n_error(const char *lang, const char *msg, char *out, size_t size);
+int I18n_errorCount(void);
+const char *I18n_errorEn(int i);
+const char *I18n_errorVi(int i);
+
 /* The table itself, for tests: entry i's English and Vietnamese, i in [0, I18n_count()). */
 int I18n_count(void);
 const char *I18n_en(int i);

@@ -272,7 +272,10 @@ static void step_text(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
 {
     int rc = c->shown_rc, chk = c->shown_chk;
     char said[1200];   /* an expectation that failed, in the strip's language */
-    I18n_expectation(chk == 1 ? c->lang : "en", shown_why(c), said, sizeof said);
+    if (rc)   /* an action's error: core's English, worded in the strip's language */
+        I18n_error(c->lang, shown_why(c), said, sizeof said);
+    else
+        I18n_expectation(chk == 1 ? c->lang : "en", shown_why(c), said, sizeof said);
     const char *why = said;
     char *say = tl_lesson_narrate(c->cur, c->step, c->lang, s);
     size_t cap = (say ? strlen(say) : 0) + 1024;
@@ -347,9 +350,11 @@ static void leave(tl_lesson_ctl *c, tl_session *s, tl_ui *ui)
     if (!c->saved)
         return;
     tl_error err;
-    if (saved_restore(c->saved, s, &err))
-        snprintf(c->note, sizeof c->note, T("left the lessons; your session could not be restored: %s"), err.msg);
-    else
+    char why[400];
+    if (saved_restore(c->saved, s, &err)) {
+        I18n_error(c->lang, err.msg, why, sizeof why);
+        snprintf(c->note, sizeof c->note, T("left the lessons; your session could not be restored: %s"), why);
+    } else
         snprintf(c->note, sizeof c->note, T("left the lessons: your prompt and settings are back, %s weights"),
                  tl_dtype_name(tl_session_dtype(s)));
     saved_free(c->saved);

@@ -6,6 +6,7 @@ import re
 
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tui", "i18n_table.h")
 KEYS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tui", "keys_table.h")
+ERRORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tui", "i18n_errors.h")
 
 
 def c_string(lit):
@@ -41,8 +42,9 @@ def key_pairs(path=KEYS):
 
 def pairs(path=TABLE):
     """Every {"English", "Vietnamese"} entry, comments left out; with the key table's pairs
-    after the message table's (the footer and the key list say their words from there)."""
+    after the message table's (the footer and the key list say their words from there), then
+    core's errors as the screen words them (i18n_errors.h)."""
     text = re.sub(r"/\*.*?\*/", "", open(path, encoding="utf-8").read(), flags=re.S)
     lit = r'"((?:[^"\\]|\\.)*)"'
     out = [(c_string(a), c_string(b)) for a, b in re.findall(r"\{\s*%s\s*,\s*%s\s*\}" % (lit, lit), text)]
-    return out + key_pairs() if path == TABLE else out
+    return out + key_pairs() + pairs(ERRORS) if path == TABLE else out

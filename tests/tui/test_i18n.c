@@ -71,5 +71,37 @@ int main(void)
     TL_CHECK_STR(o, "first_prob: không đọc được x");
     I18n_expectation("en", "stop_reason is \"eos\", expected \"max_new_tokens\"", o, sizeof o);
     TL_CHECK_STR(o, "stop_reason is \"eos\", expected \"max_new_tokens\"");
+
+    /* core's errors (i18n_errors.h): the same conversions, set, and matched with their values */
+    for (int i = 0; i < I18n_errorCount(); i++) {
+        const char *en = I18n_errorEn(i), *vi = I18n_errorVi(i);
+        char ce[128], cv[128];
+        conversions(en, ce, sizeof ce);
+        conversions(vi, cv, sizeof cv);
+        TL_CHECK_MSG(!strcmp(ce, cv), "error \"%s\": conversions %s, Vietnamese has %s", en, ce, cv);
+        TL_CHECK_MSG(vi[0] && valid_utf8(vi), "error %d \"%s\"", i, en);
+        for (const char *p = ce; *p; p++)
+            TL_CHECK_MSG(*p == '%' || *p == 's' || *p == 'd', "error \"%s\": only %%s and %%d", en);
+    }
+    /* a lesson action that failed: the step's frame and core's why, each in Vietnamese */
+    I18n_error("vi", "/l/1-x.json: step 2: action \"force\": force: \"xyz\" is not a single token", o, sizeof o);
+    TL_CHECK_STR(o, "/l/1-x.json: bước 2: thao tác \"force\": force: \"xyz\" không phải là một token duy nhất");
+    I18n_error("vi", "/l/1-x.json: step 1: action \"force_rank\": force_rank: 9: only 5 candidates", o, sizeof o);
+    TL_CHECK_STR(o, "/l/1-x.json: bước 1: thao tác \"force_rank\": force_rank: 9: chỉ có 5 ứng viên");
+    I18n_error("vi", "prompt: 14598 tokens do not fit the context (4096 positions)", o, sizeof o);
+    TL_CHECK_STR(o, "prompt: 14598 token không vừa ngữ cảnh (4096 vị trí)");
+    /* nested: async's own message inside the step's */
+    I18n_error("vi", "a: step 3: action \"async\": async: out of memory", o, sizeof o);
+    TL_CHECK_STR(o, "a: bước 3: thao tác \"async\": async: hết bộ nhớ");
+    /* not known: as it is; English: as it is; a short buffer: cut, terminated */
+    I18n_error("vi", "something else: 3 things", o, sizeof o);
+    TL_CHECK_STR(o, "something else: 3 things");
+    I18n_error("en", "prompt: 5 tokens do not fit the context (4 positions)", o, sizeof o);
+    TL_CHECK_STR(o, "prompt: 5 tokens do not fit the context (4 positions)");
+    char small[12];
+    I18n_error("vi", "prompt: 14598 tokens do not fit the context (4096 positions)", small, sizeof small);
+    TL_CHECK(strlen(small) < sizeof small && !strncmp(small, "prompt: 145", 11));
+    I18n_error("vi", "force: id -3 is outside the vocabulary (0..128255)", o, sizeof o);
+    TL_CHECK_STR(o, "force: id -3 nằm ngoài bộ từ vựng (0..128255)");
     return TL_TEST_END("tui_i18n");
 }
