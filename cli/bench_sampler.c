@@ -112,7 +112,7 @@ int cmd_bench_sampler(int argc, char **argv)
     int vocab = 128256, reps = 300, json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "bench") || !strcmp(a, "--sampler")) continue;
+        if (!strcmp(a, "bench")) continue;
         if (!strcmp(a, "--json")) {
             json = 1;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

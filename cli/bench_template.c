@@ -173,8 +173,6 @@ int cmd_bench_template(int argc, char **argv)
     if (cli_help(argc, argv, usage))
         return 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--template"))
-            continue;
         if (i + 1 < argc && !strcmp(argv[i], "--runs")) {
             if (cli_runs(argv[++i], &runs))
                 return 2;

@@ -94,8 +94,6 @@ int cmd_bench_tokenizer(int argc, char **argv)
     if (cli_help(argc, argv, usage))
         return 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--tokenizer"))
-            continue;
         if (!strcmp(argv[i], "--json"))
             json = 1;
         else if (i + 1 < argc && !strcmp(argv[i], "--model"))

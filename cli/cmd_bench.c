@@ -391,15 +391,31 @@ static void print_text(const bench_run *r)
                r->ncpu);
 }
 
+/* A benchmark of its own (bench --tokenizer, --template, --sampler) on the arguments without the
+ * flag that chose it. */
+static int run_other(int (*cmd)(int argc, char **argv), int argc, char **argv, int at)
+{
+    char **rest = malloc(sizeof *rest * (size_t)argc);
+    if (!rest)
+        return cli_fail(1, "bench: out of memory");
+    int n = 0;
+    for (int i = 0; i < argc; i++)
+        if (i != at)
+            rest[n++] = argv[i];
+    int rc = cmd(n, rest);
+    free(rest);
+    return rc;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokenizer"))
-            return cmd_bench_tokenizer(argc, argv);
+            return run_other(cmd_bench_tokenizer, argc, argv, i);
         if (!strcmp(argv[i], "--template"))
-            return cmd_bench_template(argc, argv);
+            return run_other(cmd_bench_template, argc, argv, i);
         if (!strcmp(argv[i], "--sampler"))
-            return cmd_bench_sampler(argc, argv);
+            return run_other(cmd_bench_sampler, argc, argv, i);
         if (!strcmp(argv[i], "--batch"))
             return cmd_bench_batch(argc, argv);
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

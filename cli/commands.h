@@ -17,7 +17,7 @@ int cmd_tui(int argc, char **argv);
 int cmd_lesson(int argc, char **argv);
 /* `tokenloop serve`: built when libmicrohttpd is found (TL_HAVE_SERVE). */
 int cmd_serve(int argc, char **argv);
-/* `tokenloop bench --tokenizer ...`: cmd_bench hands over to this one. */
+/* `tokenloop bench --tokenizer ...`: cmd_bench hands over to this one, without the flag. */
 int cmd_bench_tokenizer(int argc, char **argv);
 /* `tokenloop bench --template ...`: likewise. */
 int cmd_bench_template(int argc, char **argv);
