@@ -296,9 +296,43 @@ typedef struct {
     tl_stream_mode mode;
 } gen_opts;
 
+/* The integer options: 0 with the value set (and the flag that says it was given, where there
+ * is one), the status 2 when v is not in range (said), -1 when a is none of them. */
+static int int_option(gen_opts *o, const char *a, const char *v)
+{
+    const struct {
+        const char *name;
+        long lo, hi, *out;
+        int *given;
+        const char *expected;   /* a format of hi */
+    } opts[] = {
+        {"--max-new-tokens", 1, 1 << 24, &o->max_new, NULL, "an integer in [1, %ld]"},
+        {"--top-k", 0, INT_MAX, &o->top_k, &o->have_k, "an integer >= 0"},
+        {"--seed", 0, LONG_MAX, &o->seed, &o->have_seed, "an integer >= 0"},
+        {"--top", 1, TL_MAX_TOP, &o->top_n, NULL, "1..%ld"},
+        {"--threads", 0, 4096, &o->threads, NULL, "an integer >= 0"},
+    };
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
+        if (strcmp(a, opts[i].name))
+            continue;
+        if (cli_parse_int(v, opts[i].lo, opts[i].hi, opts[i].out)) {
+            char want[64];
+            snprintf(want, sizeof want, opts[i].expected, opts[i].hi);
+            return cli_fail(2, "%s: %s: expected %s", a, v, want);
+        }
+        if (opts[i].given)
+            *opts[i].given = 1;
+        return 0;
+    }
+    return -1;
+}
+
 /* One option that takes a value, checked: 0, or the status to exit with. */
 static int parse_value(gen_opts *o, const char *a, const char *v)
 {
+    int rc = int_option(o, a, v);
+    if (rc >= 0)
+        return rc;
     if (!strcmp(a, "--model")) o->model = v;
     else if (!strcmp(a, "--synthetic")) o->synthetic = v;
     else if (!strcmp(a, "--ids")) o->ids_arg = v;
@@ -315,27 +349,14 @@ static int parse_value(gen_opts *o, const char *a, const char *v)
         if (tl_dtype_parse(v, &dt)) return cli_fail(2, "--dtype: %s: expected bf16, f16, f32, q8_0 or q4_0", v);
         o->dtype = v;
     }
-    else if (!strcmp(a, "--max-new-tokens")) {
-        if (cli_parse_int(v, 1, 1 << 24, &o->max_new))
-            return cli_fail(2, "--max-new-tokens: %s: expected an integer in [1, %d]", v, 1 << 24);
-    } else if (!strcmp(a, "--temperature")) {
+    else if (!strcmp(a, "--temperature")) {
         if (parse_float(v, &o->temperature) || o->temperature <= 0)
             return cli_fail(2, "--temperature: %s: expected a number > 0 (use --greedy for argmax)", v);
         o->have_t = 1;
-    } else if (!strcmp(a, "--top-k")) {
-        if (cli_parse_int(v, 0, INT_MAX, &o->top_k)) return cli_fail(2, "--top-k: %s: expected an integer >= 0", v);
-        o->have_k = 1;
     } else if (!strcmp(a, "--top-p")) {
         if (parse_float(v, &o->top_p) || o->top_p <= 0 || o->top_p > 1)
             return cli_fail(2, "--top-p: %s: expected a number in (0, 1]", v);
         o->have_p = 1;
-    } else if (!strcmp(a, "--seed")) {
-        if (cli_parse_int(v, 0, LONG_MAX, &o->seed)) return cli_fail(2, "--seed: %s: expected an integer >= 0", v);
-        o->have_seed = 1;
-    } else if (!strcmp(a, "--top")) {
-        if (cli_parse_int(v, 1, TL_MAX_TOP, &o->top_n)) return cli_fail(2, "--top: %s: expected 1..%d", v, TL_MAX_TOP);
-    } else if (!strcmp(a, "--threads")) {
-        if (cli_parse_int(v, 0, 4096, &o->threads)) return cli_fail(2, "--threads: %s: expected an integer >= 0", v);
     } else if (!strcmp(a, "--stream-mode")) {
         if (!strcmp(v, "hf")) o->mode = TL_STREAM_HF;
         else if (!strcmp(v, "server")) o->mode = TL_STREAM_SERVER;
