@@ -655,12 +655,13 @@ static node *tag_set(P *p, tok *t, node *n)
     return n;
 }
 
+/* The heads of the tags whose body follows (TAGS[]'s end): what stands between the name and %}. */
+
 static node *tag_macro(P *p, tok *t, node *n)
 {
     (void)t;
     n->name = expect_name(p);
     parse_params(p, n);
-    n->b = block_after(p, "endmacro");
     return n;
 }
 
@@ -669,30 +670,13 @@ static node *tag_call(P *p, tok *t, node *n)
     if (is_op(p, "(")) parse_params(p, n);
     n->a = parse_expr(p, 1);
     if (n->a->k != E_CALL) jinja_pfail(p, JE_SYNTAX, t, "expected call");
-    n->b = block_after(p, "endcall");
     return n;
 }
 
 static node *tag_filter(P *p, tok *t, node *n)
 {
-    node *in = mk(p, E_BLOCKINPUT, t);
-    n->a = parse_filter(p, in, 1);
-    n->b = block_after(p, "endfilter");
+    n->a = parse_filter(p, mk(p, E_BLOCKINPUT, t), 1);
     return n;
-}
-
-static node *tag_break(P *p, tok *t, node *n)
-{
-    (void)t;
-    expect_end(p);
-    return n;
-}
-
-/* transformers' {% generation %}: its body renders as it is */
-static node *tag_generation(P *p, tok *t, node *n)
-{
-    (void)t, (void)n;
-    return block_after(p, "endgeneration");
 }
 
 static node *tag_with(P *p, tok *t, node *n)
@@ -708,31 +692,40 @@ static node *tag_with(P *p, tok *t, node *n)
         jinja_nv_push(p, &names, nm);
         jinja_nv_push(p, &vals, parse_expr(p, 1));
     }
-    expect_end(p);
     n->v = names.v;
     n->nv = names.n;
     n->v2 = vals.v;
     n->nv2 = vals.n;
-    n->b = block_body(p, "endwith");
     return n;
 }
 
-/* The tags a template may open, by name, with the kind of node each makes (-1: none). */
+static node *tag_break(P *p, tok *t, node *n)
+{
+    (void)t;
+    expect_end(p);
+    return n;
+}
+
+/* The tags a template may open, by name: the kind of node each makes (-1: none), the tag that
+ * closes its body when the body simply follows its head (if, for and set read theirs
+ * themselves), and the parser of what comes after the name (NULL: nothing). A tag without a
+ * node is its body: transformers' {% generation %} renders what it holds as it is. */
 static const struct {
     const char *name;
     int kind;
+    const char *end;
     node *(*parse)(P *p, tok *t, node *n);
 } TAGS[] = {
-    {"if", S_IF, tag_if},
-    {"for", S_FOR, tag_for},
-    {"set", S_SET, tag_set},
-    {"macro", S_MACRO, tag_macro},
-    {"call", S_CALLBLOCK, tag_call},
-    {"filter", S_FILTERBLOCK, tag_filter},
-    {"break", S_BREAK, tag_break},
-    {"continue", S_CONTINUE, tag_break},
-    {"generation", -1, tag_generation},
-    {"with", S_WITH, tag_with},
+    {"if", S_IF, NULL, tag_if},
+    {"for", S_FOR, NULL, tag_for},
+    {"set", S_SET, NULL, tag_set},
+    {"macro", S_MACRO, "endmacro", tag_macro},
+    {"call", S_CALLBLOCK, "endcall", tag_call},
+    {"filter", S_FILTERBLOCK, "endfilter", tag_filter},
+    {"with", S_WITH, "endwith", tag_with},
+    {"break", S_BREAK, NULL, tag_break},
+    {"continue", S_CONTINUE, NULL, tag_break},
+    {"generation", -1, "endgeneration", NULL},
 };
 
 static node *parse_stmt(P *p)
@@ -743,7 +736,16 @@ static node *parse_stmt(P *p)
     for (size_t i = 0; i < sizeof TAGS / sizeof *TAGS; i++)
         if (is_name(p, TAGS[i].name)) {
             adv(p);
-            node *n = TAGS[i].parse(p, t, TAGS[i].kind < 0 ? NULL : mk(p, TAGS[i].kind, t));
+            node *n = TAGS[i].kind < 0 ? NULL : mk(p, TAGS[i].kind, t);
+            if (TAGS[i].parse)
+                n = TAGS[i].parse(p, t, n);
+            if (TAGS[i].end) {
+                node *body = block_after(p, TAGS[i].end);
+                if (n)
+                    n->b = body;
+                else
+                    n = body;
+            }
             p->depth--;
             return n;
         }
