@@ -51,6 +51,16 @@ static node *mk(P *p, int k, const tok *t)
     return n;
 }
 
+/* A node's two lists as the parser gathered them: arguments and keyword values, keys and
+ * values, names and values, operands and operators. */
+static void set_lists(node *n, nvec a, nvec b)
+{
+    n->v = a.v;
+    n->nv = a.n;
+    n->v2 = b.v;
+    n->nv2 = b.n;
+}
+
 void jinja_nv_push(P *p, nvec *v, node *x)
 {
     if (v->n == v->cap) {
@@ -97,10 +107,7 @@ static void parse_args(P *p, node *n)
         }
     }
     adv(p);
-    n->v = a.v;
-    n->nv = a.n;
-    n->v2 = kv.v;
-    n->nv2 = kv.n;
+    set_lists(n, a, kv);
     n->names = jinja_alloc(&p->j, (size_t)(kn.n + 1) * sizeof(char *));
     for (int i = 0; i < kn.n; i++) n->names[i] = kn.v[i]->name;
     n->nnames = kn.n;
@@ -295,10 +302,7 @@ static node *parse_primary(P *p)
             jinja_nv_push(p, &v, parse_expr(p, 1));
         }
         adv(p);
-        n->v = k.v;
-        n->nv = k.n;
-        n->v2 = v.v;
-        n->nv2 = v.n;
+        set_lists(n, k, v);
     } else {
         const char *d = describe(t);
         if (d) jinja_pfail(p, JE_SYNTAX, t, "unexpected %s", d);
@@ -407,10 +411,7 @@ static node *parse_compare(P *p)
     if (!ops.n) return l;
     node *c = mk(p, E_CMP, t0);
     c->a = l;
-    c->v = rhs.v;
-    c->nv = rhs.n;
-    c->v2 = ops.v;
-    c->nv2 = ops.n;
+    set_lists(c, rhs, ops);
     return c;
 }
 
@@ -692,10 +693,7 @@ static node *tag_with(P *p, tok *t, node *n)
         jinja_nv_push(p, &names, nm);
         jinja_nv_push(p, &vals, parse_expr(p, 1));
     }
-    n->v = names.v;
-    n->nv = names.n;
-    n->v2 = vals.v;
-    n->nv2 = vals.n;
+    set_lists(n, names, vals);
     return n;
 }
 
