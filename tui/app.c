@@ -92,6 +92,7 @@ typedef struct tl_app {
     double run_t0;
     int run_chunks;
     int cut_told;                /* Enter on a cut paste said so once; the next Enter applies */
+    int standin;                 /* D: random weights stand in for the model opened */
     int quit;
     char message[256];
     tl_lesson_ctl lesson;
@@ -292,6 +293,49 @@ static void next_dtype(tl_app *a)
     a->ui.tok_sel = -1;
     a->ui.logit_sel = 0;
     follow(a, PANE_TIMING);
+}
+
+/* D: random weights of Llama 3.2 1B's shape in place of the model opened, and back. The bundled
+ * model's weights fit in a CPU's cache, so its pace is no read from memory; these 2.5 GB are
+ * (the tokens they choose are noise, the timing is real). */
+static void key_random_weights(tl_app *a, int key)
+{
+    (void)key;
+    const char *lang = a->ui.lang;
+    int back = a->standin;
+    snprintf(a->sv.v.next, sizeof a->sv.v.next, "%s",
+             I18n_tr(lang, back ? "bringing the model back\xE2\x80\xA6"
+                                : "filling 2.5 GB of random weights in Llama 3.2 1B's shape\xE2\x80\xA6"));
+    if (g_curses)
+        draw(a);
+    char note[256];
+    tl_error err;
+    if (tl_session_use_synthetic(a->s, back ? NULL : "llama-3.2-1b", note, sizeof note, &err)) {
+        char m[300];
+        snprintf(m, sizeof m, I18n_tr(lang, "weights stay: %s"), err.msg);
+        say(a, "%s", m);
+        return;
+    }
+    a->standin = !back;
+    apply_request(a);
+    if (note[0])
+        say(a, "%s", note);
+    else
+        say(a, back ? "the model opened is back (D: random 1B weights again)"
+                    : "random weights in Llama 3.2 1B's shape: the tokens are noise, the pace is real (D: the model back)",
+            NULL);
+    a->ui.tok_sel = -1;
+    a->ui.logit_sel = 0;
+    follow(a, PANE_TIMING);
+}
+
+/* A lesson step about to measure for seconds: said on the status line before it blocks. */
+static void lesson_busy(void *ctx, const char *en, const char *vi)
+{
+    tl_app *a = ctx;
+    snprintf(a->sv.v.next, sizeof a->sv.v.next, "%s", I18n_isVi(a->ui.lang) ? vi : en);
+    if (g_curses)
+        draw(a);
 }
 
 /* ---- run mode ---- */
@@ -961,6 +1005,8 @@ static int app_init(tl_app *a, tl_session *s, const tl_app_opts *o)
     tl_session_set_top_n(s, TL_MAX_TOP);
     LessonCtl_init(&a->lesson, a->ui.lang);
     a->lesson.server = o->lesson_server;
+    a->lesson.busy = lesson_busy;
+    a->lesson.busy_ctx = a;
     welcome_open(a);
     tl_error err;
     if (tl_session_set_user(s, o->system, o->user ? o->user : "", &err)) {

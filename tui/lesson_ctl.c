@@ -392,6 +392,8 @@ int LessonCtl_key(tl_lesson_ctl *c, tl_session *s, int is_code, wint_t ch, tl_ui
             }
             if (c->server)
                 tl_lesson_set_server(c->cur, c->server, NULL);
+            if (c->busy)
+                tl_lesson_set_busy(c->cur, c->busy, c->busy_ctx);
             if (!c->saved)   /* the first lesson: what Esc gives back */
                 c->saved = saved_take(s);
             c->step = 0;

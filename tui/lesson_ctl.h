@@ -26,6 +26,9 @@ typedef struct tl_lesson_ctl {
     int show_wrong;            /* -1 unchanged */
     int highlight;             /* pane index, -1 none */
     tl_lesson_server_fn server;   /* given to each lesson started, when not NULL */
+    /* given to each lesson started (tl_lesson_set_busy): a step that measures for seconds */
+    void (*busy)(void *ctx, const char *en, const char *vi);
+    void *busy_ctx;
     char *mark;                /* the session as step mark_step left it (lesson_mark) */
     int mark_step;
     struct tl_lesson_saved *saved;   /* the teacher's session before the lessons; NULL: none */
