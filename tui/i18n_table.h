@@ -64,7 +64,7 @@
 
 /* 1 Prompt */
 {"1 Prompt · %d tokens · add_generation_prompt %s", "1 Lời nhắc (Prompt) · %d token · add_generation_prompt %s"},
-{"1 Prompt · %d tokens · generation prompt %s", "1 Lời nhắc (Prompt) · %d token · lời nhắc sinh %s"},
+{"1 Prompt · %d tok · add_generation_prompt %s", "1 Lời nhắc · %d token · add_generation_prompt %s"},
 {"on", "bật"},
 {" · content as plain text", " · nội dung là văn bản thường"},
 {" · plain text", " · văn bản thường"},

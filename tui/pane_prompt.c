@@ -105,7 +105,7 @@ void Pane_prompt(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         if (Format_widthz(title) + 2 > room)
             snprintf(title + n, sizeof title - (size_t)n, "%s", T(" \xC2\xB7 plain text"));
         if (Format_widthz(title) + 2 > room) {
-            n = snprintf(title, sizeof title, T("1 Prompt \xC2\xB7 %d tokens \xC2\xB7 generation prompt %s"),
+            n = snprintf(title, sizeof title, T("1 Prompt \xC2\xB7 %d tok \xC2\xB7 add_generation_prompt %s"),
                          v->n_prompt, v->add_generation_prompt ? T("on") : T("off"));
             if (n > 0 && (size_t)n < sizeof title)
                 snprintf(title + n, sizeof title - (size_t)n, "%s", T(" \xC2\xB7 plain text"));

@@ -360,7 +360,8 @@ static void test_teaching(tl_view *v, tl_ui *ui)
     resizeterm(48, 160);
     Screen_draw(stdscr, 160, 48, v, ui);
     grab(48, 160);
-    TL_CHECK(find_row("1 Lời nhắc (Prompt) · 5 token") >= 0);
+    /* content as plain text (this view's): the short form, whole, in the 80-column pane */
+    TL_CHECK(find_row("1 Lời nhắc · 5 token · add_generation_prompt bật · văn bản thường ") >= 0);
     TL_CHECK(find_row("3 Logits · 10 cao nhất trong 128.256") >= 0);
     TL_CHECK(find_row("T 0,60 · top-k 50 · top-p 0,90") == 0);
     TL_CHECK(find_row("20,00") > 0 && find_row("20.00") < 0);
