@@ -333,6 +333,9 @@ static void key_random_weights(tl_app *a, int key)
 static void lesson_busy(void *ctx, const char *en, const char *vi)
 {
     tl_app *a = ctx;
+    /* the view again first: the step's earlier actions may have freed what the last one
+     * pointed at (the prompt's text after "defaults"; ASan: heap-use-after-free in lesson 3) */
+    refresh_view(a);
     snprintf(a->sv.v.next, sizeof a->sv.v.next, "%s", I18n_isVi(a->ui.lang) ? vi : en);
     if (g_curses)
         draw(a);
