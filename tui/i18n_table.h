@@ -110,7 +110,7 @@
 {"nothing printed yet", "chưa in ra gì"},
 
 /* 5 Stop */
-{"5 Stop", "5 Dừng (Stop)"},
+{"5 Stop", "5 Dừng"},
 {"strings", "chuỗi"},
 {"budget", "ngân sách"},
 {"(none)", "(không có)"},

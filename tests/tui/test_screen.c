@@ -222,7 +222,7 @@ static const char *english_on_screen(int cols, int rows, const tl_ui *ui)
         if (!strcmp(en, pair_vi(i)) || strchr(en, '%'))
             continue;
         /* technical terms the Vietnamese keeps on purpose, as vi_screen.py's TECHNICAL */
-        if (!strcmp(en, "Prompt") || !strcmp(en, "template") || !strcmp(en, "Stop"))
+        if (!strcmp(en, "Prompt") || !strcmp(en, "template"))
             continue;
         for (int y = 0; y < scr_rows; y++)
             if (word_in(screen[y], en))

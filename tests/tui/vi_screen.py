@@ -43,7 +43,6 @@ def check(cond, msg):
 TECHNICAL = {
     "Prompt",     # "1 Lời nhắc (Prompt)": the lessons' "ô Prompt", a term used as is
     "template",   # "khuôn mẫu chat (chat template)": transformers' name, apply_chat_template
-    "Stop",       # "5 Dừng (Stop)": lessons 5 and 7 say "ô Stop" (their narration, not the TUI's)
 }
 
 
