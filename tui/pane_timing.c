@@ -108,14 +108,14 @@ static void pace_lines(WINDOW *w, tl_rect in, int *y, int end, const tl_view *v,
         int n = v->n_step_ms + 1;
         if (n == 2) {   /* one gap */
             snprintf(wide, sizeof wide,
-                     I18n_tr(lang, "lesson: %d tokens \xC3\xB7 time since the first = %s tok/s; tokenloop: 1 gap = %s tok/s (the first token is the prefill's)%s"),
+                     I18n_tr(lang, "with the first: %d tokens \xC3\xB7 time since the first = %s tok/s; decode speed: 1 gap = %s tok/s (the first token is the prefill's)%s"),
                      n, t2, t1, v->paused_gaps ? I18n_tr(lang, "; both hold your pauses") : "");
-            snprintf(narrow, sizeof narrow, I18n_tr(lang, "lesson: %d tokens %s tok/s; tokenloop: 1 gap %s tok/s"), n, t2, t1);
+            snprintf(narrow, sizeof narrow, I18n_tr(lang, "with the first: %d tokens %s tok/s; decode: 1 gap %s tok/s"), n, t2, t1);
         } else {
             snprintf(wide, sizeof wide,
-                     I18n_tr(lang, "lesson: %d tokens \xC3\xB7 time since the first = %s tok/s; tokenloop: %d gaps = %s tok/s (the first token is the prefill's)%s"),
+                     I18n_tr(lang, "with the first: %d tokens \xC3\xB7 time since the first = %s tok/s; decode speed: %d gaps = %s tok/s (the first token is the prefill's)%s"),
                      n, t2, n - 1, t1, v->paused_gaps ? I18n_tr(lang, "; both hold your pauses") : "");
-            snprintf(narrow, sizeof narrow, I18n_tr(lang, "lesson: %d tokens %s tok/s; tokenloop: %d gaps %s tok/s"), n, t2, n - 1, t1);
+            snprintf(narrow, sizeof narrow, I18n_tr(lang, "with the first: %d tokens %s tok/s; decode: %d gaps %s tok/s"), n, t2, n - 1, t1);
         }
         fit(w, in, y, end, Theme_attr(TA_DIM), wide, narrow);
     }
