@@ -536,7 +536,11 @@ def main():
                                                ("/v1/completions", "400")} <= seen and
               all(m.group(6) != "-" and int(m.group(4)) > 0 for m in parsed if m and m.group(3) == "200" and
                   m.group(2) == "/v1/chat/completions"),
-              "the access log: %d lines, not in the format: %r" % (len(log), bad[:3]))
+              "the access log: %d lines, not in the format: %r; missing %r; 200 chat lines without TTFT or prompt: %r" % (len(log), bad[:3],
+              sorted({("/v1/chat/completions", "200"), ("/v1/chat/completions", "400"), ("/%FF%FE%FF", "404"),
+                      ("/v1/chat/completions", "405"), ("-", "505"), ("/v1/completions", "400")} - seen),
+              [m.group(0) for m in parsed if m and m.group(3) == "200" and m.group(2) == "/v1/chat/completions"
+               and (m.group(6) == "-" or int(m.group(4)) == 0)][:3]))
         print("access log: %d lines, one a request, each with time, client, request, status, tokens, TTFT, duration"
               % len(log))
     finally:
