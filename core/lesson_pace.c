@@ -159,6 +159,9 @@ static int pick_dtypes(lp_state *p, const cJSON *v, const tl_config *cfg, tl_dty
         if (!d)
             break;
     }
+    if (n == 0)
+        return tl_error_set(err, "pace: none of the dtypes asked for fits beside %s's bf16 weights in %.1f GB of memory",
+                            p->shape, avail / 1e9);
     return n;
 }
 
