@@ -290,6 +290,7 @@ static void print_json(const bench_run *r)
     cJSON_AddStringToObject(j, "dtype", tl_dtype_name(m->layers[0].wq.dtype));
     cJSON_AddNumberToObject(j, "parameters", (double)m->n_params);
     cJSON_AddStringToObject(j, "device", tl_engine_device(r->e));
+    cJSON_AddStringToObject(j, "kernels", tl_engine_kernels(r->e));
     if (r->is_cpu)
         cJSON_AddNumberToObject(j, "threads", r->threads);
     cJSON_AddNumberToObject(j, "prompt_tokens", o->prompt_tokens);
@@ -351,7 +352,8 @@ static void print_text(const bench_run *r)
            tl_dtype_name(m->layers[0].wq.dtype), si(b1, sizeof b1, (double)m->n_params),
            si(b2, sizeof b2, (double)m->weight_bytes));
     if (r->is_cpu)
-        printf("device         cpu, %d thread%s\n", r->threads, r->threads == 1 ? "" : "s");
+        printf("device         cpu, %d thread%s, %s kernels\n", r->threads, r->threads == 1 ? "" : "s",
+               tl_engine_kernels(r->e));
     else
         printf("device         %s\n", tl_engine_device(r->e));
     if (r->copied)

@@ -804,6 +804,7 @@ int tl_engine_capacity(const tl_engine *e) { return e->capacity; }
 const float *tl_engine_logits(const tl_engine *e) { return e->keep_top ? NULL : e->scores; }
 const tl_model *tl_engine_model(const tl_engine *e) { return e->m; }
 const char *tl_engine_device(const tl_engine *e) { return e->be->name; }
+const char *tl_engine_kernels(const tl_engine *e) { return e->be->kernels ? e->be->kernels(e->ctx) : e->be->name; }
 double tl_engine_last_ms(const tl_engine *e) { return e->last_ms; }
 double tl_engine_last_unsynced_ms(const tl_engine *e) { return e->last_unsynced_ms; }
 

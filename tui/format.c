@@ -414,3 +414,9 @@ void Format_logitLang(const char *lang, double x, char *out, size_t outsz)
     Format_logit(x, out, outsz);
     Format_localize(lang, out);
 }
+
+void Format_device(const char *device, const char *kernels, int with_kernels, char *out, size_t outsz)
+{
+    int add = with_kernels && kernels && kernels[0] && strcmp(kernels, device);
+    snprintf(out, outsz, "%s%s%s", device, add ? " " : "", add ? kernels : "");
+}

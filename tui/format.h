@@ -65,6 +65,9 @@ void Format_prob(double p, char *out, size_t outsz);
 void Format_bytes(double bytes, char *out, size_t outsz);
 /* "128,256" */
 void Format_count(long long n, char *out, size_t outsz);
+/* The device with the kernel set it runs, where that differs from its name: "cpu avx2", "cuda";
+ * with_kernels 0: the device alone. */
+void Format_device(const char *device, const char *kernels, int with_kernels, char *out, size_t outsz);
 /* A logit: "17.25", "-3.10", "-inf". */
 void Format_logit(double x, char *out, size_t outsz);
 

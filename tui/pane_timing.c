@@ -256,7 +256,9 @@ void Pane_timing(WINDOW *w, tl_rect r, const tl_view *v, tl_ui *ui)
         Format_bytesLang(lang, v->step_bytes, a, sizeof a);
         Format_bytesLang(lang, v->bandwidth_gbs * 1e9, b, sizeof b);
         Format_msLang(lang, v->floor_ms, c, sizeof c);
-        snprintf(line, sizeof line, I18n_tr(lang, "floor %s \xC3\xB7 %s/s = %s per token (%s, %s)"), a, b, c, v->device,
+        char dev[64];
+        Format_device(v->device, v->kernels, 1, dev, sizeof dev);
+        snprintf(line, sizeof line, I18n_tr(lang, "floor %s \xC3\xB7 %s/s = %s per token (%s, %s)"), a, b, c, dev,
                  I18n_tr(lang, v->bandwidth_source));
     } else
         snprintf(line, sizeof line, I18n_tr(lang, "floor: bandwidth unknown on %s"), v->device);

@@ -166,12 +166,14 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
     if (v->precision[0] && strcmp(v->precision, "device"))
         snprintf(pr, sizeof pr, T(" \xC2\xB7 precision %s"), v->precision);
     /* on a narrow terminal the precision goes first, then the streamer and mono (the Stream
-     * pane's title names the streamer), then the program's name, so the settings stay whole;
-     * what still does not fit ends with an ellipsis */
+     * pane's title names the streamer), then the program's name, then the kernel set, so the
+     * settings stay whole; what still does not fit ends with an ellipsis */
     const char *stream = v->stream_server ? T("server stream") : T("hf stream"), *mono = ui->mono ? T(" \xC2\xB7 mono") : "";
-    for (int drop = 0; drop < 4; drop++) {
+    for (int drop = 0; drop < 5; drop++) {
+        char dev[64];
+        Format_device(v->device, v->kernels, drop < 4, dev, sizeof dev);
         snprintf(t, sizeof t, "%s %s \xC2\xB7 %s%s \xC2\xB7 %s%s%s%s%s", drop < 3 ? " tokenloop \xC2\xB7" : "", v->model_name,
-                 v->device, dt, s, drop < 2 ? " \xC2\xB7 " : "", drop < 2 ? stream : "", drop < 2 ? mono : "", drop < 1 ? pr : "");
+                 dev, dt, s, drop < 2 ? " \xC2\xB7 " : "", drop < 2 ? stream : "", drop < 2 ? mono : "", drop < 1 ? pr : "");
         if (Format_widthz(t) <= cols)
             break;
     }

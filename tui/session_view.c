@@ -72,6 +72,7 @@ static void fill_request(tl_view *v, tl_session *s, const tl_ui *ui)
         snprintf(v->model_name, sizeof v->model_name, I18n_tr(ui->lang, "%s (random weights)"), tl_session_synthetic(s));
     v->random_weights = tl_session_synthetic(s) != NULL;
     snprintf(v->device, sizeof v->device, "%s", e ? tl_engine_device(e) : "?");
+    snprintf(v->kernels, sizeof v->kernels, "%s", e ? tl_engine_kernels(e) : "");
     snprintf(v->precision, sizeof v->precision, "%s", e ? tl_precision_name(tl_engine_precision(e)) : "");
     v->vocab_size = m->cfg.vocab_size;
 

@@ -59,6 +59,7 @@ typedef struct tl_view {
     char model_name[128];
     int random_weights;         /* tl_model_synthetic's weights: the Timing pane says so */
     char device[32];
+    char kernels[24];           /* the CPU's kernel set (avx2, neon, ...): the pace depends on it */
     char precision[8];          /* tl_precision_name: what products read as x (docs/accuracy.md) */
     long long vocab_size;
 

@@ -4,7 +4,8 @@
  * asynchronous mode (set_async) the operations are queued to a worker thread as a GPU's are to
  * its stream, and only sync waits (the lesson's trap 2, on any machine).
  * The matrix product picks the best kernel this CPU supports at run time (AVX-512 BF16,
- * AVX-512F, AVX2+FMA+F16C; NEON on AArch64; portable); TL_CPU_ISA=generic|avx2|avx512|avx512bf16|neon
+ * AVX-512F, AVX2+FMA+F16C; NEON with SDOT, NEON on AArch64; portable);
+ * TL_CPU_ISA=generic|avx2|avx512|avx512bf16|neon|neon-dotprod
  * forces one. */
 #define _GNU_SOURCE   /* SCHED_BATCH */
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "kq.h"
 #include "mm.h"
 #include "pool.h"
 #include "tokenloop/backend.h"
@@ -44,7 +46,7 @@ static const tl_cpu_isa *const isas[] = {
     &tl_cpu_isa_avx512bf16, &tl_cpu_isa_avx512, &tl_cpu_isa_avx2,
 #endif
 #ifdef TL_CPU_NEON
-    &tl_cpu_isa_neon,
+    &tl_cpu_isa_neon_dotprod, &tl_cpu_isa_neon,
 #endif
     &tl_cpu_isa_generic,
 };
@@ -61,7 +63,7 @@ void *tl_cpu_create_isa(int threads, const char *isa_name, tl_error *err)
 {
     const tl_cpu_isa *isa = tl_cpu_isa_find(isa_name);
     if (!isa) {
-        tl_error_set(err, "%s: unknown CPU kernel set (generic, avx2, avx512, avx512bf16, neon)", isa_name);
+        tl_error_set(err, "%s: unknown CPU kernel set (generic, avx2, avx512, avx512bf16, neon, neon-dotprod)", isa_name);
         return NULL;
     }
     if (!isa->supported()) {
@@ -426,9 +428,15 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
     const tl_dtype dt = W[0].dtype;
     tl_cpu_mm_fn fn = c->isa->mm[dt];
     tl_cpu_mv_scores_fn fn_scores = slots && T == 1 ? c->isa->mv_scores[dt] : NULL;
-    if (dt == TL_Q8_0 || dt == TL_Q4_0) {
-        int ok = pack_x_q8(c, &mm[0], x, cols, T, dt, c->isa->qpack, c->isa->qbias[dt], n) == 0;
-        if (!ok && (ok = pack_x_q8(c, &mm[0], x, cols, T, dt, NULL, 0, 1) == 0)) {   /* (no room for xc) */
+    const int kq = tl_dtype_is_kquant(dt);
+    if (kq) {   /* K-quants (kq.h): x as Q8_K, its bsums where xc goes */
+        fn = tl_cpu_kq_kernel(c->isa->name, dt);
+        fn_scores = NULL;
+    }
+    if (dt == TL_Q8_0 || dt == TL_Q4_0 || kq) {
+        int ok = kq ? pack_x_q8(c, &mm[0], x, cols, T, dt, tl_cpu_qpack_q8k, 1, n) == 0
+                    : pack_x_q8(c, &mm[0], x, cols, T, dt, c->isa->qpack, c->isa->qbias[dt], n) == 0;
+        if (!ok && !kq && (ok = pack_x_q8(c, &mm[0], x, cols, T, dt, NULL, 0, 1) == 0)) {   /* (no room for xc) */
             fn = tl_cpu_isa_generic.mm[dt];
             fn_scores = NULL;
         }
@@ -985,7 +993,7 @@ static const tl_backend_ops cpu_ops = {
     .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .copy = cpu_copy, .sync = cpu_sync_op,
     .begin_pass = cpu_begin_pass, .end_pass = cpu_end_pass, .set_async = cpu_set_async,
     .set_exact = cpu_set_exact, .attention_bf16 = cpu_attention_bf16, .store_bf16 = cpu_store_bf16,
-    .scores_slots = cpu_scores_slots, .matmul_scores = cpu_matmul_scores,
+    .scores_slots = cpu_scores_slots, .matmul_scores = cpu_matmul_scores, .kernels = tl_cpu_ctx_isa,
 };
 
 const tl_backend_ops *tl_backend_cpu(void) { return &cpu_ops; }

@@ -584,6 +584,23 @@ int main(void)
         Screen_draw(stdscr, 160, 48, &w, &ui);
         grab(48, 160);
         TL_CHECK_MSG(strstr(screen[0], "hf stream \xC2\xB7 precision mixed"), "title: %s", screen[0]);
+        /* the kernel set beside the device; dropped last, after the program's name, at 80 columns */
+        snprintf(w.kernels, sizeof w.kernels, "avx512bf16");
+        Screen_draw(stdscr, 160, 48, &w, &ui);
+        grab(48, 160);
+        TL_CHECK_MSG(strstr(screen[0], " tokenloop \xC2\xB7 tl-mini-instruct-2 \xC2\xB7 cpu avx512bf16 \xC2\xB7 "), "title: %s", screen[0]);
+        resizeterm(24, 80);
+        Screen_draw(stdscr, 80, 24, &w, &ui);
+        grab(24, 80);
+        TL_CHECK_MSG(!strstr(screen[0], "tokenloop") && !strstr(screen[0], "avx512bf16") && strstr(screen[0], "top-p 0.90"),
+                     "title at 80 columns: %s", screen[0]);
+        snprintf(w.model_name, sizeof w.model_name, "m");
+        Screen_draw(stdscr, 80, 24, &w, &ui);
+        grab(24, 80);
+        TL_CHECK_MSG(strstr(screen[0], " m \xC2\xB7 cpu avx512bf16 \xC2\xB7 "), "short title at 80 columns: %s", screen[0]);
+        snprintf(w.model_name, sizeof w.model_name, "tl-mini-instruct-2");
+        w.kernels[0] = 0;
+        resizeterm(48, 160);
         /* two tokens, one gap between them: "1 gap" */
         w.n_step_ms = 1, w.lesson_tps = 300.0;
         Screen_draw(stdscr, 160, 48, &w, &ui);

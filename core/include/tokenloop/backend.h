@@ -85,6 +85,9 @@ typedef struct tl_backend_ops {
     /* Optional (NULL on the CPU): the device memory's bandwidth in bytes/s, from copies timed
      * with device events for about budget_s seconds (read + write bytes); <= 0 if unknown. */
     double (*bandwidth)(void *ctx, double budget_s);
+    /* Optional: the kernel set this context runs, chosen at create (the CPU's: avx2, neon, ...):
+     * speed depends on it, so the screens and bench name it. */
+    const char *(*kernels)(void *ctx);
     /* Optional: a backend that is synchronous by default (the CPU: every operation returns when
      * its work is done) and can queue its operations instead, as a GPU stream does (on != 0):
      * each operation then returns at once, buffers hold their results only after sync, and the

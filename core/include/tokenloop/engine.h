@@ -58,6 +58,8 @@ int tl_engine_set_stats(tl_engine *e, int on, unsigned what, float scale);
 const tl_logit_stats *tl_engine_stats(const tl_engine *e);
 const tl_model *tl_engine_model(const tl_engine *e);
 const char *tl_engine_device(const tl_engine *e);
+/* The kernel set running ("avx2", "neon", ...; the device's name where it has no sets). */
+const char *tl_engine_kernels(const tl_engine *e);
 
 /* Wall time of the last pass, measured after the backend synchronized. */
 double tl_engine_last_ms(const tl_engine *e);
