@@ -22,8 +22,8 @@ void tl_cpu_ref_attention_bf16(float *out, const float *q, const uint16_t *k, co
 void tl_cpu_ref_swiglu(float *gate, const float *up, int n);
 void tl_cpu_ref_add(float *x, const float *y, int n);
 
-/* A backend context with a chosen kernel set ("generic", "avx2", "avx512", "avx512bf16", "neon";
- * NULL: the best this CPU supports), for tests that check every variant. */
+/* A backend context with a chosen kernel set ("generic", "avx2", "avx512", "avx512bf16", "neon",
+ * "neon-dotprod"; NULL: the best this CPU supports), for tests that check every variant. */
 void *tl_cpu_create_isa(int threads, const char *isa, tl_error *err);
 const char *tl_cpu_ctx_isa(void *ctx);
 int tl_cpu_ctx_threads(void *ctx);

@@ -1,9 +1,16 @@
 /* AArch64 Advanced SIMD (NEON): weights widened to fp32 in registers, fp32 FMA, 4 lanes. NEON
- * and the f16 <-> f32 conversions are part of every ARMv8-A core, so this set needs no run-time
- * check; it is built only for aarch64 (kernels/cpu/CMakeLists.txt). Q8_0/Q4_0 use the generic
- * integer products for now. */
+ * and the f16 <-> f32 conversions are part of every ARMv8-A core, so the "neon" set needs no
+ * run-time check; it is built only for aarch64 (kernels/cpu/CMakeLists.txt) and its Q8_0/Q4_0
+ * products are the generic integer ones. "neon-dotprod" is the same with Q8_0/Q4_0 on SDOT
+ * (qmm_dotprod_neon.c), for CPUs that report the dot product extension (Armv8.2 optional,
+ * Armv8.4 on: Cortex-A76/Neoverse N1 and later, every Apple M). */
 #include <arm_neon.h>
 #include <stdint.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
 /* bf16 is fp32's high half: widen each u16 to u32 shifted left by 16 and reinterpret */
 static inline float32x4_t n_load_bf16(const void *w, int64_t k)
@@ -48,11 +55,37 @@ static inline float32x4_t n_sum4(float32x4_t a, float32x4_t b, float32x4_t c, fl
 
 static int always(void) { return 1; }
 
+/* The kernel's word on the CPU (the instructions themselves would trap where missing). */
+static int has_dotprod(void)
+{
+#if defined(__linux__)
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#elif defined(__APPLE__)
+    int v = 0;
+    size_t n = sizeof v;
+    return sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &n, NULL, 0) == 0 && v;
+#else
+    return 0;
+#endif
+}
+
 const tl_cpu_isa tl_cpu_isa_neon = {
     .name = "neon",
     .supported = always,
     .mm = {tl_cpu_mm_f32_neon, tl_cpu_mm_f16_neon, tl_cpu_mv_bf16_neon, tl_cpu_mm_q8_0_generic,
            tl_cpu_mm_q4_0_generic},
+    .attn = tl_cpu_attn_neon,
+    .attn_bf16 = tl_cpu_attn_bf16_neon,
+};
+
+const tl_cpu_isa tl_cpu_isa_neon_dotprod = {
+    .name = "neon-dotprod",
+    .supported = has_dotprod,
+    .mm = {tl_cpu_mm_f32_neon, tl_cpu_mm_f16_neon, tl_cpu_mv_bf16_neon, tl_cpu_mm_q8_0_neon_dotprod,
+           tl_cpu_mm_q4_0_neon_dotprod},
     .attn = tl_cpu_attn_neon,
     .attn_bf16 = tl_cpu_attn_bf16_neon,
 };

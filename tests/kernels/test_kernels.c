@@ -599,13 +599,24 @@ int main(int argc, char **argv)
         tl_backend_cpu()->destroy(ctx);
         return 0;
     }
-    int threaded_only = argc > 1 && !strcmp(argv[1], "--threaded-only");
-    if (argc > 2 || (argc == 2 && !threaded_only)) {
-        fprintf(stderr, "usage: %s [--threaded-only | --default-set]\n", argv[0]);
-        return 2;
+    /* --set NAME: only that set forced (an emulated run checks each set under the CPU model
+     * that selects it); unknown or unsupported there is a failure, not a skip */
+    int threaded_only = 0;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threaded-only"))
+            threaded_only = 1;
+        else if (!strcmp(argv[i], "--set") && i + 1 < argc)
+            only = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s [--threaded-only] [--set NAME] | --default-set\n", argv[0]);
+            return 2;
+        }
     }
     if (threaded_only)
         printf("kernels: 2 and 3 threads only (--threaded-only)\n");
+    if (only)
+        printf("kernels: the %s set only (--set)\n", only);
     ops = tl_backend_cpu();
 #ifdef __x86_64__   /* the x86 sets' own layouts; kernels/cpu builds them only there */
     check_qpack("avx512bf16", tl_cpu_qpack_avx512vnni, 1);
@@ -615,7 +626,7 @@ int main(int argc, char **argv)
 #endif
     for (int threads = 1; threads <= 4; threads++)
         check_pool(threads);
-    const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16", "neon"};
+    const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16", "neon", "neon-dotprod"};
     static const struct { int64_t rows, cols; int T; } shapes[] = {
         {1, 1, 1}, {7, 13, 1}, {33, 67, 1}, {130, 1000, 1}, {64, 2048, 1}, {1023, 96, 1},
         {5, 31, 2}, {37, 517, 7}, {61, 1031, 13}, {16, 64, 6}, {9, 600, 12}, {3, 1, 5},
@@ -633,7 +644,10 @@ int main(int argc, char **argv)
     int tested = 0;
     for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
         tl_error err;
+        if (only && strcmp(only, isas[s]))
+            continue;
         void *probe = tl_cpu_create_isa(1, isas[s], &err);
+        TL_CHECK_MSG(probe || !only, "--set %s: %s", only, err.msg);
         if (!probe) {
             printf("kernels: %s not supported here (%s), skipped\n", isas[s], err.msg);
             continue;
