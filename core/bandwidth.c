@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tokenloop/bandwidth.h"
+#include "tokenloop/platform.h"
 #include "tokenloop/system.h"
 
 #define BW_BUFFER ((size_t)256 << 20)
@@ -26,7 +27,7 @@ typedef struct bw_shared {
     int go;                       /* set once the barriers know how many threads started */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_barrier_t start, end;
+    tl_barrier start, end;
     uint64_t sink[64];
 } bw_shared;
 
@@ -58,9 +59,9 @@ static void *bw_thread(void *v)
     const uint64_t *mine = s->buf + per * (size_t)a->tid;
     uint64_t x = 0;
     for (int p = 0; p < s->passes; p++) {
-        pthread_barrier_wait(&s->start);
+        tl_barrier_wait(&s->start);
         x ^= read_slice(mine, per);
-        pthread_barrier_wait(&s->end);
+        tl_barrier_wait(&s->end);
     }
     s->sink[a->tid % 64] = x;
     return NULL;
@@ -130,8 +131,8 @@ int tl_bandwidth_probe(tl_bandwidth *out, int threads, double budget_s, tl_error
     /* Measure with however many threads started; they wait for the barriers to exist. */
     threads = started;
     s->threads = threads;
-    pthread_barrier_init(&s->start, NULL, (unsigned)threads);
-    pthread_barrier_init(&s->end, NULL, (unsigned)threads);
+    tl_barrier_init(&s->start, (unsigned)threads);
+    tl_barrier_init(&s->end, (unsigned)threads);
     pthread_mutex_lock(&s->mu);
     s->go = 1;
     pthread_cond_broadcast(&s->cv);
@@ -140,17 +141,17 @@ int tl_bandwidth_probe(tl_bandwidth *out, int threads, double budget_s, tl_error
     size_t per = s->words / (size_t)threads / 8 * 8;
     uint64_t acc = 0;
     for (int p = 0; p < passes; p++) {
-        pthread_barrier_wait(&s->start);
+        tl_barrier_wait(&s->start);
         double a = tl_now_s();
         acc ^= read_slice(w, per);
-        pthread_barrier_wait(&s->end);
+        tl_barrier_wait(&s->end);
         rates[p] = (double)(per * 8 * (size_t)threads) / (tl_now_s() - a);
     }
     s->sink[0] = acc;
     for (int i = 1; i < started; i++)
         pthread_join(th[i], NULL);
-    pthread_barrier_destroy(&s->start);
-    pthread_barrier_destroy(&s->end);
+    tl_barrier_destroy(&s->start);
+    tl_barrier_destroy(&s->end);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
@@ -275,6 +276,10 @@ static double sysfs_size(const char *path)
 
 double tl_bandwidth_llc_bytes(void)
 {
+#ifdef __APPLE__   /* no sysfs: the last level sysctl names (Apple Silicon has no L3) */
+    double l2 = (double)tl_sysctl_bytes("hw.l2cachesize"), l3 = (double)tl_sysctl_bytes("hw.l3cachesize");
+    return l3 > l2 ? l3 : l2;
+#endif
     double best = 0;
     for (int i = 0; i < 16; i++) {
         char path[96], type[32] = "";

@@ -70,8 +70,10 @@ static int convert_weight(convert_priv *p, const tl_weight *src, tl_weight *dst,
     void *buf = aligned_alloc(al, (bytes + al - 1) / al * al);
     if (!buf)
         return tl_error_set(err, "--dtype %s: %s: cannot allocate %zu MiB", tl_dtype_name(dt), what, bytes >> 20);
+#ifdef MADV_HUGEPAGE   /* Linux only */
     if (al == page)
         madvise(buf, bytes, MADV_HUGEPAGE);
+#endif
     p->bufs[p->n_bufs++] = buf;
     *dst = (tl_weight){.data = buf, .dtype = dt, .rows = src->rows, .cols = src->cols, .mapped = 0};
 

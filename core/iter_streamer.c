@@ -5,6 +5,7 @@
  * their sessions together (tl_session_step_batch), so each decode pass reads the weights once
  * for all of them, and feeds each step to its iterator's queue as the lone thread would. */
 #define _GNU_SOURCE
+#include "tokenloop/platform.h"
 #include "tokenloop/session.h"
 #include "tokenloop/system.h"
 
@@ -126,12 +127,8 @@ static tl_iter *iter_new(tl_session *s, tl_error *err)
     }
     it->s = s;
     atomic_init(&it->cancel, 0);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&it->mu, NULL);
-    pthread_cond_init(&it->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    tl_cond_init_timed(&it->cv);
     return it;
 }
 
@@ -286,7 +283,7 @@ int tl_iter_next(tl_iter *it, char **text, size_t *len, int timeout_ms)
 {
     struct timespec until;
     if (timeout_ms >= 0)
-        until = tl_deadline_ms(1, timeout_ms);
+        until = tl_deadline_ms(TL_COND_MONOTONIC, timeout_ms);
     *text = NULL;
     if (len) *len = 0;
     pthread_mutex_lock(&it->mu);

@@ -13,6 +13,7 @@
 #include "model_priv.h"
 #include "safetensors.h"
 #include "tokenloop/model.h"
+#include "tokenloop/platform.h"
 
 #define INDEX_JSON "model.safetensors.index.json"
 #define SINGLE_FILE "model.safetensors"
@@ -277,6 +278,9 @@ fail:
 /* MemAvailable from /proc/meminfo in bytes; 0 if it cannot be read (then nothing is copied). */
 static uint64_t mem_available(void)
 {
+#ifdef __APPLE__
+    return tl_mem_available_apple();
+#endif
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f)
         return 0;
@@ -304,7 +308,9 @@ static int copy_weight(tl_model_priv *p, tl_weight *w, size_t min_bytes, uint64_
     void *buf = aligned_alloc(page, (bytes + page - 1) / page * page);
     if (!buf)
         return 0;
+#ifdef MADV_HUGEPAGE   /* Linux's transparent huge pages; macOS has no such advice */
     madvise(buf, bytes, MADV_HUGEPAGE);
+#endif
     memcpy(buf, w->data, bytes);
     p->copies[p->n_copies++] = buf;
     w->data = buf;

@@ -1,5 +1,6 @@
 /* Locating the bundled data; the order is in tokenloop/paths.h. */
 #include "tokenloop/paths.h"
+#include "tokenloop/platform.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -60,10 +61,10 @@ static int probe(const char *base, const char *rel, const char *marker, char *ou
     return 0;
 }
 
-/* The directory of the running binary, symlinks resolved; "" when /proc is not there. */
+/* The directory of the running binary, symlinks resolved; "" when it cannot be known. */
 static void exe_dir(char *dir, size_t cap)
 {
-    ssize_t n = readlink("/proc/self/exe", dir, cap - 1);
+    ssize_t n = tl_exe_path(dir, cap);
     dir[n > 0 ? n : 0] = 0;
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;

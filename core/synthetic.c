@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "model_priv.h"
+#include "tokenloop/platform.h"
 #include "tokenloop/synthetic.h"
 #include "tokenloop/system.h"
 
@@ -349,6 +350,9 @@ double tl_synthetic_bytes(const tl_config *c, tl_dtype dt)
 
 double tl_synthetic_mem_available(void)
 {
+#ifdef __APPLE__   /* no /proc: the VM's free, inactive and purgeable pages */
+    return (double)tl_mem_available_apple();
+#endif
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f)
         return 0;

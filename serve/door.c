@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tokenloop/platform_net.h"
 
 /* A head this long is refused: libmicrohttpd's own limit (its 32 KiB connection memory) is
  * higher, so it never meets a head it would refuse itself. */
@@ -214,7 +215,7 @@ static void *door_main(void *arg)
         if (!(p[0].revents & POLLIN)) continue;
         struct sockaddr_storage addr;
         socklen_t len = sizeof addr;
-        int fd = accept4(d->fd, (struct sockaddr *)&addr, &len, SOCK_CLOEXEC);
+        int fd = tl_accept_cloexec(d->fd, (struct sockaddr *)&addr, &len);
         if (fd >= 0) arrive(srv, fd, &addr, len);
     }
     return NULL;
@@ -225,14 +226,14 @@ int door_open(server *srv, const struct sockaddr_storage *addr, unsigned *port, 
 {
     door *d = calloc(1, sizeof *d);
     if (!d) return *err_no = ENOMEM, -1;
-    d->fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    d->fd = tl_socket_cloexec(addr->ss_family, SOCK_STREAM, 0);
     int one = 1;
     socklen_t len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     struct sockaddr_storage got;
     socklen_t glen = sizeof got;
     if (d->fd < 0 || setsockopt(d->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
         bind(d->fd, (const struct sockaddr *)addr, len) || listen(d->fd, 128) ||
-        getsockname(d->fd, (struct sockaddr *)&got, &glen) || pipe2(d->wake, O_CLOEXEC)) {
+        getsockname(d->fd, (struct sockaddr *)&got, &glen) || tl_pipe_cloexec(d->wake)) {
         *err_no = errno;
         if (d->fd >= 0) close(d->fd);
         free(d);

@@ -2,7 +2,6 @@
  * request, and every answer in OpenAI's shape. A completion's body is checked in full (protocol.c)
  * before it may wait for a slot, so a refused request never holds one. */
 #define _GNU_SOURCE
-#include <malloc.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 
 #include "class_page.h"
 #include "internal.h"
+#include "tokenloop/platform.h"
 
 
 /* Bodies above this are handed back to the system after their request (malloc_trim): an 8 MB
@@ -134,7 +134,7 @@ static enum MHD_Result complete(struct MHD_Connection *c, request *q, int raw)
     if (q->len > TRIM_ABOVE) {   /* the body and its parse are gone: give their pages back */
         free(q->body);
         q->body = NULL;
-        malloc_trim(0);
+        tl_malloc_trim();
     }
     if (bad) return reply_error(c, &e);
     slot *sl;

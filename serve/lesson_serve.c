@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "lesson_serve.h"
+#include "tokenloop/platform_net.h"
 #include "serve.h"
 #include "tokenloop/model.h"
 #include "tokenloop/system.h"
@@ -140,7 +141,7 @@ static int http_error(const char *head, const char *body, tl_error *err)
  * are taken as each one completes, so their clock is the client's receive time. */
 static int exchange(unsigned port, const char *body, tl_lesson_served *out, tl_error *err)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = tl_socket_cloexec(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return tl_error_set(err, "serve_request: socket: %s", strerror(errno));
     struct timeval tv = {.tv_sec = 120};   /* a server that stalls cannot hang the lesson */

@@ -6,9 +6,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "internal.h"
+#include "tokenloop/platform.h"
 #include "tokenloop/streamer.h"
 #include "tokenloop/template.h"
 #include "tokenloop/tokenizer.h"
@@ -360,7 +360,7 @@ static int parse_sampling(server *srv, const cJSON *b, parsed_req *out, req_erro
     if ((got = get_number(b, "seed", 0, 9007199254740991.0, 1, &v, e)) < 0) return -1;
     out->seed_given = got;
     if (got) out->seed = (uint64_t)v;
-    else if (getrandom(&out->seed, sizeof out->seed, 0) != (ssize_t)sizeof out->seed)
+    else if (tl_random_bytes(&out->seed, sizeof out->seed))
         return req_error_set(e, 500, NULL, NULL, "getrandom: no seed"), -1;
     out->seed &= (1ull << 53) - 1;   /* a JSON number that reads back exactly */
     p.seed = out->seed;

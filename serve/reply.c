@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tokenloop/platform_net.h"
 
 /* The status of the answer this connection's thread queued last: every answer goes through
  * reply_queue() below, and with a thread per connection the handler reads it back on the same thread
@@ -68,9 +69,9 @@ int reply_client_gone(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci) return 0;
-    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | TL_POLLRDHUP};
     if (poll(&p, 1, 0) <= 0) return 0;
-    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) return 1;
+    if (p.revents & (POLLHUP | POLLERR | TL_POLLRDHUP)) return 1;
     char b;
     return (p.revents & POLLIN) && recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }

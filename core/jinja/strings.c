@@ -5,13 +5,22 @@
 #include <pthread.h>
 #include <string.h>
 #include <wctype.h>
+#ifdef __APPLE__
+#include <xlocale.h>   /* newlocale and the *_l calls; after <wctype.h>, whose ones it adds */
+#endif
 
 #include "jinja/internal.h"
 
 /* Unicode simple case mappings from glibc's C.UTF-8 (ASCII only where that locale is missing) */
 static locale_t utf8_locale;
 static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
-static void utf8_init(void) { utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0); }
+static void utf8_init(void)
+{
+    utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+#ifdef __APPLE__   /* macOS has no C.UTF-8; its UTF-8 character type is named alone */
+    if (!utf8_locale) utf8_locale = newlocale(LC_CTYPE_MASK, "UTF-8", (locale_t)0);
+#endif
+}
 
 static unsigned cp_case(unsigned c, int up)
 {
