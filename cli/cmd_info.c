@@ -88,8 +88,9 @@ static void print_json(const tl_model *m)
                c->rope_high_freq_factor, c->rope_original_max_position);
     else
         printf("null");
-    /* GGUF files: llama3 scaling as per-frequency divisors; what the loader converted (ASCII) */
-    printf(",\"rope_freqs\":%s,\"converted\":", m->rope_freqs ? "true" : "false");
+    /* GGUF files: llama3 scaling as per-frequency divisors; the loader's note on its weights,
+     * e.g. which K-quants run natively (ASCII) */
+    printf(",\"rope_freqs\":%s,\"weights_note\":", m->rope_freqs ? "true" : "false");
     if (m->note[0]) printf("\"%s\"", m->note); else printf("null");
     printf(",\"tie_word_embeddings\":%s", c->tie_word_embeddings ? "true" : "false");
     printf(",\"bos_token_id\":");
@@ -125,7 +126,7 @@ static void print_text(const tl_model *m)
         printf(", scaled by the GGUF file's rope_freqs.weight (a divisor per frequency, llama3's)\n");
     else
         printf(", no scaling\n");
-    if (m->note[0]) printf("converted      %s\n", m->note);
+    if (m->note[0]) printf("quantization   %s\n", m->note);
     printf("vocabulary     %d tokens, lm_head %s\n", c->vocab_size,
            c->tie_word_embeddings ? "tied to the embedding" : "separate");
     printf("parameters     %lld (%.2f B)\n", (long long)m->n_params, m->n_params / 1e9);

@@ -101,8 +101,8 @@ static int convert_weight(convert_priv *p, const tl_weight *src, tl_weight *dst,
 int tl_model_convert(tl_model **out, const tl_model *src, tl_dtype dtype, tl_error *err)
 {
     *out = NULL;
-    if ((unsigned)dtype >= TL_DTYPE_COUNT)
-        return tl_error_set(err, "--dtype: unknown dtype %d", (int)dtype);
+    if ((unsigned)dtype >= TL_DTYPE_CHOOSABLE)   /* the K-quants have no quantizer here */
+        return tl_error_set(err, "--dtype: %s: no conversion to this dtype", tl_dtype_name(dtype));
     tl_model *m = malloc(sizeof *m);
     convert_priv *p = calloc(1, sizeof *p);
     tl_layer *layers = calloc((size_t)src->cfg.n_layers, sizeof *layers);

@@ -1,5 +1,5 @@
-/* llama.cpp's K-quant super-blocks, decoded to fp32. Tokenloop has no kernels for them: the
- * GGUF loader decodes each row here and quantizes it again to Q8_0 (model_gguf.c). A super-block
+/* llama.cpp's K-quant super-blocks (tl_dtype Q4_K, Q5_K, Q6_K), decoded to fp32: the reference
+ * the kernels (kernels/cpu/kq*.c), which read these bytes in place, are checked against. A super-block
  * holds 256 elements in 8 sub-blocks of 32 (Q6_K: 16 of 16), each with its own scale:
  *
  *   Q4_K (144 B): f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of 4-bit q
@@ -93,31 +93,50 @@ int tl_gguf_native_dtype(uint32_t type)
     case TL_GGML_BF16: return TL_BF16;
     case TL_GGML_Q8_0: return TL_Q8_0;
     case TL_GGML_Q4_0: return TL_Q4_0;
+    case TL_GGML_Q4_K: return TL_Q4_K;
+    case TL_GGML_Q5_K: return TL_Q5_K;
+    case TL_GGML_Q6_K: return TL_Q6_K;
     default: return -1;
     }
+}
+
+void tl_kquant_dequantize_row(tl_dtype t, const void *src, float *y, int64_t n)
+{
+    void (*one)(const uint8_t *, float *) = t == TL_Q4_K ? dequant_q4_k : t == TL_Q5_K ? dequant_q5_k : dequant_q6_k;
+    const size_t bytes = tl_dtype_block_bytes(t);
+    const uint8_t *b = src;
+    for (int64_t i = 0; i < n / QK_K; i++)
+        one(b + (size_t)i * bytes, y + i * QK_K);
+}
+
+/* One element, with the decoders' own arithmetic (d * sc first, then the rest), so the same value. */
+float tl_kquant_at(tl_dtype t, const void *row, int64_t i)
+{
+    const uint8_t *b = (const uint8_t *)row + (size_t)(i / QK_K) * tl_dtype_block_bytes(t);
+    const int e = (int)(i % QK_K);
+    if (t == TL_Q6_K) {
+        const int half = e / 128, k = e % 128, quarter = k / 32, l = k % 32;
+        const uint8_t *ql = b + 64 * half + (quarter & 1) * 32, *qh = b + 128 + 32 * half;
+        const int q = (int)(((ql[l] >> (quarter & 2 ? 4 : 0)) & 0xF) | ((qh[l] >> (2 * quarter) & 3) << 4)) - 32;
+        const int8_t sc = (int8_t)b[192 + 8 * half + 2 * quarter + l / 16];
+        return tl_f16_to_f32(u16(b + 208)) * sc * q;
+    }
+    const int g = e / 64, hi = (e % 64) / 32, l = e % 32, j = 2 * g + hi;
+    const uint8_t *q = b + (t == TL_Q5_K ? 48 : 16) + 32 * g;
+    int v = (q[l] >> (4 * hi)) & 0xF;
+    if (t == TL_Q5_K && (b[16 + l] >> j & 1))
+        v += 16;
+    uint8_t sc, m;
+    scale_min_k4(j, b + 4, &sc, &m);
+    const float d1 = tl_f16_to_f32(u16(b)) * sc, m1 = tl_f16_to_f32(u16(b + 2)) * m;
+    return d1 * v - m1;
 }
 
 int tl_gguf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n)
 {
     int native = tl_gguf_native_dtype(type);
-    if (native >= 0) {
-        if (n % tl_dtype_block((tl_dtype)native))
-            return -1;
-        tl_dequantize_row((tl_dtype)native, src, dst, n);
-        return 0;
-    }
-    void (*one)(const uint8_t *, float *);
-    size_t bytes;
-    switch (type) {
-    case TL_GGML_Q4_K: one = dequant_q4_k; bytes = 144; break;
-    case TL_GGML_Q5_K: one = dequant_q5_k; bytes = 176; break;
-    case TL_GGML_Q6_K: one = dequant_q6_k; bytes = 210; break;
-    default: return -1;
-    }
-    if (n % QK_K)
+    if (native < 0 || n % tl_dtype_block((tl_dtype)native))
         return -1;
-    const uint8_t *b = src;
-    for (int64_t i = 0; i < n / QK_K; i++)
-        one(b + (size_t)i * bytes, dst + i * QK_K);
+    tl_dequantize_row((tl_dtype)native, src, dst, n);
     return 0;
 }

@@ -7,9 +7,9 @@
  *    llama.cpp's rope) where the engine rotates halves (transformers' rotate_half): those two
  *    matrices are copied with the rows put back;
  *  - llama3 RoPE scaling comes as a tensor, rope_freqs.weight, one divisor per frequency;
- *  - K-quant tensors (Q4_K, Q5_K, Q6_K) have no kernel here: each is decoded and quantized
- *    again to Q8_0 at load, and the model's note says so.
- * F32, F16, BF16, Q8_0 and Q4_0 tensors otherwise stay in the mapping. */
+ *  - K-quant tensors (Q4_K, Q5_K, Q6_K) run on their own kernels (kernels/cpu/kq*.c) from
+ *    the file's bytes, and the model's note says so.
+ * F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K tensors otherwise stay in the mapping. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,7 @@ typedef struct gguf_model {
     tl_gguf file;
     void **owned;         /* converted and reordered copies */
     size_t n_owned;
-    int converted[TL_GGUF_TYPE_COUNT + 64];   /* per ggml type: tensors re-quantized at load */
+    int native_k[TL_DTYPE_COUNT];   /* per tl_dtype: K-quant matrices bound, that run natively */
 } gguf_model;
 
 static void release_gguf(tl_model *m)
@@ -248,8 +248,7 @@ static int find_shaped(const tl_gguf *f, const char *name, int64_t rows, int64_t
         return tl_error_set(err, "%s: tensor '%s' has shape [%s], the llama.* metadata implies [%lld]", f->path,
                             name, got, (long long)cols);
     }
-    if (!t->size_known || (tl_gguf_native_dtype(t->type) < 0 && t->type != TL_GGML_Q4_K &&
-                           t->type != TL_GGML_Q5_K && t->type != TL_GGML_Q6_K))
+    if (!t->size_known || tl_gguf_native_dtype(t->type) < 0)
         return tl_error_set(err, "%s: tensor '%s': ggml type %u (%s) is not supported (F32, F16, BF16, Q8_0, Q4_0, "
                             "Q4_K, Q5_K, Q6_K are)", f->path, name, t->type, tl_gguf_type_name(t->type));
     *out = t;
@@ -266,25 +265,14 @@ static int64_t src_row(int64_t r, int64_t head_rows)
     return h * head_rows + (k % half) * 2 + k / half;
 }
 
-static int all_finite(const float *x, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return 0;
-    return 1;
-}
-
-/* Copies t into a buffer of the model's own: rows reordered when head_rows is set, K-quant
- * rows decoded and quantized again to Q8_0, anything as F32 when as_f32 is set. */
+/* Copies t into a buffer of the model's own: rows reordered when head_rows is set (whole rows,
+ * in the file's dtype), anything as F32 when as_f32 is set. */
 static int convert(gguf_model *g, const tl_gguf_tensor *t, int64_t rows, int64_t head_rows, int as_f32,
                    tl_weight *w, tl_error *err)
 {
     int64_t cols = t->ne[0];
     int native = tl_gguf_native_dtype(t->type);
-    tl_dtype out = as_f32 ? TL_F32 : native >= 0 ? (tl_dtype)native : TL_Q8_0;
-    if (out == TL_Q8_0 && cols % TL_QK)
-        return tl_error_set(err, "%s: tensor '%s': rows of %lld are not whole blocks of %d to run as q8_0",
-                            g->file.path, t->name, (long long)cols, TL_QK);
+    tl_dtype out = as_f32 ? TL_F32 : (tl_dtype)native;
     size_t in_row = (size_t)(t->bytes / (uint64_t)rows), out_row = tl_dtype_row_bytes(out, cols);
     unsigned char *dst = own(g, out_row * (size_t)rows);
     float *tmp = (out != (tl_dtype)native) ? malloc(sizeof(float) * (size_t)cols) : NULL;
@@ -299,17 +287,10 @@ static int convert(gguf_model *g, const tl_gguf_tensor *t, int64_t rows, int64_t
             memcpy(dst + (size_t)r * out_row, s, out_row);
         else {
             tl_gguf_dequantize_row(t->type, s, tmp, cols);
-            if (!all_finite(tmp, cols)) {   /* a scale of inf or NaN: no q8_0 block can hold the row */
-                free(tmp);
-                return tl_error_set(err, "%s: tensor '%s': row %lld holds a value that is not finite after decoding %s",
-                                    g->file.path, t->name, (long long)src_row(r, head_rows), tl_gguf_type_name(t->type));
-            }
             tl_quantize_row(out, tmp, dst + (size_t)r * out_row, cols);
         }
     }
     free(tmp);
-    if (native < 0 && !as_f32 && t->type < sizeof g->converted / sizeof g->converted[0])
-        g->converted[t->type]++;
     w->data = dst;
     w->dtype = out;
     w->mapped = 0;
@@ -327,7 +308,9 @@ static int bind(gguf_model *g, const char *name, int64_t rows, int64_t cols, int
     w->rows = rows ? rows : 1;
     w->cols = cols;
     int native = tl_gguf_native_dtype(t->type);
-    if (native >= 0 && !head_rows && (!norm || native == TL_F32)) {
+    if (!norm && tl_dtype_is_kquant((tl_dtype)native))
+        g->native_k[native]++;
+    if (!head_rows && (!norm || native == TL_F32)) {
         w->data = t->data;
         w->dtype = (tl_dtype)native;
         w->mapped = 1;
@@ -373,15 +356,20 @@ static int bind_rope_freqs(gguf_model *g, tl_model *m, tl_error *err)
     return 0;
 }
 
+/* "Q4_K, Q6_K run natively (...)": which K-quant matrices keep their own bytes and kernels. */
 static void write_note(tl_model *m, const gguf_model *g)
 {
+    static const char *const names[TL_DTYPE_COUNT] = {[TL_Q4_K] = "Q4_K", [TL_Q5_K] = "Q5_K", [TL_Q6_K] = "Q6_K"};
     size_t o = 0;
-    for (uint32_t t = 0; t < sizeof g->converted / sizeof g->converted[0]; t++)
-        if (g->converted[t] && o < sizeof m->note - 64)
-            o += (size_t)snprintf(m->note + o, sizeof m->note - o, "%s%s", o ? ", " : "", tl_gguf_type_name(t));
+    int n = 0;
+    for (int t = 0; t < TL_DTYPE_COUNT; t++)
+        if (g->native_k[t] && names[t]) {
+            o += (size_t)snprintf(m->note + o, sizeof m->note - o, "%s%s", o ? ", " : "", names[t]);
+            n++;
+        }
     if (o)
-        snprintf(m->note + o, sizeof m->note - o, " run%s as q8_0 (re-quantized at load)",
-                 strchr(m->note, ',') ? "" : "s");
+        snprintf(m->note + o, sizeof m->note - o, " run%s natively (K-quant kernels on the file's bytes)",
+                 n > 1 ? "" : "s");
 }
 
 static int bind_all(tl_model *m, gguf_model *g, tl_error *err)

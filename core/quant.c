@@ -13,6 +13,9 @@ static const struct { const char *name; int block; size_t bytes; } info[TL_DTYPE
     [TL_BF16] = {"bf16", 1, 2},
     [TL_Q8_0] = {"q8_0", TL_QK, sizeof(tl_block_q8_0)},
     [TL_Q4_0] = {"q4_0", TL_QK, sizeof(tl_block_q4_0)},
+    [TL_Q4_K] = {"q4_k", TL_QK_K, 144},
+    [TL_Q5_K] = {"q5_k", TL_QK_K, 176},
+    [TL_Q6_K] = {"q6_k", TL_QK_K, 210},
 };
 
 static int valid(tl_dtype t)
@@ -47,7 +50,7 @@ size_t tl_dtype_row_bytes(tl_dtype t, int64_t n)
 
 int tl_dtype_parse(const char *s, tl_dtype *t)
 {
-    for (int i = 0; i < TL_DTYPE_COUNT; i++)
+    for (int i = 0; i < TL_DTYPE_CHOOSABLE; i++)
         if (s && !strcmp(s, info[i].name)) {
             *t = (tl_dtype)i;
             return 0;
@@ -173,6 +176,7 @@ void tl_quantize_row(tl_dtype t, const float *x, void *dst, int64_t n)
     case TL_BF16: for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = tl_f32_to_bf16(x[i]); break;
     case TL_Q8_0: quantize_q8_0(x, dst, n / TL_QK); break;
     case TL_Q4_0: quantize_q4_0(x, dst, n / TL_QK); break;
+    case TL_Q4_K: case TL_Q5_K: case TL_Q6_K: memset(dst, 0, tl_dtype_row_bytes(t, n)); break;   /* (none) */
     }
 }
 
@@ -200,5 +204,6 @@ void tl_dequantize_row(tl_dtype t, const void *src, float *y, int64_t n)
             }
         }
         break;
+    case TL_Q4_K: case TL_Q5_K: case TL_Q6_K: tl_kquant_dequantize_row(t, src, y, n); break;
     }
 }

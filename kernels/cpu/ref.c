@@ -53,6 +53,7 @@ float tl_cpu_weight_at(const tl_weight *w, int64_t i)
         int j = (int)(i % TL_QK), q = j < TL_QK / 2 ? b->qs[j] & 15 : b->qs[j - TL_QK / 2] >> 4;
         return tl_f16_to_f32(b->d) * (q - 8);
     }
+    case TL_Q4_K: case TL_Q5_K: case TL_Q6_K: return tl_kquant_at(w->dtype, w->data, i);
     }
     return 0.0f;
 }

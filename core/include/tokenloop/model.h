@@ -11,19 +11,23 @@
 #define TL_MAX_EOS 8
 
 /* Q8_0 and Q4_0 are llama.cpp's block formats (tokenloop/quant.h): rows of 32-element blocks,
- * each block one f16 scale and 32 8-bit or 4-bit integers. */
-typedef enum { TL_F32 = 0, TL_F16 = 1, TL_BF16 = 2, TL_Q8_0 = 3, TL_Q4_0 = 4 } tl_dtype;
-#define TL_DTYPE_COUNT 5
+ * each block one f16 scale and 32 8-bit or 4-bit integers. Q4_K, Q5_K and Q6_K are its
+ * K-quant super-blocks of 256 (core/gguf_quant.c): they come only from GGUF files (there is no
+ * quantizer to them here, so no --dtype names them). */
+typedef enum { TL_F32 = 0, TL_F16 = 1, TL_BF16 = 2, TL_Q8_0 = 3, TL_Q4_0 = 4, TL_Q4_K = 5, TL_Q5_K = 6,
+               TL_Q6_K = 7 } tl_dtype;
+#define TL_DTYPE_COUNT 8
+#define TL_DTYPE_CHOOSABLE 5   /* f32 .. q4_0: the dtypes a model can be converted to */
 
 /* Bytes per element of an unblocked dtype (f32, f16, bf16); 0 for the block formats. */
 size_t tl_dtype_size(tl_dtype t);
 const char *tl_dtype_name(tl_dtype t);
-/* Elements per block (1, or 32) and bytes per block (4, 2, 2, 34, 18). */
+/* Elements per block (1, 32 or 256) and bytes per block (4, 2, 2, 34, 18, 144, 176, 210). */
 int tl_dtype_block(tl_dtype t);
 size_t tl_dtype_block_bytes(tl_dtype t);
 /* Bytes of a row of n elements (n a multiple of the block). */
 size_t tl_dtype_row_bytes(tl_dtype t, int64_t n);
-/* "f32", "f16", "bf16", "q8_0", "q4_0" -> 0; -1 for anything else. */
+/* "f32", "f16", "bf16", "q8_0", "q4_0" -> 0; -1 for anything else (the K-quants too). */
 int tl_dtype_parse(const char *s, tl_dtype *t);
 
 typedef struct tl_config {
@@ -79,7 +83,7 @@ typedef struct tl_model {
     /* GGUF files (core/model_gguf.c) only: */
     const float *rope_freqs;        /* head_dim/2 divisors of the RoPE frequencies (rope_freqs.weight,
                                      * how GGUF carries llama3 scaling); NULL: none */
-    char note[160];                 /* what the loader converted ("Q4_K runs as q8_0 ..."); "" if nothing */
+    char note[160];                 /* the loader's note on the weights ("Q4_K, Q6_K run natively ..."); "" if none */
     const char *eos_source;         /* where cfg.eos_ids came from, when not config.json; NULL */
 } tl_model;
 

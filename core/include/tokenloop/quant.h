@@ -30,8 +30,17 @@ uint16_t tl_f32_to_f16(float f);      /* round to nearest even, as numpy's astyp
 float tl_bf16_to_f32(uint16_t h);
 uint16_t tl_f32_to_bf16(float f);     /* round to nearest even; NaN stays NaN */
 
-/* dst: tl_dtype_row_bytes(t, n) bytes. For Q8_0/Q4_0, n must be a multiple of TL_QK. */
+/* dst: tl_dtype_row_bytes(t, n) bytes. For Q8_0/Q4_0, n must be a multiple of TL_QK, for the
+ * K-quants of TL_QK_K. The K-quants have no quantizer: tl_quantize_row writes zeros for them
+ * (tl_model_convert refuses them before). */
 void tl_quantize_row(tl_dtype t, const float *x, void *dst, int64_t n);
 void tl_dequantize_row(tl_dtype t, const void *src, float *y, int64_t n);
+
+/* Q4_K/Q5_K/Q6_K (core/gguf_quant.c has the layouts): a row of n elements decoded to fp32 as
+ * ggml does (same bits), and element i of a row alone (the same value). */
+#define TL_QK_K 256
+void tl_kquant_dequantize_row(tl_dtype t, const void *src, float *y, int64_t n);
+float tl_kquant_at(tl_dtype t, const void *row, int64_t i);
+static inline int tl_dtype_is_kquant(tl_dtype t) { return t == TL_Q4_K || t == TL_Q5_K || t == TL_Q6_K; }
 
 #endif
