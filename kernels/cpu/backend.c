@@ -4,8 +4,8 @@
  * asynchronous mode (set_async) the operations are queued to a worker thread as a GPU's are to
  * its stream, and only sync waits (the lesson's trap 2, on any machine).
  * The matrix product picks the best kernel this CPU supports at run time (AVX-512 BF16,
- * AVX-512F, AVX2+FMA+F16C; NEON with SDOT, NEON on AArch64; portable);
- * TL_CPU_ISA=generic|avx2|avx512|avx512bf16|neon|neon-dotprod
+ * AVX-512F, AVX2+FMA+F16C; NEON with BFDOT and SDOT, with SDOT, plain on AArch64; portable);
+ * TL_CPU_ISA=generic|avx2|avx512|avx512bf16|neon|neon-dotprod|neon-bf16
  * forces one. */
 #define _GNU_SOURCE   /* SCHED_BATCH */
 #include <math.h>
@@ -46,7 +46,7 @@ static const tl_cpu_isa *const isas[] = {
     &tl_cpu_isa_avx512bf16, &tl_cpu_isa_avx512, &tl_cpu_isa_avx2,
 #endif
 #ifdef TL_CPU_NEON
-    &tl_cpu_isa_neon_dotprod, &tl_cpu_isa_neon,
+    &tl_cpu_isa_neon_bf16, &tl_cpu_isa_neon_dotprod, &tl_cpu_isa_neon,
 #endif
     &tl_cpu_isa_generic,
 };
@@ -63,7 +63,7 @@ void *tl_cpu_create_isa(int threads, const char *isa_name, tl_error *err)
 {
     const tl_cpu_isa *isa = tl_cpu_isa_find(isa_name);
     if (!isa) {
-        tl_error_set(err, "%s: unknown CPU kernel set (generic, avx2, avx512, avx512bf16, neon, neon-dotprod)", isa_name);
+        tl_error_set(err, "%s: unknown CPU kernel set (generic, avx2, avx512, avx512bf16, neon, neon-dotprod, neon-bf16)", isa_name);
         return NULL;
     }
     if (!isa->supported()) {
@@ -277,12 +277,15 @@ static void pack_item(void *arg, int t, int tid)
     size_t n = p->panels ? TL_CPU_PANEL : 1;
     uint16_t *dst = p->xpack + (size_t)t * n * (size_t)p->halves * (size_t)p->cols_pad;
     const float *src = p->x + (size_t)t * n * (size_t)p->cols;
-#ifdef TL_CPU_X86   /* the packing lives with its only user, mm_avx512bf16.c (want_pack) */
-    if (p->panels)
+#ifdef TL_CPU_X86   /* the packing lives with its users (want_pack): mm_avx512bf16.c, mv_bfdot_neon.c */
+    if (p->panels) {
         tl_cpu_pack_bf16_panel(dst, src, p->T - t * TL_CPU_PANEL < TL_CPU_PANEL ? p->T - t * TL_CPU_PANEL : TL_CPU_PANEL,
                                p->cols, p->cols_pad, p->halves);
-    else
-        tl_cpu_pack_bf16(dst, src, 1, p->cols, p->cols_pad, p->halves);
+        return;
+    }
+#endif
+#if defined(TL_CPU_X86) || defined(TL_CPU_NEON)
+    tl_cpu_pack_bf16(dst, src, 1, p->cols, p->cols_pad, p->halves);
 #else
     (void)dst, (void)src;
 #endif

@@ -23,7 +23,8 @@ void tl_cpu_ref_swiglu(float *gate, const float *up, int n);
 void tl_cpu_ref_add(float *x, const float *y, int n);
 
 /* A backend context with a chosen kernel set ("generic", "avx2", "avx512", "avx512bf16", "neon",
- * "neon-dotprod"; NULL: the best this CPU supports), for tests that check every variant. */
+ * "neon-dotprod", "neon-bf16"; NULL: the best this CPU supports), for tests that check every
+ * variant. */
 void *tl_cpu_create_isa(int threads, const char *isa, tl_error *err);
 const char *tl_cpu_ctx_isa(void *ctx);
 int tl_cpu_ctx_threads(void *ctx);

@@ -3,7 +3,9 @@
  * run-time check; it is built only for aarch64 (kernels/cpu/CMakeLists.txt) and its Q8_0/Q4_0
  * products are the generic integer ones. "neon-dotprod" is the same with Q8_0/Q4_0 on SDOT
  * (qmm_dotprod_neon.c), for CPUs that report the dot product extension (Armv8.2 optional,
- * Armv8.4 on: Cortex-A76/Neoverse N1 and later, every Apple M). */
+ * Armv8.4 on: Cortex-A76/Neoverse N1 and later, every Apple M). "neon-bf16" adds BFDOT for
+ * bf16 weights (mv_bfdot_neon.c) where the CPU also reports FEAT_BF16 (Armv8.6 on: Neoverse
+ * V1/N2, Graviton 3, Apple M2). */
 #include <arm_neon.h>
 #include <stdint.h>
 #if defined(__linux__)
@@ -72,6 +74,33 @@ static int has_dotprod(void)
 #endif
 }
 
+static int has_bf16(void)
+{
+#if defined(__linux__)
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1 << 14)
+#endif
+    return has_dotprod() && (getauxval(AT_HWCAP2) & HWCAP2_BF16) != 0;
+#elif defined(__APPLE__)
+    int v = 0;
+    size_t n = sizeof v;
+    return has_dotprod() && sysctlbyname("hw.optional.arm.FEAT_BF16", &v, &n, NULL, 0) == 0 && v;
+#else
+    return 0;
+#endif
+}
+
+/* x packed as bf16 for BFDOT (want_pack): one token, or a prefill with x rounded (halves 1);
+ * an exact prefill keeps the widening tiles on x in fp32, which reuse each weight vector
+ * across 4 tokens in registers. */
+static void mm_bf16_bfdot(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    if (a->T == 1 || a->halves == 1)
+        tl_cpu_mv_bf16_neon_bf16(a, r0, r1);
+    else
+        tl_cpu_mv_bf16_neon(a, r0, r1);
+}
+
 const tl_cpu_isa tl_cpu_isa_neon = {
     .name = "neon",
     .supported = always,
@@ -88,4 +117,15 @@ const tl_cpu_isa tl_cpu_isa_neon_dotprod = {
            tl_cpu_mm_q4_0_neon_dotprod},
     .attn = tl_cpu_attn_neon,
     .attn_bf16 = tl_cpu_attn_bf16_neon,
+};
+
+const tl_cpu_isa tl_cpu_isa_neon_bf16 = {
+    .name = "neon-bf16",
+    .supported = has_bf16,
+    .mm = {tl_cpu_mm_f32_neon, tl_cpu_mm_f16_neon, mm_bf16_bfdot, tl_cpu_mm_q8_0_neon_dotprod,
+           tl_cpu_mm_q4_0_neon_dotprod},
+    .attn = tl_cpu_attn_neon,
+    .attn_bf16 = tl_cpu_attn_bf16_neon,
+    .want_pack = {[TL_BF16] = 1},
+    .pack_align = 8,
 };

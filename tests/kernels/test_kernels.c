@@ -626,7 +626,7 @@ int main(int argc, char **argv)
 #endif
     for (int threads = 1; threads <= 4; threads++)
         check_pool(threads);
-    const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16", "neon", "neon-dotprod"};
+    const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16", "neon", "neon-dotprod", "neon-bf16"};
     static const struct { int64_t rows, cols; int T; } shapes[] = {
         {1, 1, 1}, {7, 13, 1}, {33, 67, 1}, {130, 1000, 1}, {64, 2048, 1}, {1023, 96, 1},
         {5, 31, 2}, {37, 517, 7}, {61, 1031, 13}, {16, 64, 6}, {9, 600, 12}, {3, 1, 5},
@@ -663,17 +663,19 @@ int main(int argc, char **argv)
             TL_CHECK_INT(tl_cpu_ctx_threads(ctx), threads);
             char tag[64];
             snprintf(tag, sizeof tag, "%s/%d threads", isas[s], threads);
+            /* the sets whose bf16 products take x as bf16 (AVX-512 BF16, BFDOT) */
+            const int rounds = !strcmp(isas[s], "avx512bf16") || !strcmp(isas[s], "neon-bf16");
             /* exact mode off; on; off with weights that keep x (q/k/v in the mixed precision) */
             for (int mode = 0; mode <= 2; mode++) {
                 int exact = mode == 1, keep = mode == 2;
-                /* it answers whether its products can round x at all: only AVX-512 BF16's do */
-                TL_CHECK_INT(ops->set_exact(ctx, exact), !strcmp(isas[s], "avx512bf16"));
+                /* it answers whether its products can round x at all */
+                TL_CHECK_INT(ops->set_exact(ctx, exact), rounds);
                 char mtag[80];
                 snprintf(mtag, sizeof mtag, "%s%s", tag, exact ? " exact" : keep ? " keep_x" : "");
                 for (int dt = keep ? TL_BF16 : 0; dt < (keep ? TL_BF16 + 1 : 3); dt++) {
                     /* not exact: every product with bf16 weights rounds x, a decode's (T = 1) too,
                      * unless its weight keeps x */
-                    int round_x = !exact && !keep && dt == TL_BF16 && !strcmp(isas[s], "avx512bf16");
+                    int round_x = !exact && !keep && dt == TL_BF16 && rounds;
                     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
                         check_matmul(ctx, mtag, (tl_dtype)dt, shapes[i].rows, shapes[i].cols, shapes[i].T, keep,
                                      round_x);
