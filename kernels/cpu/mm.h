@@ -85,8 +85,8 @@ void tl_cpu_mm_q4_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 /* AArch64 SDOT (qmm_dotprod_neon.c), x in tl_cpu_pack_q8's layout without xc */
 void tl_cpu_mm_q8_0_neon_dotprod(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q4_0_neon_dotprod(const tl_cpu_mm *a, int64_t r0, int64_t r1);
-/* AArch64 BFDOT (mv_bfdot_neon.c): bf16 weights against xpack, one row at a time, any T */
-void tl_cpu_mv_bf16_neon_bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+/* AArch64 BFDOT (mv_bfdot_neon.c): bf16 weights against xpack, any T */
+void tl_cpu_mm_bf16_neon_bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 /* One token's product with bf16 weights (T == 1), AVX-512 BF16: the decode step's loop. */
 void tl_cpu_mv_bf16_avx512bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mv_bf16_scores_avx512bf16(const tl_cpu_mm *a, int64_t r0, int64_t r1, tl_cpu_scores *s);

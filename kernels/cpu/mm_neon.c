@@ -90,17 +90,6 @@ static int has_bf16(void)
 #endif
 }
 
-/* x packed as bf16 for BFDOT (want_pack): one token, or a prefill with x rounded (halves 1);
- * an exact prefill keeps the widening tiles on x in fp32, which reuse each weight vector
- * across 4 tokens in registers. */
-static void mm_bf16_bfdot(const tl_cpu_mm *a, int64_t r0, int64_t r1)
-{
-    if (a->T == 1 || a->halves == 1)
-        tl_cpu_mv_bf16_neon_bf16(a, r0, r1);
-    else
-        tl_cpu_mv_bf16_neon(a, r0, r1);
-}
-
 const tl_cpu_isa tl_cpu_isa_neon = {
     .name = "neon",
     .supported = always,
@@ -122,7 +111,7 @@ const tl_cpu_isa tl_cpu_isa_neon_dotprod = {
 const tl_cpu_isa tl_cpu_isa_neon_bf16 = {
     .name = "neon-bf16",
     .supported = has_bf16,
-    .mm = {tl_cpu_mm_f32_neon, tl_cpu_mm_f16_neon, mm_bf16_bfdot, tl_cpu_mm_q8_0_neon_dotprod,
+    .mm = {tl_cpu_mm_f32_neon, tl_cpu_mm_f16_neon, tl_cpu_mm_bf16_neon_bf16, tl_cpu_mm_q8_0_neon_dotprod,
            tl_cpu_mm_q4_0_neon_dotprod},
     .attn = tl_cpu_attn_neon,
     .attn_bf16 = tl_cpu_attn_bf16_neon,
