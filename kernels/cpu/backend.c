@@ -437,7 +437,7 @@ static void run_matmul(cpu_ctx *c, float *const *out, const float *x, const tl_w
         fn_scores = NULL;
     }
     if (dt == TL_Q8_0 || dt == TL_Q4_0 || kq) {
-        int ok = kq ? pack_x_q8(c, &mm[0], x, cols, T, dt, tl_cpu_qpack_q8k, 1, n) == 0
+        int ok = kq ? pack_x_q8(c, &mm[0], x, cols, T, dt, tl_cpu_kq_qpack(c->isa->name), 1, n) == 0
                     : pack_x_q8(c, &mm[0], x, cols, T, dt, c->isa->qpack, c->isa->qbias[dt], n) == 0;
         if (!ok && !kq && (ok = pack_x_q8(c, &mm[0], x, cols, T, dt, NULL, 0, 1) == 0)) {   /* (no room for xc) */
             fn = tl_cpu_isa_generic.mm[dt];

@@ -15,6 +15,9 @@
  * (the value of largest magnitude becomes -127, round to nearest even). A tl_cpu_qpack_fn:
  * dt and qbias are not read. */
 void tl_cpu_qpack_q8k(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias);
+void tl_cpu_qpack_q8k_avx2(const tl_cpu_mm *m, tl_dtype dt, const float *x, int t, int qbias);   /* the same bytes */
+/* The quantizer of x for the kernel set named isa. */
+tl_cpu_qpack_fn tl_cpu_kq_qpack(const char *isa);
 
 /* The kernel of a K-quant dtype for the kernel set named isa ("generic", "avx2", ...): the
  * set's own where it has one, else the portable one. */

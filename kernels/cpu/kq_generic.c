@@ -158,3 +158,14 @@ tl_cpu_mm_fn tl_cpu_kq_kernel(const char *isa, tl_dtype dt)
     default: return NULL;
     }
 }
+
+tl_cpu_qpack_fn tl_cpu_kq_qpack(const char *isa)
+{
+#ifdef TL_CPU_X86
+    if (strcmp(isa, "generic"))
+        return tl_cpu_qpack_q8k_avx2;
+#else
+    (void)isa;
+#endif
+    return tl_cpu_qpack_q8k;
+}

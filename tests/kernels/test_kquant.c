@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "kq.h"
 #include "tl_test.h"
 #include "tokenloop/backend.h"
 #include "tokenloop/quant.h"
@@ -226,9 +227,41 @@ static void check_threads(const char *isa, tl_dtype dt)
     free(raw);
 }
 
+/* The AVX2 quantizer of x writes the portable one's bytes: random blocks, a block whose largest
+ * magnitude comes as -a before +a (the first counts), an all-zero block, tiny values. */
+static void check_qpack(void)
+{
+#ifdef __x86_64__
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+        return;
+    enum { T = 3, COLS = 1024 };
+    static float x[T * COLS];
+    static int8_t q[2][T * COLS];
+    static float d[2][T * COLS / 256];
+    static int16_t bs[2][T * COLS / 16];
+    for (int i = 0; i < T * COLS; i++)
+        x[i] = rndf() * (i / 256 % 3 == 2 ? 1e-30f : 3.0f);
+    x[256 + 2] = -5.0f;   /* the tie: -5 first, then +5 */
+    x[256 + 200] = 5.0f;
+    x[COLS + 7] = 4.0f;   /* and the other order */
+    x[COLS + 9] = -4.0f;
+    memset(x + 2 * COLS + 512, 0, 256 * sizeof(float));
+    for (int v = 0; v < 2; v++) {
+        tl_cpu_mm m = {.x = x, .cols = COLS, .T = T, .xq = q[v], .xd = d[v], .xc = (const int32_t *)(void *)bs[v]};
+        for (int t = 0; t < T; t++)
+            (v ? tl_cpu_qpack_q8k_avx2 : tl_cpu_qpack_q8k)(&m, TL_Q4_K, x, t, 1);
+    }
+    TL_CHECK_MSG(!memcmp(q[0], q[1], sizeof q[0]), "avx2 Q8_K quants differ from the portable ones");
+    TL_CHECK_MSG(!memcmp(d[0], d[1], sizeof d[0]), "avx2 Q8_K scales differ from the portable ones");
+    TL_CHECK_MSG(!memcmp(bs[0], bs[1], sizeof bs[0]), "avx2 Q8_K bsums differ from the portable ones");
+    TL_CHECK_MSG(d[0][1] > 0 && d[0][4] < 0, "the tie's first element sets the sign (d = -max / 127): %g %g", d[0][1], d[0][4]);
+#endif
+}
+
 int main(void)
 {
     check_at();
+    check_qpack();
     const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16", "neon", "neon-dotprod"};
     static const struct { int64_t rows, cols; int T; } shapes[] = {
         {1, 256, 1}, {7, 256, 1}, {37, 512, 1}, {130, 2048, 1}, {19, 8192, 1},
