@@ -40,7 +40,7 @@ int tl_bandwidth_model_max(const tl_model *m);
 int tl_bandwidth_model_regions(const tl_model *m, tl_mem_region *r);
 
 /* This CPU's last-level cache in bytes: the largest data or unified cache that sysfs lists for
- * cpu0 (/sys/devices/system/cpu/cpu0/cache/index*); 0 when unknown. */
+ * cpu0 (/sys/devices/system/cpu/cpu0/cache/index*; macOS: sysctl hw.l2/l3cachesize); 0 when unknown. */
 double tl_bandwidth_llc_bytes(void);
 /* Where bytes read on every step come from: 2 when they fit the last-level cache (a step reads
  * them from cache, so a DRAM floor does not bind it); 1 when within twice its size (part of

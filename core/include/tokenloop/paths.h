@@ -4,7 +4,7 @@
  * Lookup order, the first that holds the item wins:
  *   1. $TOKENLOOP_MODEL / $TOKENLOOP_LESSONS when set and non-empty, taken as given (a wrong
  *      path then fails where it is opened, naming the file);
- *   2. next to the binary (/proc/self/exe): the install layout, BINDIR/../share/tokenloop/
+ *   2. next to the binary (/proc/self/exe; macOS: _NSGetExecutablePath): the install layout, BINDIR/../share/tokenloop/
  *      {models/tl-mini-instruct, tokenizer, lessons}; else a checkout in a directory above it,
  *      {assets/models/tl-mini-instruct, assets/tokenizer, lessons} (build-dir/cli/tokenloop);
  *   3. the source tree recorded at configure time (TL_SOURCE_DIR), for a build directory

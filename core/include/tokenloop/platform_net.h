@@ -9,9 +9,15 @@
 #include <unistd.h>
 
 /* Sockets and pipes closed across exec. Where the flag cannot be given when the descriptor is
- * made (macOS), it is set just after: tokenloop runs no child in between. */
+ * made (macOS), it is set just after: tokenloop runs no child in between. There a socket also
+ * gets SO_NOSIGPIPE, as MSG_NOSIGNAL does for each send on Linux: a client gone mid-answer is an
+ * error from send, not a signal that ends the program. */
 static inline int tl_cloexec(int fd)
 {
+#ifdef SO_NOSIGPIPE
+    int one = 1;
+    if (fd >= 0) (void)setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);   /* ENOTSOCK for a pipe */
+#endif
     if (fd >= 0 && fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
         close(fd);
         return -1;

@@ -14,7 +14,7 @@ const char *tl_synthetic_names(void);
 /* Bytes the weights of cfg take in dtype (the lm_head shares the embedding's values, as
  * tl_model_synthetic makes them). */
 double tl_synthetic_bytes(const tl_config *cfg, tl_dtype dtype);
-/* MemAvailable from /proc/meminfo in bytes; 0 when unknown. */
+/* MemAvailable from /proc/meminfo in bytes (macOS: free, inactive and purgeable pages); 0 when unknown. */
 double tl_synthetic_mem_available(void);
 /* The dtype to run NAME's random weights in for a front end (tui, generate): want when its
  * weights fit in avail bytes beside the bf16 ones they are converted from, else the first
