@@ -27,6 +27,7 @@ extern "C" {
 #include "cuda/cuda.h"
 #include "tokenloop/backend.h"
 #include "tokenloop/topk.h"
+#include "tokenloop/quant.h"
 }
 #include "kernels.cuh"
 #include "qkernels.cuh"
@@ -978,7 +979,8 @@ cudaError_t upload_quant(cuctx *c, const tl_weight *host, char *d)
 int cu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
 {
     cuctx *c = (cuctx *)ctx;
-    if (host->dtype != TL_F32 && host->dtype != TL_F16 && host->dtype != TL_BF16 && !is_quant(host->dtype))
+    if (host->dtype != TL_F32 && host->dtype != TL_F16 && host->dtype != TL_BF16 && !is_quant(host->dtype) &&
+        !tl_dtype_is_kquant(host->dtype))
         return tl_error_set(err, "cuda: %s weights [%lld, %lld]: no CUDA kernels for this dtype; use --device cpu",
                             tl_dtype_name(host->dtype), (long long)host->rows, (long long)host->cols);
     bool quant = host->rows != 1 && is_quant(host->dtype);
@@ -1053,6 +1055,14 @@ int cu_upload(void *ctx, const tl_weight *host, tl_weight *dev, tl_error *err)
                 const uint16_t *src = (const uint16_t *)host->data + i0;
                 for (size_t k = 0; k < m; k++)
                     st[k] = f32_to_bf16(tl_cpu_f16_to_f32(src[k]));
+            } else if (tl_dtype_is_kquant(host->dtype)) {   /* no CUDA kernels for their blocks: widened */
+                float f[TL_QK_K];   /* (chunks and rows are whole super-blocks of 256) */
+                for (size_t k = 0; k < m; k += TL_QK_K) {
+                    tl_dequantize_row(host->dtype, (const char *)host->data +
+                                      (i0 + k) / TL_QK_K * tl_dtype_block_bytes(host->dtype), f, TL_QK_K);
+                    for (int j = 0; j < TL_QK_K; j++)
+                        st[k + j] = f32_to_bf16(f[j]);
+                }
             } else {
                 const float *src = (const float *)host->data + i0;
                 for (size_t k = 0; k < m; k++)
