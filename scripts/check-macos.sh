@@ -101,6 +101,8 @@ wait $x86 || ok=0
 cat "$build/arm64.commands" "$build/x86_64.commands" >"$list"
 
 # Every source must be compiled for at least one of the two; those left out of one say why.
+# (sort and comm in byte order, as Python's sorted wrote the .files)
+export LC_ALL=C
 every=$(cd "$root" && ls core/*.c core/*/*.c kernels/cpu/*.c tui/*.c serve/*.c cli/*.c | sort)
 for arch in arm64 x86_64; do
   skipped=$(comm -23 <(echo "$every") "$build/$arch.files")
