@@ -33,4 +33,9 @@ void tl_cpu_mm_q4_k_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q5_k_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q6_k_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 
+/* AArch64 SDOT (kq_dotprod_neon.c): the neon-dotprod and neon-bf16 sets. */
+void tl_cpu_mm_q4_k_neon_dotprod(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q5_k_neon_dotprod(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q6_k_neon_dotprod(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+
 #endif

@@ -148,6 +148,15 @@ tl_cpu_mm_fn tl_cpu_kq_kernel(const char *isa, tl_dtype dt)
         default: return NULL;
         }
     }
+#elif defined(TL_CPU_NEON)
+    if (!strcmp(isa, "neon-dotprod") || !strcmp(isa, "neon-bf16")) {   /* the sets with SDOT */
+        switch (dt) {
+        case TL_Q4_K: return tl_cpu_mm_q4_k_neon_dotprod;
+        case TL_Q5_K: return tl_cpu_mm_q5_k_neon_dotprod;
+        case TL_Q6_K: return tl_cpu_mm_q6_k_neon_dotprod;
+        default: return NULL;
+        }
+    }
 #else
     (void)isa;
 #endif
