@@ -9,12 +9,13 @@
 # Installs what it needs if missing (apt-get: root and a network the first time). Checks results
 # only: emulation says nothing of speed.
 #   scripts/test-arm64.sh [BUILD_DIR]        everything: test_kernels with every set forced under
-#                                            max, each set under its own model; the engine tests
-#                                            with neon-bf16, neon (a72) and generic; the text tests
+#                                            max, each set under its own model; test_kquant and
+#                                            the engine tests with neon-bf16, neon (a72) and
+#                                            generic; the text tests
 #   scripts/test-arm64.sh --ci [BUILD_DIR]   the subset CI runs (about 3 minutes on 2 cores): the
 #                                            three selections; test_kernels at 2-3 threads with
-#                                            neon-bf16 (max) and neon (a72); the quick engine
-#                                            tests with neon-bf16; the quick text tests
+#                                            neon-bf16 (max) and neon (a72); test_kquant and the
+#                                            quick engine tests with neon-bf16; the quick text tests
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ci=0
@@ -43,7 +44,7 @@ if ((${#missing[@]})); then
 fi
 
 # --- the cross build --------------------------------------------------------------------------
-targets=(test_kernels test_synthetic test_engine test_config test_template test_tokenizer
+targets=(test_kernels test_kquant test_synthetic test_engine test_config test_template test_tokenizer
          test_tokenizer_conformance)
 ((ci)) || targets+=(test_topk test_async test_tokenizer_golden)
 mkdir -p "$build"
@@ -84,15 +85,17 @@ else
 fi
 say "kernel tests passed"
 
+# kernels_kquant forces every set the model has itself (K-quant products, a few seconds), so it
+# runs with the engine tests.
 # ctest runs a test whose COMMAND is a target through CMAKE_CROSSCOMPILING_EMULATOR (qemu);
 # engine_make_checkpoints, the fixture the engine tests need, is Python on the host.
 # The tokenizer and template never call a kernel: once.
 if ((ci)); then
-  engine='^(kernels_synthetic|engine_step_api|engine_config)$'
+  engine='^(kernels_kquant|kernels_synthetic|engine_step_api|engine_config)$'
   text='^(tokenizer|tokenizer_conformance|template_(goldens|micro|random|errors|fuzz|shared))$'
   runs=("max neon-bf16")
 else
-  engine='^(kernels_synthetic|engine_step_api|engine_topk|engine_config|engine_async)$'
+  engine='^(kernels_kquant|kernels_synthetic|engine_step_api|engine_topk|engine_config|engine_async)$'
   text='^(tokenizer|tokenizer_conformance|tokenizer_golden|template_(goldens|micro|random|errors|fuzz|shared))$'
   runs=("max neon-bf16" "cortex-a72 neon" "max generic")
 fi

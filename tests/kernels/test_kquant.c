@@ -262,7 +262,7 @@ int main(void)
 {
     check_at();
     check_qpack();
-    const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16", "neon", "neon-dotprod"};
+    const char *isas[] = {"generic", "avx2", "avx512", "avx512bf16", "neon", "neon-dotprod", "neon-bf16"};
     static const struct { int64_t rows, cols; int T; } shapes[] = {
         {1, 256, 1}, {7, 256, 1}, {37, 512, 1}, {130, 2048, 1}, {19, 8192, 1},
         {5, 256, 2}, {13, 768, 3}, {21, 512, 4}, {9, 1280, 5}, {17, 256, 7}, {33, 512, 16}, {6, 2048, 33},
