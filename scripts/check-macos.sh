@@ -5,7 +5,8 @@
 # (cmake/zig-macos.cmake), so the defines, include dirs, warning flags and per-file ISA flags
 # (AVX sets for x86_64, NEON for arm64) are the build's own. The dependencies are Debian's headers
 # (scripts/deps.sh installs them) found through .pc files written here under Homebrew's names.
-# Nothing is linked or run: there are no macOS libraries here.
+# Nothing is run, and only libtokenloop_read (which needs no library from outside) is linked:
+# there are no macOS builds of the dependencies here.
 #   scripts/check-macos.sh [BUILD_DIR]      (default: build-check-macos in the checkout)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -120,10 +121,16 @@ xargs -0 -P2 -n1 sh -c '
   out=$(eval "$cmd" 2>&1) || { printf "check-macos: %s: %s failed\n%s\n" "$arch" "$file" "$out"; exit 1; }
   [ -z "$out" ] || { printf "check-macos: %s: %s printed\n%s\n" "$arch" "$file" "$out"; exit 1; }
 ' sh <"$list" || rc=1
+# libtokenloop_read needs no library from outside, so it is linked too: macOS's linker refuses a
+# dylib with an undefined symbol, which Linux's lets through to run time.
+for arch in arm64 x86_64; do
+  cmake --build "$build/$arch" --target tokenloop_read >"$build/$arch.link.log" 2>&1 ||
+    { echo "check-macos: $arch: libtokenloop_read.dylib failed to link"; grep -v '^\[' "$build/$arch.link.log"; rc=1; }
+done
 end=$(date +%s)
 if [ $rc -ne 0 ]; then
   echo "check-macos: FAILED ($n compiles, $((end - start)) s)" >&2
   exit 1
 fi
-echo "check-macos: $n compiles for arm64 and x86_64 macOS passed with no warning in $((end - start)) s" \
+echo "check-macos: $n compiles and 2 links for arm64 and x86_64 macOS passed with no warning in $((end - start)) s" \
      "($((configured - start)) s configuring)"
