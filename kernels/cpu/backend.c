@@ -876,7 +876,7 @@ static int cpu_set_exact(void *ctx, int on)
     cpu_ctx *c = ctx;
     cpu_sync(c);   /* queued products keep the precision they were launched with */
     c->exact = on != 0;
-    return c->isa->want_pack[TL_BF16];   /* only the packing kernels (AVX-512 BF16) round x */
+    return c->isa->want_pack[TL_BF16];   /* only the packing kernels (AVX-512 BF16, NEON BFDOT) round x */
 }
 
 static void cpu_begin_pass(void *ctx, int T, int pos0)
