@@ -17,6 +17,7 @@
 
 #include "avx2_bench.h"
 #include "kq.h"
+#include "mm.h"
 #include "tokenloop/quant.h"
 
 static double run(tl_cpu_mm_fn fn, const tl_cpu_mm *m)
@@ -99,6 +100,48 @@ int main(int argc, char **argv)
             report("read", tr, rounds, (double)bytes);
             free(w);
         }
+    /* prefill: T = 32 tokens of 2048 x 2048, GMAC/s, against the Q4_0 tile (qmm_avx2.c) */
+    {
+        const int T = 32;
+        const int64_t rows = 2048;
+        float *xs = malloc(sizeof(float) * (size_t)(T * cols)), *o = malloc(sizeof(float) * (size_t)(T * rows));
+        int8_t *q = aligned_alloc(64, (size_t)(T * cols));
+        float *qd = aligned_alloc(64, (size_t)(T * cols));
+        int32_t *qc = aligned_alloc(64, (size_t)(T * cols));
+        for (int64_t i = 0; i < T * cols; i++)
+            xs[i] = (float)rand() / RAND_MAX - 0.5f;
+        const tl_dtype pd[] = {TL_Q4_K, TL_Q6_K, TL_Q4_0};
+        tl_cpu_mm_fn pf[] = {tl_cpu_mm_q4_k_avx2, tl_cpu_mm_q6_k_avx2, tl_cpu_mm_q4_0_avx2};
+        double tp[3][1000];
+        uint8_t *ws[3];
+        tl_cpu_mm ms[3];
+        for (int k = 0; k < 3; k++) {
+            const size_t bytes = (size_t)rows * tl_dtype_row_bytes(pd[k], cols);
+            ws[k] = aligned_alloc(64, (bytes + 63) / 64 * 64);
+            for (size_t i = 0; i < bytes; i++)
+                ws[k][i] = (uint8_t)(rand() & 0x3b);   /* (keeps every f16 scale finite) */
+            ms[k] = (tl_cpu_mm){.out = o, .x = xs, .w = ws[k], .rows = rows, .cols = cols, .T = T, .xq = q, .xd = qd,
+                                .xc = qc};
+        }
+        for (int r = 0; r < rounds; r++)
+            for (int k = 0; k < 3; k++) {
+                for (int t = 0; t < T; t++)
+                    (k < 2 ? tl_cpu_qpack_q8k_avx2 : tl_cpu_qpack_avx2)(&ms[k], pd[k], xs, t, k < 2 ? 1 : 8);
+                tp[k][r] = run(pf[k], &ms[k]);
+            }
+        for (int k = 0; k < 3; k++) {
+            qsort(tp[k], (size_t)rounds, sizeof(double), cmp_d);
+            printf("prefill T=%d, %s %lld x %lld: %.1f GMAC/s (median; %.1f-%.1f)\n", T, tl_dtype_name(pd[k]),
+                   (long long)rows, (long long)cols, (double)T * rows * cols / tp[k][rounds / 2] / 1e9,
+                   (double)T * rows * cols / tp[k][rounds - 1] / 1e9, (double)T * rows * cols / tp[k][0] / 1e9);
+            free(ws[k]);
+        }
+        free(xs);
+        free(o);
+        free(q);
+        free(qd);
+        free(qc);
+    }
     tl_cpu_qpack_fn packs[2] = {tl_cpu_qpack_q8k, tl_cpu_qpack_q8k_avx2};
     for (int p = 0; p < 2; p++) {
         double t[1000];
