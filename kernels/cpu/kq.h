@@ -28,10 +28,14 @@ void tl_cpu_mm_q4_k_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q5_k_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q6_k_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 
-/* AVX2 (kq_avx2.c): VPMADDUBSW + VPMADDWD; also serves the AVX-512 sets. */
+/* AVX2 (kq_avx2.c, kq_tmpl.h): VPMADDUBSW + VPMADDWD; also serves the avx512 set. */
 void tl_cpu_mm_q4_k_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q5_k_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q6_k_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+/* The same with VPDPWSSD (kq_avx512vnni.c): the avx512bf16 set. */
+void tl_cpu_mm_q4_k_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q5_k_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q6_k_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 
 /* AArch64 SDOT (kq_dotprod_neon.c): the neon-dotprod and neon-bf16 sets. */
 void tl_cpu_mm_q4_k_neon_dotprod(const tl_cpu_mm *a, int64_t r0, int64_t r1);

@@ -140,7 +140,15 @@ void tl_cpu_mm_q6_k_generic(const tl_cpu_mm *a, int64_t r0, int64_t r1) { mm_kq_
 tl_cpu_mm_fn tl_cpu_kq_kernel(const char *isa, tl_dtype dt)
 {
 #ifdef TL_CPU_X86
-    if (strcmp(isa, "generic")) {   /* avx2, avx512, avx512bf16: all have AVX2 */
+    if (!strcmp(isa, "avx512bf16")) {   /* (its CPUs all have VNNI: mm_avx512bf16.c's supported) */
+        switch (dt) {
+        case TL_Q4_K: return tl_cpu_mm_q4_k_avx512vnni;
+        case TL_Q5_K: return tl_cpu_mm_q5_k_avx512vnni;
+        case TL_Q6_K: return tl_cpu_mm_q6_k_avx512vnni;
+        default: return NULL;
+        }
+    }
+    if (strcmp(isa, "generic")) {   /* avx2, avx512: AVX2 */
         switch (dt) {
         case TL_Q4_K: return tl_cpu_mm_q4_k_avx2;
         case TL_Q5_K: return tl_cpu_mm_q5_k_avx2;

@@ -62,6 +62,8 @@ int main(int argc, char **argv)
     const tl_dtype dts[] = {TL_Q4_K, TL_Q5_K, TL_Q6_K};
     tl_cpu_mm_fn avx2[] = {tl_cpu_mm_q4_k_avx2, tl_cpu_mm_q5_k_avx2, tl_cpu_mm_q6_k_avx2};
     tl_cpu_mm_fn generic[] = {tl_cpu_mm_q4_k_generic, tl_cpu_mm_q5_k_generic, tl_cpu_mm_q6_k_generic};
+    tl_cpu_mm_fn vnni[] = {tl_cpu_mm_q4_k_avx512vnni, tl_cpu_mm_q5_k_avx512vnni, tl_cpu_mm_q6_k_avx512vnni};
+    const int has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
     float *x = malloc(sizeof(float) * (size_t)cols), *out = malloc(sizeof(float) * 65536);
     int8_t *xq = aligned_alloc(64, (size_t)cols);
     float *xd = aligned_alloc(64, (size_t)cols);
@@ -85,10 +87,12 @@ int main(int argc, char **argv)
             }
             tl_cpu_mm m = {.out = out, .x = x, .w = w, .rows = rows, .cols = cols, .T = 1, .xq = xq, .xd = xd, .xc = xc};
             tl_cpu_qpack_q8k(&m, dts[k], x, 0, 1);
-            double ta[1000], tg[1000], tr[1000];
+            double ta[1000], tg[1000], tr[1000], tv[1000];
             int ng = s == 0 ? rounds : 1;   /* the portable kernel: once from memory (slow) */
             for (int r = 0; r < rounds; r++) {
                 ta[r] = run(avx2[k], &m);
+                if (has_vnni)
+                    tv[r] = run(vnni[k], &m);
                 if (r < ng)
                     tg[r] = run(generic[k], &m);
                 tr[r] = run_read(w, bytes);
@@ -96,6 +100,8 @@ int main(int argc, char **argv)
             printf("%s, %lld x %lld (%.1f MB, %s):\n", tl_dtype_name(dts[k]), (long long)rows, (long long)cols,
                    bytes / 1e6, s == 0 ? "in L2" : "from memory");
             report("avx2", ta, rounds, (double)bytes);
+            if (has_vnni)
+                report("vnni", tv, rounds, (double)bytes);
             report("generic", tg, ng, (double)bytes);
             report("read", tr, rounds, (double)bytes);
             free(w);
@@ -110,12 +116,15 @@ int main(int argc, char **argv)
         int32_t *qc = aligned_alloc(64, (size_t)(T * cols));
         for (int64_t i = 0; i < T * cols; i++)
             xs[i] = (float)rand() / RAND_MAX - 0.5f;
-        const tl_dtype pd[] = {TL_Q4_K, TL_Q6_K, TL_Q4_0};
-        tl_cpu_mm_fn pf[] = {tl_cpu_mm_q4_k_avx2, tl_cpu_mm_q6_k_avx2, tl_cpu_mm_q4_0_avx2};
-        double tp[3][1000];
-        uint8_t *ws[3];
-        tl_cpu_mm ms[3];
-        for (int k = 0; k < 3; k++) {
+        const tl_dtype pd[] = {TL_Q4_K, TL_Q6_K, TL_Q4_0, TL_Q4_K, TL_Q6_K};
+        tl_cpu_mm_fn pf[] = {tl_cpu_mm_q4_k_avx2, tl_cpu_mm_q6_k_avx2, tl_cpu_mm_q4_0_avx2, tl_cpu_mm_q4_k_avx512vnni,
+                             tl_cpu_mm_q6_k_avx512vnni};
+        const char *pn[] = {"avx2", "avx2", "avx2", "vnni", "vnni"};
+        const int np = has_vnni ? 5 : 3;
+        double tp[5][1000];
+        uint8_t *ws[5];
+        tl_cpu_mm ms[5];
+        for (int k = 0; k < np; k++) {
             const size_t bytes = (size_t)rows * tl_dtype_row_bytes(pd[k], cols);
             ws[k] = aligned_alloc(64, (bytes + 63) / 64 * 64);
             for (size_t i = 0; i < bytes; i++)
@@ -124,14 +133,14 @@ int main(int argc, char **argv)
                                 .xc = qc};
         }
         for (int r = 0; r < rounds; r++)
-            for (int k = 0; k < 3; k++) {
+            for (int k = 0; k < np; k++) {
                 for (int t = 0; t < T; t++)
-                    (k < 2 ? tl_cpu_qpack_q8k_avx2 : tl_cpu_qpack_avx2)(&ms[k], pd[k], xs, t, k < 2 ? 1 : 8);
+                    (k != 2 ? tl_cpu_qpack_q8k_avx2 : tl_cpu_qpack_avx2)(&ms[k], pd[k], xs, t, k != 2 ? 1 : 8);
                 tp[k][r] = run(pf[k], &ms[k]);
             }
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < np; k++) {
             qsort(tp[k], (size_t)rounds, sizeof(double), cmp_d);
-            printf("prefill T=%d, %s %lld x %lld: %.1f GMAC/s (median; %.1f-%.1f)\n", T, tl_dtype_name(pd[k]),
+            printf("prefill T=%d, %s %s %lld x %lld: %.1f GMAC/s (median; %.1f-%.1f)\n", T, pn[k], tl_dtype_name(pd[k]),
                    (long long)rows, (long long)cols, (double)T * rows * cols / tp[k][rounds / 2] / 1e9,
                    (double)T * rows * cols / tp[k][rounds - 1] / 1e9, (double)T * rows * cols / tp[k][0] / 1e9);
             free(ws[k]);
