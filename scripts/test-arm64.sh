@@ -12,15 +12,19 @@
 #                                            max, each set under its own model; test_kquant and
 #                                            the engine tests with neon-bf16, neon (a72) and
 #                                            generic; the text tests
+#   scripts/test-arm64.sh --deps             only install what it needs
 #   scripts/test-arm64.sh --ci [BUILD_DIR]   the subset CI runs (about 3 minutes on 2 cores): the
 #                                            three selections; test_kernels at 2-3 threads with
 #                                            neon-bf16 (max) and neon (a72); test_kquant and the
 #                                            quick engine tests with neon-bf16; the quick text tests
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-ci=0
+ci=0 deps_only=0
 if [[ ${1:-} == --ci ]]; then
   ci=1
+  shift
+elif [[ ${1:-} == --deps ]]; then   # install what it needs, then stop (test.sh, before its tests run)
+  deps_only=1
   shift
 fi
 [[ ${1:-} != -* ]] || { echo "usage: $0 [--ci] [BUILD_DIR]" >&2; exit 2; }
@@ -42,6 +46,7 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+((deps_only == 0)) || exit 0
 
 # --- the cross build --------------------------------------------------------------------------
 targets=(test_kernels test_kquant test_synthetic test_engine test_config test_template test_tokenizer
