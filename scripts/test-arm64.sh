@@ -74,7 +74,7 @@ done
 # test_kernels against the definition in double; each run prints its pass count.
 kernels() {   # kernels CPU ARGS...
   local out
-  echo "test-arm64: test_kernels ${*:2} under -cpu $1"
+  echo "test-arm64: test_kernels${2:+ ${*:2}} under -cpu $1"
   out=$(QEMU_CPU=$1 qemu-aarch64 "$kt" "${@:2}" 2>&1) || { echo "$out"; exit 1; }
   echo "$out" | grep -E "^kernels: (the .* only|.*skipped|[0-9]+ passed)"
 }
