@@ -3,9 +3,10 @@
  * goes into SDOT as a signed byte against x's Q8_K bytes, and each sub-block's 16- or 32-element
  * sum comes out exact. The scales and mins are applied to those integer sums as the portable
  * kernel does (kq_generic.c), and each super-block then takes its one float line (kq_block_f):
- * only the order of the integer additions differs, which changes no sum. A row at a time, every token against it (a decode is one stream
- * through the weights; a prefill re-reads a row from L1). Built with -march=armv8.2-a+dotprod;
- * called only in the sets that need the extension (tl_cpu_kq_kernel: neon-dotprod, neon-bf16). */
+ * only the order of the integer additions differs, which changes no sum. A row at a time, every
+ * token against it (a decode is one stream through the weights; a prefill re-reads a row from
+ * L1). Built with -march=armv8.2-a+dotprod; called only in the sets that need the extension
+ * (tl_cpu_kq_kernel: neon-dotprod, neon-bf16). */
 #include <arm_neon.h>
 #include <stdint.h>
 #include <string.h>
@@ -54,7 +55,8 @@ KN_INLINE float kn_q45(const uint8_t *blk, int q5, const int8_t *x8, const int16
         uint8x16_t lo0 = vandq_u8(v0, m4), lo1 = vandq_u8(v1, m4);
         uint8x16_t hi0 = vshrq_n_u8(v0, 4), hi1 = vshrq_n_u8(v1, 4);
         if (q5) {   /* 16 where the bit is set: the test's all-ones masked to 16 */
-            const uint8x16_t bl = vdupq_n_u8((uint8_t)(1u << (2 * g))), bh = vdupq_n_u8((uint8_t)(2u << (2 * g)));
+            const uint8x16_t bl = vdupq_n_u8((uint8_t)(1u << (2 * g)));
+            const uint8x16_t bh = vdupq_n_u8((uint8_t)(2u << (2 * g)));
             lo0 = vorrq_u8(lo0, vandq_u8(vtstq_u8(h0, bl), b4));
             lo1 = vorrq_u8(lo1, vandq_u8(vtstq_u8(h1, bl), b4));
             hi0 = vorrq_u8(hi0, vandq_u8(vtstq_u8(h0, bh), b4));

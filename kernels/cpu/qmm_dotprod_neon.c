@@ -74,8 +74,10 @@ DP_INLINE void dp_tile(const tl_cpu_mm *a, int dt, int NT, int64_t r, int nr, in
             int8x16_t wlo, whi;
             dp_weights(dt, blk, &wlo, &whi);
             const float dw = dp_scale(blk);
-            for (int u = 0; u < NT; u++)
-                acc[i][u] = vfmaq_n_f32(acc[i][u], vcvtq_f32_s32(dp_dot(wlo, whi, xlo[u], xhi[u])), dw * xd[u][b]);
+            for (int u = 0; u < NT; u++) {
+                const float32x4_t s = vcvtq_f32_s32(dp_dot(wlo, whi, xlo[u], xhi[u]));
+                acc[i][u] = vfmaq_n_f32(acc[i][u], s, dw * xd[u][b]);
+            }
         }
     }
     for (int i = 0; i < nr; i++)
