@@ -216,6 +216,38 @@ def field(reader, key):
     return None if f is None else f.contents()
 
 
+def q8_k(x):
+    """x quantized to llama.cpp's Q8_K and back (ggml's quantize_row_q8_K_ref, in NumPy): per 256
+    values the first of largest magnitude, max, gives iscale = -127 / max (fp32), q = min(127,
+    round-half-even(iscale * x)), and the value is q / iscale."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    b = x.reshape(-1, 256)
+    mx = b[np.arange(len(b)), np.argmax(np.abs(b), axis=1)]
+    out = np.zeros(b.shape, dtype=np.float64)
+    nz = mx != 0
+    iscale = (np.float32(-127.0) / mx[nz]).astype(np.float32)
+    q = np.minimum(np.rint(b[nz] * iscale[:, None]), 127)
+    out[nz] = q.astype(np.float64) * (np.float32(1.0) / iscale).astype(np.float64)[:, None]
+    return out.reshape(x.shape)
+
+
+class Q8KInput:
+    """W.T for `x @ W.T` with x through q8_k first (K-quant weights); numpy hands it __rmatmul__."""
+    __array_ufunc__ = None
+
+    def __init__(self, wt):
+        self.wt = wt
+
+    def __rmatmul__(self, x):
+        return q8_k(x) @ self.wt
+
+
+class Q8KMatrix(check_engine.QuantizedMatrix):
+    @property
+    def T(self):
+        return Q8KInput(self.w.T)
+
+
 def reference(path):
     """-> (llama_ref cfg dict, {HF name: float64 array}, inv_freq) read back from the file."""
     r = gguf.GGUFReader(path)
@@ -251,12 +283,10 @@ def reference(path):
     tied = "lm_head.weight" not in W
     for name, typ in quantized.items():
         # tokenloop quantizes the input of a product with Q8_0/Q4_0 weights to Q8_0, as llama.cpp
-        # does (check_engine.QuantizedMatrix does the same here); K-quants run as Q8_0 there
-        a = W[name]
-        if typ not in (gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_0):
-            q8 = gguf.GGMLQuantizationType.Q8_0
-            a = gguf.quants.dequantize(gguf.quants.quantize(a.astype(np.float32), q8), q8).astype(np.float64)
-        W[name] = check_engine.QuantizedMatrix(a.reshape(W[name].shape))
+        # does (check_engine.QuantizedMatrix does the same here), and with K-quant weights to Q8_K
+        # (Q8KMatrix)
+        kq = typ not in (gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_0)
+        W[name] = (Q8KMatrix if kq else check_engine.QuantizedMatrix)(W[name])
     if tied:
         W["lm_head.weight"] = W["model.embed_tokens.weight"]
     cfg = dict(hidden_size=d, num_attention_heads=heads, num_key_value_heads=kv,
