@@ -1,9 +1,10 @@
-/* The K-quant decode products (one token; kernels/cpu/kq_avx2.c and the portable kq_generic.c)
- * against a plain read of the same bytes. One thread; each figure is the thread's CPU time
- * (CLOCK_THREAD_CPUTIME_ID), so other processes on a shared machine take wall time but are not
- * counted. Two sizes of 2048-wide rows: 512 rows (the weights in L2: the kernel's own pace) and
- * 65536 (from memory). The kernels and the read alternate round by round, each over the whole
- * matrix in 8 chunks of rows; medians and ranges of GB/s of weights. Random blocks with finite
+/* The K-quant decode products (one token; kernels/cpu/kq_avx2.c, kq_avx512vnni.c where the CPU
+ * has VNNI, and the portable kq_generic.c) against a plain read of the same bytes; a prefill of
+ * 32 tokens (GMAC/s, against the Q4_0 tile); x's Q8_K quantizers. One thread; each figure is the
+ * thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so other processes on a shared machine take wall
+ * time but are not counted. Two sizes of 2048-wide rows: 512 rows (the weights in L2: the
+ * kernel's own pace) and 65536 (from memory). The kernels and the read alternate round by round,
+ * each over the whole matrix in 8 chunks of rows; medians and ranges. Random blocks with finite
  * scales (the speed does not depend on the values).
  *
  *   cc -O2 -mavx2 -mfma -mf16c -Ikernels/cpu -Icore/include -Itools/bench tools/bench/kq_decode.c \
