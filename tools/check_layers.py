@@ -72,6 +72,8 @@ def mutual_calls(root, files):
     calls = {}   # file -> {file: a function of it that the first calls}
     for f, text in code.items():
         for name in sorted(set(CALL.findall(text))):
+            if f in defined_in.get(name, ()):
+                continue   # its own definition: one per architecture (mm_avx512bf16.c, mv_bfdot_neon.c)
             for g in defined_in.get(name, ()):
                 if g != f:
                     calls.setdefault(f, {}).setdefault(g, name)
