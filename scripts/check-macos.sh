@@ -116,6 +116,9 @@ configured=$(date +%s)
 # --- compile, two at a time; every failure is printed, then the script fails -----------------
 n=$(tr -cd '\0' <"$list" | wc -c)
 rc=0
+# zig cc given -o /dev/null also leaves NAME.o in the folder it runs in: run it in the build's own
+mkdir -p "$build/scratch"
+cd "$build/scratch"
 xargs -0 -P2 -n1 sh -c '
   arch=${1%%	*}; rest=${1#*	}; file=${rest%%	*}; cmd=${rest#*	}
   out=$(eval "$cmd" 2>&1) || { printf "check-macos: %s: %s failed\n%s\n" "$arch" "$file" "$out"; exit 1; }
