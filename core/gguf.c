@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tokenloop/file.h"
+#include "tokenloop/quant.h"
 #include "gguf.h"
 #include "safetensors.h"   /* tl_st_printable */
 
@@ -587,4 +588,30 @@ int64_t tl_gguf_arr_int(const tl_gguf_kv *kv, uint64_t i)
 double tl_gguf_arr_float(const tl_gguf_kv *kv, uint64_t i)
 {
     return float_at(kv->arr_type, kv->val + i * value_type_size[kv->arr_type]);
+}
+
+/* The ggml types the engine computes in as they are (the K-quants through quant_k.c's
+ * block math, which quant.c calls). */
+int tl_gguf_native_dtype(uint32_t type)
+{
+    switch (type) {
+    case TL_GGML_F32: return TL_F32;
+    case TL_GGML_F16: return TL_F16;
+    case TL_GGML_BF16: return TL_BF16;
+    case TL_GGML_Q8_0: return TL_Q8_0;
+    case TL_GGML_Q4_0: return TL_Q4_0;
+    case TL_GGML_Q4_K: return TL_Q4_K;
+    case TL_GGML_Q5_K: return TL_Q5_K;
+    case TL_GGML_Q6_K: return TL_Q6_K;
+    default: return -1;
+    }
+}
+
+int tl_gguf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n)
+{
+    int native = tl_gguf_native_dtype(type);
+    if (native < 0 || n % tl_dtype_block((tl_dtype)native))
+        return -1;
+    tl_dequantize_row((tl_dtype)native, src, dst, n);
+    return 0;
 }

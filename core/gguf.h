@@ -91,7 +91,7 @@ const char *tl_gguf_type_name(uint32_t type);
 /* Elements and bytes per block of a ggml type; 0 when unknown. */
 int tl_gguf_type_block(uint32_t type, uint32_t *elems, uint32_t *bytes);
 
-/* gguf_quant.c: row of n elements of ggml type `type` -> fp32. F32, F16, BF16, Q8_0, Q4_0,
+/* Row of n elements of ggml type `type` -> fp32. F32, F16, BF16, Q8_0, Q4_0,
  * Q4_K, Q5_K, Q6_K; returns -1 (nothing written) for any other type or an n that is not whole
  * blocks. */
 int tl_gguf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);

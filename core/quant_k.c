@@ -14,7 +14,6 @@
  * the values equal ggml's (and the gguf package's) bit for bit. */
 #include <string.h>
 
-#include "gguf.h"
 #include "tokenloop/quant.h"
 
 #define QK_K 256
@@ -85,21 +84,6 @@ static void dequant_q6_k(const uint8_t *b, float *y)
     }
 }
 
-int tl_gguf_native_dtype(uint32_t type)
-{
-    switch (type) {
-    case TL_GGML_F32: return TL_F32;
-    case TL_GGML_F16: return TL_F16;
-    case TL_GGML_BF16: return TL_BF16;
-    case TL_GGML_Q8_0: return TL_Q8_0;
-    case TL_GGML_Q4_0: return TL_Q4_0;
-    case TL_GGML_Q4_K: return TL_Q4_K;
-    case TL_GGML_Q5_K: return TL_Q5_K;
-    case TL_GGML_Q6_K: return TL_Q6_K;
-    default: return -1;
-    }
-}
-
 void tl_kquant_dequantize_row(tl_dtype t, const void *src, float *y, int64_t n)
 {
     void (*one)(const uint8_t *, float *) = t == TL_Q4_K ? dequant_q4_k : t == TL_Q5_K ? dequant_q5_k : dequant_q6_k;
@@ -130,13 +114,4 @@ float tl_kquant_at(tl_dtype t, const void *row, int64_t i)
     scale_min_k4(j, b + 4, &sc, &m);
     const float d1 = tl_f16_to_f32(u16(b)) * sc, m1 = tl_f16_to_f32(u16(b + 2)) * m;
     return d1 * v - m1;
-}
-
-int tl_gguf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n)
-{
-    int native = tl_gguf_native_dtype(type);
-    if (native < 0 || n % tl_dtype_block((tl_dtype)native))
-        return -1;
-    tl_dequantize_row((tl_dtype)native, src, dst, n);
-    return 0;
 }

@@ -7,7 +7,7 @@ A unit is a source file together with its header of the same name in the same fo
 (serve/slots.c and serve/slots.h), so that "calls" reads as "includes the header of".
 It fails (exit 1, one line per finding) when
   - two units include each other, or two source files call each other (each calls a function
-    the other defines), outside core/jinja/, which is one interpreter; or
+    the other defines), outside core/jinja/, which is one interpreter, and core/quant*.c (every dtype's rows, the K-quants in quant_k.c); or
   - a file under core/ includes a file under kernels/: core reaches the kernels only through
     the registry in core/include/tokenloop/backend.h.
 Only includes that resolve to a file of the tree count (system headers do not); a name is
@@ -25,7 +25,7 @@ EXTENSIONS = (".c", ".h", ".cu", ".cuh")
 # the build's include folders (CMakeLists.txt: core/include everywhere, core privately, the
 # folder of each library for its own headers)
 INCLUDE_DIRS = ("core/include", "core", ".")
-ONE_UNIT = ("core/jinja/",)
+ONE_UNIT = ("core/jinja/", "core/quant")   # quant.c and quant_k.c: every dtype's rows, the K-quants apart
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 # a definition: at the start of a line, not static, a name, its parameters, then the body
 DEFINITION = re.compile(r'^(?!static\b|typedef\b|#)[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*\([^;{]*?\)\s*'
@@ -127,7 +127,7 @@ def main(argv):
     if problems:
         return 1
     print(f"check_layers: {len(files)} files, {n_includes} includes within the tree, {n_functions} functions: "
-          "no pair of units includes or calls each other outside core/jinja, core includes nothing from kernels/")
+          "no pair of units includes or calls each other outside core/jinja and core/quant*, core includes nothing from kernels/")
     return 0
 
 

@@ -1,5 +1,5 @@
 /* Products with K-quant weights (Q4_K, Q5_K, Q6_K: ggml's super-blocks of 256, read in place
- * from the file's bytes; core/gguf_quant.c has the layouts). As in llama.cpp, x is quantized per
+ * from the file's bytes; core/quant_k.c has the layouts). As in llama.cpp, x is quantized per
  * 256 values to Q8_K first, so each super-block's product is exact integer sums times scales:
  *   Q4_K/Q5_K: d * dx * sum_j sc_j * (q_j . x8) - dmin * dx * sum_j m_j * (sums of x8 in j)
  *   Q6_K:      d * dx * sum_k sc_k * (q_k . x8 - 32 * (sum of x8 in k))

@@ -50,7 +50,7 @@ static float f16_at(const uint8_t *p)
     return tl_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
 }
 
-/* The 8 six-bit scales and mins of a Q4_K/Q5_K super-block (gguf_quant.c's scale_min_k4). */
+/* The 8 six-bit scales and mins of a Q4_K/Q5_K super-block (quant_k.c's scale_min_k4). */
 static void kq_scales_mins(const uint8_t *s, uint8_t sc[8], uint8_t m[8])
 {
     for (int j = 0; j < 4; j++) {

@@ -12,7 +12,7 @@
 
 /* Q8_0 and Q4_0 are llama.cpp's block formats (tokenloop/quant.h): rows of 32-element blocks,
  * each block one f16 scale and 32 8-bit or 4-bit integers. Q4_K, Q5_K and Q6_K are its
- * K-quant super-blocks of 256 (core/gguf_quant.c): they come only from GGUF files (there is no
+ * K-quant super-blocks of 256 (core/quant_k.c): they come only from GGUF files (there is no
  * quantizer to them here, so no --dtype names them). */
 typedef enum { TL_F32 = 0, TL_F16 = 1, TL_BF16 = 2, TL_Q8_0 = 3, TL_Q4_0 = 4, TL_Q4_K = 5, TL_Q5_K = 6,
                TL_Q6_K = 7 } tl_dtype;

@@ -36,7 +36,7 @@ uint16_t tl_f32_to_bf16(float f);     /* round to nearest even; NaN stays NaN */
 void tl_quantize_row(tl_dtype t, const float *x, void *dst, int64_t n);
 void tl_dequantize_row(tl_dtype t, const void *src, float *y, int64_t n);
 
-/* Q4_K/Q5_K/Q6_K (core/gguf_quant.c has the layouts): a row of n elements decoded to fp32 as
+/* Q4_K/Q5_K/Q6_K (core/quant_k.c has the layouts): a row of n elements decoded to fp32 as
  * ggml does (same bits), and element i of a row alone (the same value). */
 #define TL_QK_K 256
 void tl_kquant_dequantize_row(tl_dtype t, const void *src, float *y, int64_t n);
