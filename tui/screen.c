@@ -165,15 +165,15 @@ void Screen_draw(WINDOW *w, int cols, int rows, const tl_view *v, tl_ui *ui)
      * the scores depend on it; a device keeps its own */
     if (v->precision[0] && strcmp(v->precision, "device"))
         snprintf(pr, sizeof pr, T(" \xC2\xB7 precision %s"), v->precision);
-    /* on a narrow terminal the precision goes first, then the streamer and mono (the Stream
-     * pane's title names the streamer), then the program's name, then the kernel set, so the
-     * settings stay whole; what still does not fit ends with an ellipsis */
+    /* on a narrow terminal the precision goes first, then the kernel set, then the streamer and
+     * mono (the Stream pane's title names the streamer), then the program's name, so the settings
+     * stay whole; what still does not fit ends with an ellipsis */
     const char *stream = v->stream_server ? T("server stream") : T("hf stream"), *mono = ui->mono ? T(" \xC2\xB7 mono") : "";
     for (int drop = 0; drop < 5; drop++) {
         char dev[64];
-        Format_device(v->device, v->kernels, drop < 4, dev, sizeof dev);
-        snprintf(t, sizeof t, "%s %s \xC2\xB7 %s%s \xC2\xB7 %s%s%s%s%s", drop < 3 ? " tokenloop \xC2\xB7" : "", v->model_name,
-                 dev, dt, s, drop < 2 ? " \xC2\xB7 " : "", drop < 2 ? stream : "", drop < 2 ? mono : "", drop < 1 ? pr : "");
+        Format_device(v->device, v->kernels, drop < 2, dev, sizeof dev);
+        snprintf(t, sizeof t, "%s %s \xC2\xB7 %s%s \xC2\xB7 %s%s%s%s%s", drop < 4 ? " tokenloop \xC2\xB7" : "", v->model_name,
+                 dev, dt, s, drop < 3 ? " \xC2\xB7 " : "", drop < 3 ? stream : "", drop < 3 ? mono : "", drop < 1 ? pr : "");
         if (Format_widthz(t) <= cols)
             break;
     }

@@ -584,7 +584,7 @@ int main(void)
         Screen_draw(stdscr, 160, 48, &w, &ui);
         grab(48, 160);
         TL_CHECK_MSG(strstr(screen[0], "hf stream \xC2\xB7 precision mixed"), "title: %s", screen[0]);
-        /* the kernel set beside the device; dropped last, after the program's name, at 80 columns */
+        /* the kernel set beside the device; dropped after the precision, before the streamer */
         snprintf(w.kernels, sizeof w.kernels, "avx512bf16");
         Screen_draw(stdscr, 160, 48, &w, &ui);
         grab(48, 160);
