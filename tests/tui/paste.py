@@ -149,7 +149,16 @@ def main():
                   "the refusal on the status line is whole or ends with an ellipsis: %r" % (st[0] if st else "-"))
         check(s is not None, "the second Enter applies the cut text: %s" % (
             re.search(r"(message changed|prompt: [\d,]+ tokens do not fit.*)", s).group(1).strip() if s else "-"))
+        shell = tmux("list-panes", "-t", "t", "-F", "#{pane_pid}").strip()
         tmux("send-keys", "-t", "t", "q")
+        # the program exits before the terminal goes (the pane's shell then sleeps): under ASan, a
+        # hang-up while LeakSanitizer stopped the world at exit once left it spinning for the rest
+        # of a CI run
+        deadline = time.time() + 60
+        while time.time() < deadline and subprocess.run(["pgrep", "-P", shell, "tokenloop"],
+                                                        capture_output=True).returncode == 0:
+            time.sleep(0.2)
+        check(time.time() < deadline, "q: the program exits (%.1f s)" % (time.time() - deadline + 60))
     finally:
         tmux("kill-server", check_rc=False)
     print("%d failures" % len(failures))
