@@ -5,8 +5,23 @@
 #define TL_KERNELS_CPU_MM_H
 
 #include <stdint.h>
+#include <string.h>
 #include "tokenloop/model.h"
 #include "tokenloop/scores.h"
+
+/* x to bf16 for the packed products (tl_cpu_pack_bf16, x86 and NEON alike): round to nearest
+ * even, NaN stays NaN, a subnormal input counts as zero (as VCVTNEPS2BF16 does), so every set
+ * rounds x the same way. */
+static inline uint16_t tl_cpu_x_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    if (!(u & 0x7f800000u))
+        return (uint16_t)((u >> 16) & 0x8000);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
 
 typedef struct tl_cpu_mm {
     float *out;

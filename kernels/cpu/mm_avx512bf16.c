@@ -27,19 +27,6 @@ void tl_cpu_attn_avx512(const tl_cpu_attn *a, int t, int kvh, float *scores);
 #endif
 #define BH_INLINE static inline __attribute__((always_inline))
 
-/* The scalar twin of VCVTNEPS2BF16 (for the last partial vector): round to nearest even,
- * NaN stays NaN, a subnormal input counts as zero. */
-static uint16_t f32_to_bf16_rne(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);
-    if (!(u & 0x7f800000u))
-        return (uint16_t)((u >> 16) & 0x8000);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int64_t cols_pad, int halves)
 {
     for (int t = 0; t < T; t++) {
@@ -56,9 +43,9 @@ void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int6
             }
         }
         for (; i < cols; i++) {
-            hi[i] = f32_to_bf16_rne(xr[i]);
+            hi[i] = tl_cpu_x_to_bf16(xr[i]);
             if (halves == 2)
-                lo[i] = f32_to_bf16_rne(xr[i] - tl_cpu_bf16_to_f32(hi[i]));
+                lo[i] = tl_cpu_x_to_bf16(xr[i] - tl_cpu_bf16_to_f32(hi[i]));
         }
         for (i = cols; i < cols_pad; i++) {
             hi[i] = 0;

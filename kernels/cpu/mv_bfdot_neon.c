@@ -16,19 +16,6 @@
 
 #define BD_PF 1024   /* bytes ahead in a row's stream */
 
-/* Round to nearest even; NaN stays NaN; a subnormal input counts as zero (as the x86 packing
- * does, so both sets round x the same way). */
-static uint16_t bd_round(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);
-    if (!(u & 0x7f800000u))
-        return (uint16_t)((u >> 16) & 0x8000);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 /* x as [T][halves][cols_pad] bf16, zero beyond cols (mm.h). A scalar pass: it is O(cols) a
  * token against the product's O(rows x cols). */
 void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int64_t cols_pad, int halves)
@@ -37,9 +24,9 @@ void tl_cpu_pack_bf16(uint16_t *xpack, const float *x, int T, int64_t cols, int6
         uint16_t *hi = xpack + (size_t)t * (size_t)halves * (size_t)cols_pad, *lo = hi + cols_pad;
         const float *xr = x + (size_t)t * (size_t)cols;
         for (int64_t i = 0; i < cols_pad; i++) {
-            hi[i] = i < cols ? bd_round(xr[i]) : 0;
+            hi[i] = i < cols ? tl_cpu_x_to_bf16(xr[i]) : 0;
             if (halves == 2)
-                lo[i] = i < cols ? bd_round(xr[i] - tl_cpu_bf16_to_f32(hi[i])) : 0;
+                lo[i] = i < cols ? tl_cpu_x_to_bf16(xr[i] - tl_cpu_bf16_to_f32(hi[i])) : 0;
         }
     }
 }
