@@ -11,6 +11,8 @@
  *     the panel (16 KiB) stays in L1 while the tokens pass over it.
  * Each output's terms add in one fp32 lane along k in blocks of GA_KC, the blocks added to the
  * output in k order: the same fp32 sums as the reference, in another order. */
+#include "transpose_avx2.h"
+
 #define GA_MR 16            /* weight rows a micro-tile: two vectors */
 #define GA_NR 6             /* tokens a micro-tile */
 #define GA_KC 256           /* columns a panel */
@@ -18,26 +20,6 @@
 #define GA_MIN_T 16         /* fewer tokens: mm_tmpl.h's tiles (tools/bench/gemm_avx2.c: the GEMM
                               * took 1.22x the tiles' time at 8 tokens, 0.95-1.17x at 10-14, 0.79-1.22x
                               * at 16 (median 0.93 over four runs), 0.65-0.98x at 20-24) */
-
-/* 8 x 8 floats transposed in registers: r[i][j] -> r[j][i]. */
-static inline void ga_transpose8(__m256 r[8])
-{
-    __m256 t[8], s[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        s[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-        s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-        s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);
-    }
-}
 
 /* Rows r..r+nr-1 (nr <= 16) of W over columns [k0, k0+kc) into panel[kc][16] as fp32; rows
  * from nr on are zero. Also prefetches the next panel's rows (next: their first weight, or
@@ -54,7 +36,7 @@ static inline void ga_pack(float *panel, const void *w, int dt, int64_t cols, in
                 __m256 v[8];
                 for (int i = 0; i < 8; i++)
                     v[i] = mm_loadw((const char *)w + (size_t)(r + g + i) * (size_t)cols * es, dt, k0 + k);
-                ga_transpose8(v);
+                tl_avx2_transpose8(v);
                 for (int j = 0; j < 8; j++)
                     _mm256_store_ps(panel + (size_t)(k + j) * GA_MR + g, v[j]);
             }

@@ -202,6 +202,9 @@ QM_INLINE void qv_rows(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
     }
 }
 
+#include "transpose_avx2.h"
+#include "qgemm_avx2.h"
+
 /* The tiles above: any T (tools/bench/gemm_avx2.c times them against the decode loop). */
 void tl_cpu_mm_q8_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q8_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
@@ -227,6 +230,8 @@ void tl_cpu_mm_q4_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
     if (a->T == 1)
         qv_rows(a, TL_Q4_0, r0, r1);
+    else if (a->T >= QG_MIN_T && a->xc)
+        qg_rows(a, r0, r1);
     else
         qm_rows(a, TL_Q4_0, r0, r1);
 }

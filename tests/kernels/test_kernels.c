@@ -689,6 +689,7 @@ int main(int argc, char **argv)
                 {1, 32, 1}, {7, 64, 1}, {33, 96, 1}, {130, 1024, 1}, {64, 2048, 1}, {5, 32, 2},
                 {37, 544, 7}, {61, 1056, 13}, {9, 608, 12}, {13, 800, 4}, {6, 2112, 9}, {3, 32, 5},
                 {10, 256, 3}, {11, 64, 6},
+                {9, 96, 250},   /* qgemm_avx2.h: two blocks of tokens (at most 240 a block) */
                 /* decode chunks (VNNI: 8 Q4_0 / 4 Q8_0 blocks): one, one plus an odd block, one
                  * plus three pairs, two plus one, many, many plus pairs and an odd block */
                 {5, 256, 1}, {3, 288, 1}, {4, 448, 1}, {6, 544, 1}, {9, 8192, 1}, {19, 4320, 1},
