@@ -4,7 +4,9 @@
  * counted. Two sizes: 512 x 2048 (the weights in L2: the kernel's own pace) and 65536 x 2048
  * (from memory). The old kernel (qmm_avx2.c's 4-row tile, tl_cpu_mm_q*_tile_avx2), the new one
  * (tl_cpu_isa_avx2.mm[dt]) and the read are alternated round by round, each over the whole
- * matrix in 8 chunks of rows; medians and ranges of GB/s of weights.
+ * matrix in 8 chunks of rows; medians and ranges of GB/s of weights. x is packed for the new
+ * kernel (a decode's Q4_0 pair layout), so the old tile's outputs are not meaningful: only its
+ * time, over the same bytes, is.
  *
  *   cmake --build build --target qdecode_avx2     (CMake builds it on x86-64 with everything else)
  *   build/qdecode_avx2 [rounds]      (default 7)
