@@ -6,6 +6,10 @@ void tl_cpu_mm_q4_k_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1) { kq_mm(a, 
 void tl_cpu_mm_q5_k_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1) { kq_mm(a, TL_Q5_K, r0, r1); }
 void tl_cpu_mm_q6_k_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1) { kq_mm(a, TL_Q6_K, r0, r1); }
 
+/* The row-at-a-time prefill kqgemm_avx2.h replaced (tools/bench/kqgemm_avx2.c times both). */
+void tl_cpu_mm_kq_rows_avx2(const tl_cpu_mm *a, tl_dtype dt, int64_t r0, int64_t r1);
+void tl_cpu_mm_kq_rows_avx2(const tl_cpu_mm *a, tl_dtype dt, int64_t r0, int64_t r1) { kq_mm_rows(a, dt, r0, r1); }
+
 KQ_INLINE float kq_hmax(__m256 v)
 {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

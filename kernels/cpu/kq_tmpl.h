@@ -8,9 +8,10 @@
  * trick does). Integer sums are exact in any order, so both sets give the same bits.
  *
  * A decode (T == 1) goes one row at a time, each thread's rows one stream, prefetched into L2
- * KQ_PF bytes ahead; a prefill takes KQ_NT tokens per pass over a row's blocks, so a block's
- * quants are unpacked once for them. A token's arithmetic is the same in both (same operations
- * in the same order), so a prefill's outputs equal single-token products bit for bit. */
+ * KQ_PF bytes ahead; a few tokens (a batched decode) take KQ_NT tokens per pass over a row's
+ * blocks, so a block's quants are unpacked once for them, with a token's arithmetic the same as
+ * alone (bit for bit); a prefill of KG_MIN_T tokens or more goes over repacked panels of 8 rows
+ * (kqgemm_avx2.h): the same integer sums, the fp32 terms added in another order. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -184,13 +185,14 @@ KQ_INLINE void kq_rows(const tl_cpu_mm *a, tl_dtype dt, int NT, int t, int64_t r
     }
 }
 
-KQ_INLINE void kq_mm(const tl_cpu_mm *a, tl_dtype dt, int64_t r0, int64_t r1)
+#include "transpose_avx2.h"
+#include "kqgemm_avx2.h"
+
+/* A product of a few tokens (2 to KG_MIN_T - 1: a batched decode), and the prefill before
+ * kqgemm_avx2.h (tools/bench/kqgemm_avx2.c times both): KQ_NT tokens per pass over each row (its
+ * blocks stay in L1 for the next pass). */
+KQ_INLINE void kq_mm_rows(const tl_cpu_mm *a, tl_dtype dt, int64_t r0, int64_t r1)
 {
-    if (a->T == 1) {
-        kq_rows(a, dt, 1, 0, r0, r1, 1);
-        return;
-    }
-    /* a prefill: KQ_NT tokens per pass over each row (its blocks stay in L1 for the next pass) */
     for (int64_t r = r0; r < r1; r++) {
         int t = 0;
         for (; t + KQ_NT <= a->T; t += KQ_NT)
@@ -210,3 +212,12 @@ KQ_INLINE void kq_mm(const tl_cpu_mm *a, tl_dtype dt, int64_t r0, int64_t r1)
     }
 }
 
+KQ_INLINE void kq_mm(const tl_cpu_mm *a, tl_dtype dt, int64_t r0, int64_t r1)
+{
+    if (a->T == 1)
+        kq_rows(a, dt, 1, 0, r0, r1, 1);
+    else if (a->T >= KG_MIN_T)
+        kg_rows(a, dt, r0, r1);   /* a prefill: repacked panels (kqgemm_avx2.h) */
+    else
+        kq_mm_rows(a, dt, r0, r1);
+}
