@@ -282,6 +282,8 @@ void tl_cpu_mm_q8_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
     if (a->T == 1)
         qv_rows(a, TL_Q8_0, r0, r1);
+    else if (a->T >= QG_MIN_T_Q8)
+        qg_rows(a, TL_Q8_0, r0, r1);
     else
         qm_rows(a, TL_Q8_0, r0, r1);
 }
@@ -293,7 +295,7 @@ void tl_cpu_mm_q4_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
     else if (a->T == 1)
         qv_rows(a, TL_Q4_0, r0, r1);
     else if (a->T >= QG_MIN_T && a->xc)
-        qg_rows(a, r0, r1);
+        qg_rows(a, TL_Q4_0, r0, r1);
     else
         qm_rows(a, TL_Q4_0, r0, r1);
 }

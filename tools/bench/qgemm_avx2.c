@@ -1,8 +1,8 @@
-/* The AVX2 Q4_0 prefill product (qgemm_avx2.h's panels) against the tile it replaced
- * (qmm_avx2.c's 4-row x 2-token qm_tile, tl_cpu_mm_q4_0_tile_avx2). One thread; each figure is
+/* The AVX2 Q4_0 and Q8_0 prefill products (qgemm_avx2.h's panels) against the tile they
+ * replaced (qmm_avx2.c's 4-row x 2-token qm_tile, tl_cpu_mm_q*_tile_avx2). One thread; each figure is
  * the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so other processes on a shared machine take
  * wall time but are not counted. The 1B shape's two widths, weights from tl_quantize_row of
- * uniform noise, x quantized as the backend does (tl_cpu_pack_q8, qbias 8); each product run in
+ * uniform noise, x quantized as the backend does (tl_cpu_pack_q8; Q4_0 with qbias 8); each product run in
  * 8 chunks of rows, old and new alternated round by round; medians and ranges of GMAC/s, and the
  * largest difference between the two outputs relative to the largest output.
  *
@@ -19,6 +19,7 @@
 #include "tokenloop/quant.h"
 
 void tl_cpu_mm_q4_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q8_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 
 static double run(tl_cpu_mm_fn fn, const tl_cpu_mm *m)
 {
@@ -45,11 +46,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "qgemm_avx2: T must be 1..4096\n");
                 return 2;
             }
+    for (int dt = TL_Q8_0; dt <= TL_Q4_0; dt++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int ti = 0; ti < nT; ti++) {
             const int64_t rows = shapes[s].rows, cols = shapes[s].cols, nb = cols / TL_QK;
             const int T = Ts[ti];
-            tl_block_q4_0 *w = malloc((size_t)(rows * nb) * sizeof *w);
+            const size_t rb = tl_dtype_row_bytes((tl_dtype)dt, cols);
+            char *w = malloc((size_t)rows * rb);
             float *x = malloc((size_t)T * (size_t)cols * 4), *row = malloc((size_t)cols * 4);
             float *o_old = malloc((size_t)T * (size_t)rows * 4), *o_new = malloc((size_t)T * (size_t)rows * 4);
             int8_t *xq = malloc((size_t)T * (size_t)cols);
@@ -59,17 +62,20 @@ int main(int argc, char **argv)
             for (int64_t r = 0; r < rows; r++) {
                 for (int64_t k = 0; k < cols; k++)
                     row[k] = noise();
-                tl_quantize_row(TL_Q4_0, row, w + r * nb, cols);
+                tl_quantize_row((tl_dtype)dt, row, w + (size_t)r * rb, cols);
             }
             for (int64_t i = 0; i < T * cols; i++)
                 x[i] = noise();
-            tl_cpu_pack_q8(xq, xd, xc, x, T, cols, 8);
-            tl_cpu_mm m_old = {.out = o_old, .x = x, .w = w, .rows = rows, .cols = cols, .T = T, .xq = xq, .xd = xd, .xc = xc};
+            const int qbias = tl_cpu_isa_avx2.qbias[dt];
+            tl_cpu_pack_q8(xq, xd, qbias ? xc : NULL, x, T, cols, qbias);
+            tl_cpu_mm m_old = {.out = o_old, .x = x, .w = w, .rows = rows, .cols = cols, .T = T, .xq = xq, .xd = xd,
+                               .xc = qbias ? xc : NULL};
             tl_cpu_mm m_new = m_old;
             m_new.out = o_new;
-            tl_cpu_mm_fn fn_new = tl_cpu_isa_avx2.mm[TL_Q4_0];
+            tl_cpu_mm_fn fn_new = tl_cpu_isa_avx2.mm[dt];
+            tl_cpu_mm_fn fn_old = dt == TL_Q8_0 ? tl_cpu_mm_q8_0_tile_avx2 : tl_cpu_mm_q4_0_tile_avx2;
             double t_old[1000], t_new[1000], mac = (double)rows * (double)cols * T;
-            run(tl_cpu_mm_q4_0_tile_avx2, &m_old);   /* warm, and the outputs compared */
+            run(fn_old, &m_old);   /* warm, and the outputs compared */
             run(fn_new, &m_new);
             double big = 0, diff = 0;
             for (int64_t i = 0; i < T * rows; i++) {
@@ -77,15 +83,15 @@ int main(int argc, char **argv)
                 diff = fmax(diff, fabs(o_old[i] - o_new[i]));
             }
             for (int r = 0; r < rounds; r++) {
-                t_old[r] = run(tl_cpu_mm_q4_0_tile_avx2, &m_old);
+                t_old[r] = run(fn_old, &m_old);
                 t_new[r] = run(fn_new, &m_new);
             }
             qsort(t_old, (size_t)rounds, sizeof(double), cmp_d);
             qsort(t_new, (size_t)rounds, sizeof(double), cmp_d);
             double mo = t_old[rounds / 2], mn = t_new[rounds / 2];
-            printf("%-30s T=%3d  tile %5.1f GMAC/s (%.1f-%.1f)  panels %5.1f (%.1f-%.1f)  time panels/tile %.2f  "
+            printf("%s %-30s T=%3d  tile %5.1f GMAC/s (%.1f-%.1f)  panels %5.1f (%.1f-%.1f)  time panels/tile %.2f  "
                    "max diff %.1e of max\n",
-                   shapes[s].name, T, mac / mo * 1e-9, mac / t_old[rounds - 1] * 1e-9, mac / t_old[0] * 1e-9,
+                   tl_dtype_name((tl_dtype)dt), shapes[s].name, T, mac / mo * 1e-9, mac / t_old[rounds - 1] * 1e-9, mac / t_old[0] * 1e-9,
                    mac / mn * 1e-9, mac / t_new[rounds - 1] * 1e-9, mac / t_new[0] * 1e-9, mn / mo, diff / big);
             free(w), free(x), free(row), free(o_old), free(o_new), free(xq), free(xd), free(xc);
         }
