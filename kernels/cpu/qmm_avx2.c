@@ -197,10 +197,9 @@ QM_INLINE __m256 qv_block(const tl_cpu_mm *a, int dt, const uint8_t *blk, int64_
 
 /* Q4_0 blocks 2p and 2p + 1 of a decode (x in the pair layout of tl_cpu_qpack_avx2): both 16-byte
  * quants in one vector, low nibbles A0-15 B0-15 and high ones A16-31 B16-31, so the two products'
- * int16 pairs add before one VPMADDWD (at most 2 * 2 * 15 * 127), and lanes 0-3 hold A, 4-7 B: one
- * conversion and one FMA for two blocks, the two scales made in one vector. 15 vector operations
- * a pair where qv_block takes 11 a block. */
-QM_INLINE __m256 qv_pair(const tl_cpu_mm *a, const uint8_t *blk, int64_t p, __m256 acc)
+ * int16 pairs add before one VPMADDWD (at most 2 * 2 * 15 * 127): lanes 0-3 hold A's integer
+ * sums, 4-7 B's, one conversion and one FMA for two blocks. */
+QM_INLINE __m256i qv_pair(const tl_cpu_mm *a, const uint8_t *blk, int64_t p)
 {
     const __m256i m4 = _mm256_set1_epi8(15);
     const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(blk + 2))),
@@ -209,15 +208,25 @@ QM_INLINE __m256 qv_pair(const tl_cpu_mm *a, const uint8_t *blk, int64_t p, __m2
     const int8_t *xq = a->xq + p * 64;
     const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)xq)),
                                          _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(xq + 32))));
-    const __m256i si = _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)),
-                                        _mm256_loadu_si256((const __m256i *)(a->xc + p * 8)));
-    uint16_t ha, hb;
-    memcpy(&ha, blk, 2);
-    memcpy(&hb, blk + 18, 2);
-    const __m128 dw = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)ha | (uint32_t)hb << 16)));
-    const __m128 sc = _mm_mul_ps(dw, _mm_castpd_ps(_mm_load_sd((const double *)(const void *)(a->xd + 2 * p))));
-    const __m256 s8 = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(sc), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(si), s8, acc);
+    return _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)),
+                            _mm256_loadu_si256((const __m256i *)(a->xc + p * 8)));
+}
+
+/* Four Q4_0 blocks from b = 2p: two pairs, and their four scales (weight's times x's) made in one
+ * vector, one conversion of the four f16 and one product: 13 vector operations a pair, where
+ * one block alone (qv_block) takes 11. */
+QM_INLINE void qv_quad(const tl_cpu_mm *a, const uint8_t *blk, int64_t p, __m256 *acc0, __m256 *acc1)
+{
+    uint16_t h[4];
+    for (int i = 0; i < 4; i++)
+        memcpy(&h[i], blk + 18 * i, 2);
+    const uint64_t h4 = (uint64_t)h[0] | (uint64_t)h[1] << 16 | (uint64_t)h[2] << 32 | (uint64_t)h[3] << 48;
+    const __m128 sc = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h4)), _mm_loadu_ps(a->xd + 2 * p));
+    const __m256 sc8 = _mm256_castps128_ps256(sc);
+    const __m256 s01 = _mm256_permutevar8x32_ps(sc8, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+    const __m256 s23 = _mm256_permutevar8x32_ps(sc8, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
+    *acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qv_pair(a, blk, p)), s01, *acc0);
+    *acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qv_pair(a, blk + 36, p + 1)), s23, *acc1);
 }
 
 QM_INLINE void qv_rows_q4(const tl_cpu_mm *a, int64_t r0, int64_t r1)
@@ -230,11 +239,16 @@ QM_INLINE void qv_rows_q4(const tl_cpu_mm *a, int64_t r0, int64_t r1)
         for (; b + 4 <= nb; b += 4) {
             __builtin_prefetch(w + b * bb + QV_PF, 0, 2);   /* into L2: 72 bytes a step, a line per 64 */
             __builtin_prefetch(w + b * bb + QV_PF + 64, 0, 2);
-            acc0 = qv_pair(a, w + b * bb, b / 2, acc0);
-            acc1 = qv_pair(a, w + (b + 2) * bb, b / 2 + 1, acc1);
+            qv_quad(a, w + b * bb, b / 2, &acc0, &acc1);
         }
-        if (b + 2 <= nb) {
-            acc0 = qv_pair(a, w + b * bb, b / 2, acc0);
+        if (b + 2 <= nb) {   /* a last pair */
+            uint16_t ha, hb;
+            memcpy(&ha, w + b * bb, 2);
+            memcpy(&hb, w + (b + 1) * bb, 2);
+            const __m128 dw = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)ha | (uint32_t)hb << 16)));
+            const __m128 sc = _mm_mul_ps(dw, _mm_castpd_ps(_mm_load_sd((const double *)(const void *)(a->xd + b))));
+            const __m256 s01 = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(sc), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qv_pair(a, w + b * bb, b / 2)), s01, acc0);
             b += 2;
         }
         if (b < nb)   /* an odd last block, stored in order */
