@@ -25,6 +25,15 @@
 #include "mm.h"
 #include "tokenloop/quant.h"
 
+#define QG_VNNI 1
+#define QG_XD_STRIDE(a) ((a)->cols / 4)   /* vn_pack_units' room for scales */
+/* Fewer tokens: vn_tile. tools/bench/qgemm_avx2.c --vnni: the panels took 0.94-0.99x the tile's
+ * time at 2 tokens and 0.66-0.71x at 4 for Q8_0; for Q4_0 1.33-1.36x at 2, 1.02-1.04x at 4,
+ * 0.78-0.87x at 8, 0.58-0.62x at 32-128 (Q8_0: 0.35-0.48x). */
+#define QG_MIN_T_VNNI(dt) ((dt) == TL_Q4_0 ? 8 : 2)
+#include "transpose_avx2.h"
+#include "qgemm_avx2.h"
+
 #ifndef VN_RB
 #define VN_RB 4
 #endif
@@ -149,8 +158,8 @@ void tl_cpu_qpack_avx512vnni(const tl_cpu_mm *m, tl_dtype dt, const float *x, in
     x += (size_t)t * (size_t)m->cols;
     if (m->T == 1)
         vn_pack_chunks(x, q, d, c, nb, dt, qbias);
-    else
-        vn_pack_units(x, q, d, c, nb, dt == TL_Q4_0 ? 2 : 1, qbias);
+    else   /* the panels (QG_MIN_T_VNNI tokens or more) read Q4_0 blocks in order, vn_tile pairs */
+        vn_pack_units(x, q, d, c, nb, dt == TL_Q4_0 && m->T < QG_MIN_T_VNNI(dt) ? 2 : 1, qbias);
 }
 
 /* ---- weights ---- */
@@ -406,12 +415,10 @@ VN_INLINE void vn_vec(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
     }
 }
 
-VN_INLINE void vn_rows(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
+/* Rows [r0, r1) in VN_RB x VN_TB tiles: a few tokens (below QG_MIN_T_VNNI). Any T >= 2, x in
+ * vn_pack_units' layout for it. */
+VN_INLINE void vn_tiles(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
 {
-    if (a->T == 1) {
-        vn_vec(a, dt, r0, r1);
-        return;
-    }
     for (int64_t r = r0; r < r1; r += VN_RB) {
         int nr = r1 - r < VN_RB ? (int)(r1 - r) : VN_RB;
         int t = 0;
@@ -426,6 +433,16 @@ VN_INLINE void vn_rows(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
     }
 }
 
+VN_INLINE void vn_rows(const tl_cpu_mm *a, int dt, int64_t r0, int64_t r1)
+{
+    if (a->T == 1)
+        vn_vec(a, dt, r0, r1);
+    else if (a->T >= QG_MIN_T_VNNI(dt))
+        qg_rows(a, dt, r0, r1);   /* repacked panels (qgemm_avx2.h with QG_VNNI) */
+    else
+        vn_tiles(a, dt, r0, r1);
+}
+
 void tl_cpu_mm_q8_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
     vn_rows(a, TL_Q8_0, r0, r1);
@@ -434,4 +451,17 @@ void tl_cpu_mm_q8_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 void tl_cpu_mm_q4_0_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
     vn_rows(a, TL_Q4_0, r0, r1);
+}
+
+/* The tiles alone, any T >= 2 (tools/bench/qgemm_avx2.c times them against the panels). */
+void tl_cpu_mm_q8_0_tile_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q8_0_tile_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    vn_tiles(a, TL_Q8_0, r0, r1);
+}
+
+void tl_cpu_mm_q4_0_tile_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q4_0_tile_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    vn_tiles(a, TL_Q4_0, r0, r1);
 }

@@ -6,8 +6,12 @@
  * 8 chunks of rows, old and new alternated round by round; medians and ranges of GMAC/s, and the
  * largest difference between the two outputs relative to the largest output.
  *
+ * With --vnni first: the avx512bf16 set's products instead (qmm_avx512vnni.c: the same panels
+ * with VPDPBUSD against its 4 x 4 vn_tile), x packed by its quantizer for the panels' layout
+ * (so the tile's Q4_0 outputs, which expect pairs, are not compared: only its time is).
+ *
  *   cmake --build build --target qgemm_avx2     (CMake builds it on x86-64 with everything else)
- *   build/qgemm_avx2 [rounds [T ...]]      (default 7 rounds, T = 4 8 16 32 128 512)
+ *   build/qgemm_avx2 [--vnni] [rounds [T ...]]      (default 7 rounds, T = 4 8 16 32 128 512)
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +24,8 @@
 
 void tl_cpu_mm_q4_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 void tl_cpu_mm_q8_0_tile_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q4_0_tile_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
+void tl_cpu_mm_q8_0_tile_avx512vnni(const tl_cpu_mm *a, int64_t r0, int64_t r1);
 
 static double run(tl_cpu_mm_fn fn, const tl_cpu_mm *m)
 {
@@ -34,6 +40,16 @@ static float noise(void) { return (float)rand() / (float)RAND_MAX - 0.5f; }
 
 int main(int argc, char **argv)
 {
+    const int vnni = argc > 1 && !strcmp(argv[1], "--vnni");
+    if (vnni) {
+        argv++;
+        argc--;
+        if (!tl_cpu_isa_avx512bf16.supported()) {
+            fprintf(stderr, "qgemm_avx2: this CPU has no AVX-512 VNNI/BF16 (the avx512bf16 set)\n");
+            return 1;
+        }
+    }
+    const tl_cpu_isa *isa = vnni ? &tl_cpu_isa_avx512bf16 : &tl_cpu_isa_avx2;
     int rounds, rc = avx2_bench_start(argc, argv, "qgemm_avx2", &rounds);
     if (rc)
         return rc;
@@ -49,14 +65,14 @@ int main(int argc, char **argv)
     for (int dt = TL_Q8_0; dt <= TL_Q4_0; dt++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int ti = 0; ti < nT; ti++) {
-            const int64_t rows = shapes[s].rows, cols = shapes[s].cols, nb = cols / TL_QK;
+            const int64_t rows = shapes[s].rows, cols = shapes[s].cols;
             const int T = Ts[ti];
             const size_t rb = tl_dtype_row_bytes((tl_dtype)dt, cols);
             char *w = malloc((size_t)rows * rb);
             float *x = malloc((size_t)T * (size_t)cols * 4), *row = malloc((size_t)cols * 4);
             float *o_old = malloc((size_t)T * (size_t)rows * 4), *o_new = malloc((size_t)T * (size_t)rows * 4);
             int8_t *xq = malloc((size_t)T * (size_t)cols);
-            float *xd = malloc((size_t)T * (size_t)nb * 4);
+            float *xd = malloc((size_t)T * (size_t)cols);   /* the avx512bf16 set keeps cols / 4 a token */
             int32_t *xc = malloc((size_t)T * (size_t)cols);
             srand(1);
             for (int64_t r = 0; r < rows; r++) {
@@ -66,14 +82,19 @@ int main(int argc, char **argv)
             }
             for (int64_t i = 0; i < T * cols; i++)
                 x[i] = noise();
-            const int qbias = tl_cpu_isa_avx2.qbias[dt];
-            tl_cpu_pack_q8(xq, xd, qbias ? xc : NULL, x, T, cols, qbias);
+            const int qbias = isa->qbias[dt];
             tl_cpu_mm m_old = {.out = o_old, .x = x, .w = w, .rows = rows, .cols = cols, .T = T, .xq = xq, .xd = xd,
                                .xc = qbias ? xc : NULL};
+            if (vnni)
+                for (int t = 0; t < T; t++)
+                    isa->qpack(&m_old, (tl_dtype)dt, x, t, qbias);
+            else
+                tl_cpu_pack_q8(xq, xd, qbias ? xc : NULL, x, T, cols, qbias);
             tl_cpu_mm m_new = m_old;
             m_new.out = o_new;
-            tl_cpu_mm_fn fn_new = tl_cpu_isa_avx2.mm[dt];
-            tl_cpu_mm_fn fn_old = dt == TL_Q8_0 ? tl_cpu_mm_q8_0_tile_avx2 : tl_cpu_mm_q4_0_tile_avx2;
+            tl_cpu_mm_fn fn_new = isa->mm[dt];
+            tl_cpu_mm_fn fn_old = vnni ? (dt == TL_Q8_0 ? tl_cpu_mm_q8_0_tile_avx512vnni : tl_cpu_mm_q4_0_tile_avx512vnni)
+                                       : (dt == TL_Q8_0 ? tl_cpu_mm_q8_0_tile_avx2 : tl_cpu_mm_q4_0_tile_avx2);
             double t_old[1000], t_new[1000], mac = (double)rows * (double)cols * T;
             run(fn_old, &m_old);   /* warm, and the outputs compared */
             run(fn_new, &m_new);
