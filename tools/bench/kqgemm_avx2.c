@@ -7,8 +7,11 @@
  * round; medians and ranges of GMAC/s, and the largest difference between the two outputs
  * relative to the largest output.
  *
+ * With --vnni first: the avx512bf16 set's kernels (kq_avx512vnni.c: the same code with
+ * VPDPWSSD), against the integer roof of VPDPBUSD.
+ *
  *   cmake --build build --target kqgemm_avx2     (CMake builds it on x86-64 with everything else)
- *   build/kqgemm_avx2 [rounds [T ...]]      (default 7 rounds, T = 4 32 128 512)
+ *   build/kqgemm_avx2 [--vnni] [rounds [T ...]]      (default 7 rounds, T = 4 32 128 512)
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,9 +23,14 @@
 #include "tokenloop/quant.h"
 
 void tl_cpu_mm_kq_rows_avx2(const tl_cpu_mm *a, tl_dtype dt, int64_t r0, int64_t r1);
+void tl_cpu_mm_kq_rows_avx512vnni(const tl_cpu_mm *a, tl_dtype dt, int64_t r0, int64_t r1);
 
 static tl_dtype g_dt;
-static void old_fn(const tl_cpu_mm *a, int64_t r0, int64_t r1) { tl_cpu_mm_kq_rows_avx2(a, g_dt, r0, r1); }
+static int g_vnni;
+static void old_fn(const tl_cpu_mm *a, int64_t r0, int64_t r1)
+{
+    (g_vnni ? tl_cpu_mm_kq_rows_avx512vnni : tl_cpu_mm_kq_rows_avx2)(a, g_dt, r0, r1);
+}
 
 static double run(tl_cpu_mm_fn fn, const tl_cpu_mm *m)
 {
@@ -51,12 +59,21 @@ static void fill(tl_dtype dt, uint8_t *w, size_t nblocks)
 
 int main(int argc, char **argv)
 {
+    g_vnni = argc > 1 && !strcmp(argv[1], "--vnni");
+    if (g_vnni) {
+        argv++;
+        argc--;
+        if (!tl_cpu_isa_avx512bf16.supported()) {
+            fprintf(stderr, "kqgemm_avx2: this CPU has no AVX-512 VNNI/BF16 (the avx512bf16 set)\n");
+            return 1;
+        }
+    }
     int rounds, rc = avx2_bench_start(argc, argv, "kqgemm_avx2", &rounds);
     if (rc)
         return rc;
-    const double roof = peak_int8(0);
+    const double roof = peak_int8(g_vnni);
     printf("integer roof: %.1f GMAC/s a thread (12 independent %s, CPU time)\n", roof,
-           0 ? "VPDPBUSD" : "VPMADDUBSW");
+           g_vnni ? "VPDPBUSD" : "VPMADDUBSW");
     static const struct { const char *name; int64_t rows, cols; } shapes[] = {
         {"cols 2048", 2048, 2048}, {"cols 8192", 512, 8192}};
     int Ts[16] = {4, 32, 128, 512}, nT = 4;
@@ -90,7 +107,7 @@ int main(int argc, char **argv)
                 tl_cpu_mm m_new = m_old;
                 m_new.out = o_new;
                 g_dt = dt;
-                tl_cpu_mm_fn fn_new = tl_cpu_kq_kernel("avx2", dt);
+                tl_cpu_mm_fn fn_new = tl_cpu_kq_kernel(g_vnni ? "avx512bf16" : "avx2", dt);
                 double t_old[1000], t_new[1000], mac = (double)rows * (double)cols * T;
                 run(old_fn, &m_old);
                 run(fn_new, &m_new);
