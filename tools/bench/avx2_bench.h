@@ -81,4 +81,46 @@ static inline double peak_int8(int vnni)
     return (double)iters * 12.0 * 32.0 / dt * 1e-9;
 }
 
+#include <math.h>
+
+#include "mm.h"
+
+/* A product the way the backend runs it on two threads: in 8 chunks of rows (multiples of 8,
+ * the panels' height); CPU seconds. */
+static inline double mm_run_chunks(tl_cpu_mm_fn fn, const tl_cpu_mm *m)
+{
+    int64_t chunk = (m->rows / 8 + 7) / 8 * 8;
+    double t0 = cpu_now();
+    for (int64_t r = 0; r < m->rows; r += chunk)
+        fn(m, r, r + chunk < m->rows ? r + chunk : m->rows);
+    return cpu_now() - t0;
+}
+
+/* An old and a new kernel over the same operands (outputs apart), one warm run each, then
+ * alternated round by round: their times' medians and ranges, and the largest difference of
+ * the T x rows outputs relative to the largest old one. */
+typedef struct {
+    double old_med, old_min, old_max, new_med, new_min, new_max, diff;
+} mm_pair;
+
+static inline mm_pair mm_pair_run(tl_cpu_mm_fn fn_old, const tl_cpu_mm *m_old, tl_cpu_mm_fn fn_new,
+                                  const tl_cpu_mm *m_new, int rounds)
+{
+    double t_old[1000], t_new[1000], big = 0, diff = 0;
+    mm_run_chunks(fn_old, m_old);
+    mm_run_chunks(fn_new, m_new);
+    for (int64_t i = 0; i < (int64_t)m_old->T * m_old->rows; i++) {
+        big = fmax(big, fabs(m_old->out[i]));
+        diff = fmax(diff, fabs(m_old->out[i] - m_new->out[i]));
+    }
+    for (int r = 0; r < rounds; r++) {
+        t_old[r] = mm_run_chunks(fn_old, m_old);
+        t_new[r] = mm_run_chunks(fn_new, m_new);
+    }
+    qsort(t_old, (size_t)rounds, sizeof(double), cmp_d);
+    qsort(t_new, (size_t)rounds, sizeof(double), cmp_d);
+    return (mm_pair){t_old[rounds / 2], t_old[0], t_old[rounds - 1], t_new[rounds / 2], t_new[0],
+                     t_new[rounds - 1], big > 0 ? diff / big : diff};
+}
+
 #endif

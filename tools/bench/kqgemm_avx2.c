@@ -32,15 +32,6 @@ static void old_fn(const tl_cpu_mm *a, int64_t r0, int64_t r1)
     (g_vnni ? tl_cpu_mm_kq_rows_avx512vnni : tl_cpu_mm_kq_rows_avx2)(a, g_dt, r0, r1);
 }
 
-static double run(tl_cpu_mm_fn fn, const tl_cpu_mm *m)
-{
-    int64_t chunk = (m->rows / 8 + 7) / 8 * 8;
-    double t0 = cpu_now();
-    for (int64_t r = 0; r < m->rows; r += chunk)
-        fn(m, r, r + chunk < m->rows ? r + chunk : m->rows);
-    return cpu_now() - t0;
-}
-
 /* random quants and scales; f16 scales of a small magnitude (bits 0x1000-0x13ff) */
 static void fill(tl_dtype dt, uint8_t *w, size_t nblocks)
 {
@@ -108,26 +99,13 @@ int main(int argc, char **argv)
                 m_new.out = o_new;
                 g_dt = dt;
                 tl_cpu_mm_fn fn_new = tl_cpu_kq_kernel(g_vnni ? "avx512bf16" : "avx2", dt);
-                double t_old[1000], t_new[1000], mac = (double)rows * (double)cols * T;
-                run(old_fn, &m_old);
-                run(fn_new, &m_new);
-                double big = 0, diff = 0;
-                for (int64_t i = 0; i < T * rows; i++) {
-                    big = fmax(big, fabs(o_old[i]));
-                    diff = fmax(diff, fabs(o_old[i] - o_new[i]));
-                }
-                for (int r = 0; r < rounds; r++) {
-                    t_old[r] = run(old_fn, &m_old);
-                    t_new[r] = run(fn_new, &m_new);
-                }
-                qsort(t_old, (size_t)rounds, sizeof(double), cmp_d);
-                qsort(t_new, (size_t)rounds, sizeof(double), cmp_d);
-                double mo = t_old[rounds / 2], mn = t_new[rounds / 2];
+                const double mac = (double)rows * (double)cols * T;
+                const mm_pair q = mm_pair_run(old_fn, &m_old, fn_new, &m_new, rounds);
                 printf("%s %-9s T=%3d  rows %5.1f GMAC/s (%.1f-%.1f)  panels %5.1f (%.1f-%.1f)  time panels/rows %.2f = %2.0f%% of the roof  "
                        "max diff %.1e of max\n",
-                       tl_dtype_name(dt), shapes[s].name, T, mac / mo * 1e-9, mac / t_old[rounds - 1] * 1e-9,
-                       mac / t_old[0] * 1e-9, mac / mn * 1e-9, mac / t_new[rounds - 1] * 1e-9, mac / t_new[0] * 1e-9,
-                       mn / mo, 100.0 * mac / mn * 1e-9 / roof, diff / big);
+                       tl_dtype_name(dt), shapes[s].name, T, mac / q.old_med * 1e-9, mac / q.old_max * 1e-9, mac / q.old_min * 1e-9,
+                       mac / q.new_med * 1e-9, mac / q.new_max * 1e-9, mac / q.new_min * 1e-9, q.new_med / q.old_med,
+                       100.0 * mac / q.new_med * 1e-9 / roof, q.diff);
                 free(w), free(x), free(o_old), free(o_new), free(xq), free(xd), free(bs);
             }
     return 0;
