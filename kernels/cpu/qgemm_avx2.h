@@ -26,8 +26,6 @@
 #define QG_NR 4      /* tokens a micro-tile */
 #define QG_KB 16     /* blocks (of 32 columns) a panel */
 #define QG_NC 240    /* tokens a block of x at most */
-#define QG_MIN_T 2   /* Q4_0, fewer (one): the decode loop (tools/bench/qgemm_avx2.c: the panels took
-                      * 0.85x qm_tile's time at 2 tokens, 0.54x at 4, 0.37x at 32) */
 #define QG_MIN_T_Q8 8   /* Q8_0, fewer: qm_tile (the panels: 1.05x its time at 2 tokens, 1.0x at 4,
                         * 0.81-0.85x at 8, 0.69-0.70x at 32) */
 

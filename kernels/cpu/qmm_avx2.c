@@ -212,23 +212,31 @@ QM_INLINE __m256i qv_pair(const tl_cpu_mm *a, const uint8_t *blk, int64_t p)
                             _mm256_loadu_si256((const __m256i *)(a->xc + p * 8)));
 }
 
-/* Four Q4_0 blocks from b = 2p: two pairs, and their four scales (weight's times x's) made in one
- * vector, one conversion of the four f16 and one product: 13 vector operations a pair, where
- * one block alone (qv_block) takes 11. */
-QM_INLINE void qv_quad(const tl_cpu_mm *a, const uint8_t *blk, int64_t p, __m256 *acc0, __m256 *acc1)
+/* The scales (the weight's f16 times x's) of n = 2 or 4 consecutive Q4_0 blocks, in lanes 0..n-1:
+ * one conversion and one product for all of them. */
+QM_INLINE __m128 qv_scales(const uint8_t *blk, const float *xd, int n)
 {
-    uint16_t h[4];
-    for (int i = 0; i < 4; i++)
-        memcpy(&h[i], blk + 18 * i, 2);
-    const uint64_t h4 = (uint64_t)h[0] | (uint64_t)h[1] << 16 | (uint64_t)h[2] << 32 | (uint64_t)h[3] << 48;
-    const __m128 sc = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h4)), _mm_loadu_ps(a->xd + 2 * p));
-    const __m256 sc8 = _mm256_castps128_ps256(sc);
-    const __m256 s01 = _mm256_permutevar8x32_ps(sc8, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-    const __m256 s23 = _mm256_permutevar8x32_ps(sc8, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
-    *acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qv_pair(a, blk, p)), s01, *acc0);
-    *acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qv_pair(a, blk + 36, p + 1)), s23, *acc1);
+    uint64_t h4 = 0;
+    for (int i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, blk + 18 * i, 2);
+        h4 |= (uint64_t)h << (16 * i);
+    }
+    const __m128 dx = n == 4 ? _mm_loadu_ps(xd) : _mm_castpd_ps(_mm_load_sd((const double *)(const void *)xd));
+    return _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h4)), dx);
 }
 
+/* acc + the pair from blk (pair p of x) times its two scales, lanes l and l + 1 of sc. */
+QM_INLINE __m256 qv_pair_fma(const tl_cpu_mm *a, const uint8_t *blk, int64_t p, __m128 sc, int l, __m256 acc)
+{
+    const __m256 s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(sc),
+                                              _mm256_setr_epi32(l, l, l, l, l + 1, l + 1, l + 1, l + 1));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(qv_pair(a, blk, p)), s, acc);
+}
+
+/* A Q4_0 decode: four blocks a step (two pairs, their four scales made in one vector: 13 vector
+ * operations a pair, where one block alone, qv_block, takes 11), then a last pair, then an odd
+ * last block (stored in order). */
 QM_INLINE void qv_rows_q4(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
     const int64_t nb = a->cols / TL_QK, bb = sizeof(tl_block_q4_0);
@@ -239,19 +247,15 @@ QM_INLINE void qv_rows_q4(const tl_cpu_mm *a, int64_t r0, int64_t r1)
         for (; b + 4 <= nb; b += 4) {
             __builtin_prefetch(w + b * bb + QV_PF, 0, 2);   /* into L2: 72 bytes a step, a line per 64 */
             __builtin_prefetch(w + b * bb + QV_PF + 64, 0, 2);
-            qv_quad(a, w + b * bb, b / 2, &acc0, &acc1);
+            const __m128 sc = qv_scales(w + b * bb, a->xd + b, 4);
+            acc0 = qv_pair_fma(a, w + b * bb, b / 2, sc, 0, acc0);
+            acc1 = qv_pair_fma(a, w + (b + 2) * bb, b / 2 + 1, sc, 2, acc1);
         }
-        if (b + 2 <= nb) {   /* a last pair */
-            uint16_t ha, hb;
-            memcpy(&ha, w + b * bb, 2);
-            memcpy(&hb, w + (b + 1) * bb, 2);
-            const __m128 dw = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)ha | (uint32_t)hb << 16)));
-            const __m128 sc = _mm_mul_ps(dw, _mm_castpd_ps(_mm_load_sd((const double *)(const void *)(a->xd + b))));
-            const __m256 s01 = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(sc), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qv_pair(a, w + b * bb, b / 2)), s01, acc0);
+        if (b + 2 <= nb) {
+            acc0 = qv_pair_fma(a, w + b * bb, b / 2, qv_scales(w + b * bb, a->xd + b, 2), 0, acc0);
             b += 2;
         }
-        if (b < nb)   /* an odd last block, stored in order */
+        if (b < nb)
             acc1 = qv_block(a, TL_Q4_0, w + b * bb, b, acc1);
         a->out[r] = qm_hsum(_mm256_add_ps(acc0, acc1));
     }
@@ -304,12 +308,11 @@ void tl_cpu_mm_q8_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 
 void tl_cpu_mm_q4_0_avx2(const tl_cpu_mm *a, int64_t r0, int64_t r1)
 {
-    if (a->T == 1 && a->xc)
+    /* x always has xc here (qbias 8). From 2 tokens the panels: tools/bench/qgemm_avx2.c timed
+     * them at 0.85x qm_tile's time at 2 tokens, 0.54x at 4, 0.37x at 32 (qm_tile stays as the
+     * bench's baseline, tl_cpu_mm_q4_0_tile_avx2) */
+    if (a->T == 1)
         qv_rows_q4(a, r0, r1);
-    else if (a->T == 1)
-        qv_rows(a, TL_Q4_0, r0, r1);
-    else if (a->T >= QG_MIN_T && a->xc)
-        qg_rows(a, TL_Q4_0, r0, r1);
     else
-        qm_rows(a, TL_Q4_0, r0, r1);
+        qg_rows(a, TL_Q4_0, r0, r1);
 }

@@ -1,6 +1,6 @@
 /* The K-quant decode products (one token; kernels/cpu/kq_avx2.c, kq_avx512vnni.c where the CPU
  * has VNNI, and the portable kq_generic.c) against a plain read of the same bytes; a prefill of
- * 32 tokens (GMAC/s, against the Q4_0 tile); x's Q8_K quantizers. One thread; each figure is the
+ * 32 tokens (GMAC/s, against the Q4_0 product); x's Q8_K quantizers. One thread; each figure is the
  * thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so other processes on a shared machine take wall
  * time but are not counted. Two sizes of 2048-wide rows: 512 rows (the weights in L2: the
  * kernel's own pace) and 65536 (from memory). The kernels and the read alternate round by round,
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
             report("read", tr, rounds, (double)bytes);
             free(w);
         }
-    /* prefill: T = 32 tokens of 2048 x 2048, GMAC/s, against the Q4_0 tile (qmm_avx2.c) */
+    /* prefill: T = 32 tokens of 2048 x 2048, GMAC/s, against the Q4_0 product (qmm_avx2.c) */
     {
         const int T = 32;
         const int64_t rows = 2048;
