@@ -62,6 +62,31 @@ KQ_INLINE __m128i kq_scales_mins(const uint8_t *s)
                          (int)((c & lo4) | ((a >> 6) & lo2) << 4), (int)(a & lo6));
 }
 
+/* Group g (0..3) of a Q4_K/Q5_K super-block's quants: 64 values as two vectors of bytes, lo its
+ * columns 64g..64g+31 and hi 64g+32..64g+63; Q5_K (q5) adds bit 2g (lo) and 2g + 1 (hi) of the
+ * qh bytes hb above each nibble. */
+KQ_INLINE void kq45_quants(const uint8_t *qs, __m256i hb, int q5, int g, __m256i *lo, __m256i *hi)
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * g));
+    *lo = _mm256_and_si256(q, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    if (q5) {
+        *lo = _mm256_or_si256(*lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one), 4));
+        *hi = _mm256_or_si256(*hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one), 4));
+    }
+}
+
+/* Columns 128h + 32v .. +31 of a Q6_K super-block (l0, l1: its low bits there, qh its high
+ * ones) as bytes 0..63. */
+KQ_INLINE __m256i kq6_quants(__m256i l0, __m256i l1, __m256i qh, int v)
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
+    const __m256i l = v & 1 ? l1 : l0;
+    const __m256i nib = v & 2 ? _mm256_and_si256(_mm256_srli_epi16(l, 4), m4) : _mm256_and_si256(l, m4);
+    return _mm256_or_si256(nib, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * v), m3), 4));
+}
+
 /* x of the tokens of one pass: Q8_K bytes, scales and bsums (kq.h). */
 typedef struct {
     const int8_t *q[KQ_NT];
@@ -89,19 +114,14 @@ KQ_INLINE void kq45_block(const uint8_t *blk, int q5, int NT, const kq_x *x, int
     const __m256i mins = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(8, -1, 8, -1, 9, -1, 9, -1, 10, -1, 10, -1, 11, -1, 11, -1,
                                                                   12, -1, 12, -1, 13, -1, 13, -1, 14, -1, 14, -1, 15, -1,
                                                                   15, -1));
-    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
     const uint8_t *qs = blk + (q5 ? 48 : 16);
     const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(blk + 16)) : _mm256_setzero_si256();
     __m256i sumi[KQ_NT], sumi2[KQ_NT];   /* two chains: VPDPWSSD's latency */
     for (int u = 0; u < NT; u++)
         sumi[u] = sumi2[u] = _mm256_setzero_si256();
     for (int g = 0; g < 4; g++) {
-        const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * g));
-        __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        if (q5) {   /* bit 2g of qh[l] above the low nibble, bit 2g + 1 above the high one */
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one), 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one), 4));
-        }
+        __m256i lo, hi;
+        kq45_quants(qs, hb, q5, g, &lo, &hi);
         const __m256i sc_lo = _mm256_shuffle_epi8(sm, _mm256_set1_epi16((short)(0xFF00 + 2 * g)));
         const __m256i sc_hi = _mm256_shuffle_epi8(sm, _mm256_set1_epi16((short)(0xFF00 + 2 * g + 1)));
         for (int u = 0; u < NT; u++) {
@@ -124,7 +144,6 @@ KQ_INLINE void kq45_block(const uint8_t *blk, int q5, int NT, const kq_x *x, int
 /* Super-block b of a Q6_K row times NT tokens into acc. */
 KQ_INLINE void kq6_block(const uint8_t *blk, int NT, const kq_x *x, int64_t b, __m256 *acc)
 {
-    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
     const __m128i sc = _mm_loadu_si128((const __m128i *)(blk + 192));
     __m256i sumi[2][KQ_NT];   /* two chains, by v's parity */
     for (int u = 0; u < NT; u++)
@@ -134,10 +153,7 @@ KQ_INLINE void kq6_block(const uint8_t *blk, int NT, const kq_x *x, int64_t b, _
         const __m256i l0 = _mm256_loadu_si256((const __m256i *)(blk + 64 * h));
         const __m256i l1 = _mm256_loadu_si256((const __m256i *)(blk + 64 * h + 32));
         for (int v = 0; v < 4; v++) {   /* elements 128h + 32v .. +31: sub-blocks k, k + 1 */
-            const __m256i l = v & 1 ? l1 : l0;
-            const __m256i nib = v & 2 ? _mm256_and_si256(_mm256_srli_epi16(l, 4), m4) : _mm256_and_si256(l, m4);
-            const __m256i q = _mm256_or_si256(
-                nib, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * v), m3), 4));
+            const __m256i q = kq6_quants(l0, l1, qh, v);
             const int k = 8 * h + 2 * v;   /* scale k in the low 8 words, k + 1 in the high 8 */
             const __m256i s = _mm256_cvtepi8_epi16(
                 _mm_shuffle_epi8(sc, _mm_set_epi64x(0x0101010101010101ll * (k + 1), 0x0101010101010101ll * k)));

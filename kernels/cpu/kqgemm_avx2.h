@@ -41,18 +41,13 @@ static inline __m256i kg_twice(__m256i x)
 static inline void kg_unpack(tl_dtype dt, const uint8_t *blk, uint8_t q[256], __m256i sc[2], __m256i *cc, float *d,
                              float *dc)
 {
-    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     if (dt == TL_Q6_K) {
         for (int h = 0; h < 2; h++) {
             const __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));
             const __m256i l0 = _mm256_loadu_si256((const __m256i *)(blk + 64 * h));
             const __m256i l1 = _mm256_loadu_si256((const __m256i *)(blk + 64 * h + 32));
-            for (int v = 0; v < 4; v++) {
-                const __m256i l = v & 1 ? l1 : l0;
-                const __m256i nib = v & 2 ? _mm256_and_si256(_mm256_srli_epi16(l, 4), m4) : _mm256_and_si256(l, m4);
-                _mm256_store_si256((__m256i *)(q + 128 * h + 32 * v),
-                                   _mm256_or_si256(nib, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * v), m3), 4)));
-            }
+            for (int v = 0; v < 4; v++)
+                _mm256_store_si256((__m256i *)(q + 128 * h + 32 * v), kq6_quants(l0, l1, qh, v));
         }
         const __m128i s8 = _mm_loadu_si128((const __m128i *)(blk + 192));   /* 16 signed scales */
         sc[0] = kg_twice(_mm256_cvtepi8_epi32(s8));
@@ -65,12 +60,8 @@ static inline void kg_unpack(tl_dtype dt, const uint8_t *blk, uint8_t q[256], __
     const uint8_t *qs = blk + (q5 ? 48 : 16);
     const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(blk + 16)) : _mm256_setzero_si256();
     for (int g = 0; g < 4; g++) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * g));
-        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if (q5) {
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one), 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one), 4));
-        }
+        __m256i lo, hi;
+        kq45_quants(qs, hb, q5, g, &lo, &hi);
         _mm256_store_si256((__m256i *)(q + 64 * g), lo);
         _mm256_store_si256((__m256i *)(q + 64 * g + 32), hi);
     }
