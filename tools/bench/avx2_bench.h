@@ -82,6 +82,7 @@ static inline double peak_int8(int vnni)
 }
 
 #include <math.h>
+#include <string.h>
 
 #include "mm.h"
 
@@ -121,6 +122,37 @@ static inline mm_pair mm_pair_run(tl_cpu_mm_fn fn_old, const tl_cpu_mm *m_old, t
     qsort(t_new, (size_t)rounds, sizeof(double), cmp_d);
     return (mm_pair){t_old[rounds / 2], t_old[0], t_old[rounds - 1], t_new[rounds / 2], t_new[0],
                      t_new[rounds - 1], big > 0 ? diff / big : diff};
+}
+
+/* The start of main for the integer products' benchmarks (qgemm_avx2.c, kqgemm_avx2.c):
+ * [--vnni] [rounds [T ...]]. Sets *vnni (the avx512bf16 set's kernels), *rounds, the token
+ * counts Ts[0 .. *nT) (default: as given, at most 16) and *roof (peak_int8, printed); 0, or
+ * the exit status after saying why not. */
+static inline int int8_bench_start(int argc, char **argv, const char *name, int *vnni, int *rounds, double *roof,
+                                   int Ts[16], int *nT)
+{
+    *vnni = argc > 1 && !strcmp(argv[1], "--vnni");
+    if (*vnni) {
+        argv++;
+        argc--;
+        if (!tl_cpu_isa_avx512bf16.supported()) {
+            fprintf(stderr, "%s: this CPU has no AVX-512 VNNI/BF16 (the avx512bf16 set)\n", name);
+            return 1;
+        }
+    }
+    int rc = avx2_bench_start(argc, argv, name, rounds);
+    if (rc)
+        return rc;
+    if (argc > 2)
+        for (*nT = 0; *nT < argc - 2 && *nT < 16; (*nT)++)
+            if ((Ts[*nT] = atoi(argv[*nT + 2])) < 1 || Ts[*nT] > 4096) {
+                fprintf(stderr, "%s: T must be 1..4096\n", name);
+                return 2;
+            }
+    *roof = peak_int8(*vnni);
+    printf("integer roof: %.1f GMAC/s a thread (12 independent %s, CPU time)\n", *roof,
+           *vnni ? "VPDPBUSD" : "VPMADDUBSW");
+    return 0;
 }
 
 #endif

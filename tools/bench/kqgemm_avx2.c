@@ -50,30 +50,13 @@ static void fill(tl_dtype dt, uint8_t *w, size_t nblocks)
 
 int main(int argc, char **argv)
 {
-    g_vnni = argc > 1 && !strcmp(argv[1], "--vnni");
-    if (g_vnni) {
-        argv++;
-        argc--;
-        if (!tl_cpu_isa_avx512bf16.supported()) {
-            fprintf(stderr, "kqgemm_avx2: this CPU has no AVX-512 VNNI/BF16 (the avx512bf16 set)\n");
-            return 1;
-        }
-    }
-    int rounds, rc = avx2_bench_start(argc, argv, "kqgemm_avx2", &rounds);
-    if (rc)
-        return rc;
-    const double roof = peak_int8(g_vnni);
-    printf("integer roof: %.1f GMAC/s a thread (12 independent %s, CPU time)\n", roof,
-           g_vnni ? "VPDPBUSD" : "VPMADDUBSW");
     static const struct { const char *name; int64_t rows, cols; } shapes[] = {
         {"cols 2048", 2048, 2048}, {"cols 8192", 512, 8192}};
-    int Ts[16] = {4, 32, 128, 512}, nT = 4;
-    if (argc > 2)
-        for (nT = 0; nT < argc - 2 && nT < 16; nT++)
-            if ((Ts[nT] = atoi(argv[nT + 2])) < 1 || Ts[nT] > 4096) {
-                fprintf(stderr, "kqgemm_avx2: T must be 1..4096\n");
-                return 2;
-            }
+    int Ts[16] = {4, 32, 128, 512}, nT = 4, rounds;
+    double roof;
+    int rc = int8_bench_start(argc, argv, "kqgemm_avx2", &g_vnni, &rounds, &roof, Ts, &nT);
+    if (rc)
+        return rc;
     static const tl_dtype dts[] = {TL_Q4_K, TL_Q6_K};
     for (size_t di = 0; di < 2; di++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

@@ -31,31 +31,14 @@ static float noise(void) { return (float)rand() / (float)RAND_MAX - 0.5f; }
 
 int main(int argc, char **argv)
 {
-    const int vnni = argc > 1 && !strcmp(argv[1], "--vnni");
-    if (vnni) {
-        argv++;
-        argc--;
-        if (!tl_cpu_isa_avx512bf16.supported()) {
-            fprintf(stderr, "qgemm_avx2: this CPU has no AVX-512 VNNI/BF16 (the avx512bf16 set)\n");
-            return 1;
-        }
-    }
-    const tl_cpu_isa *isa = vnni ? &tl_cpu_isa_avx512bf16 : &tl_cpu_isa_avx2;
-    int rounds, rc = avx2_bench_start(argc, argv, "qgemm_avx2", &rounds);
-    if (rc)
-        return rc;
-    const double roof = peak_int8(vnni);
-    printf("integer roof: %.1f GMAC/s a thread (12 independent %s, CPU time)\n", roof,
-           vnni ? "VPDPBUSD" : "VPMADDUBSW");
     static const struct { const char *name; int64_t rows, cols; } shapes[] = {
         {"cols 2048 (q/k/v, o, gate/up)", 2048, 2048}, {"cols 8192 (down)", 512, 8192}};
-    int Ts[16] = {4, 8, 16, 32, 128, 512}, nT = 6;
-    if (argc > 2)
-        for (nT = 0; nT < argc - 2 && nT < 16; nT++)
-            if ((Ts[nT] = atoi(argv[nT + 2])) < 1 || Ts[nT] > 4096) {
-                fprintf(stderr, "qgemm_avx2: T must be 1..4096\n");
-                return 2;
-            }
+    int Ts[16] = {4, 8, 16, 32, 128, 512}, nT = 6, vnni, rounds;
+    double roof;
+    int rc = int8_bench_start(argc, argv, "qgemm_avx2", &vnni, &rounds, &roof, Ts, &nT);
+    if (rc)
+        return rc;
+    const tl_cpu_isa *isa = vnni ? &tl_cpu_isa_avx512bf16 : &tl_cpu_isa_avx2;
     for (int dt = TL_Q8_0; dt <= TL_Q4_0; dt++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int ti = 0; ti < nT; ti++) {
