@@ -1080,6 +1080,10 @@ int tl_tui_run(tl_session *s, const tl_app_opts *o)
             }
             continue;
         }
+        /* Esc [ 1 ; 5 D (Ctrl+Left on a terminal whose description lacks it) is no Esc, [, 1, ;,
+         * 5 and D: D would fill 2.5 GB of random weights */
+        if (r == OK && ch == 27 && Keys_dropSequence(stdscr, 25))
+            continue;
         if (r == KEY_CODE_YES && ch == KEY_RESIZE) {   /* not a key press: redraw, keep running */
             dirty = 1;
             last_draw = 0;

@@ -10,6 +10,7 @@
 #ifndef TL_TUI_KEYS_H
 #define TL_TUI_KEYS_H
 
+#include <curses.h>
 #include <stddef.h>
 
 struct tl_app;
@@ -43,5 +44,11 @@ const tl_key *Keys_find(const tl_key *rows, int n, int key);
 const char *Keys_footWord(const tl_key *k, const char *lang);
 /* The key list's line: the key column padded to TL_KEYS_HELP_COL columns, then the text. */
 void Keys_helpLine(const tl_key *k, const char *lang, char *out, size_t n);
+/* Called after w gave a bare Esc. A control sequence whose name this terminal's description
+ * lacks arrives as Esc and then its characters one by one (Ctrl+Left is Esc [ 1 ; 5 D under
+ * TERM=screen): read to its final byte (each byte waited for up to wait_ms) and dropped, so its
+ * tail is no key press; returns 1. Anything else read is put back for the next read; returns 0.
+ * Leaves w's timeout at wait_ms. */
+int Keys_dropSequence(WINDOW *w, int wait_ms);
 
 #endif

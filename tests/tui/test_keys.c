@@ -3,7 +3,10 @@
  * 80-column screen, and the pinned footer entries are the last ones (so the others fill in
  * before them). test_screen and vi_screen.py check the footer and the key list on screen. */
 #include <curses.h>
+#include <locale.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "format.h"
 #include "keys.h"
@@ -15,8 +18,77 @@ static int set_text(const char *s)
     return s && s[0] && valid_utf8(s);
 }
 
+/* Keys_dropSequence as the TUI's loop calls it: bytes into a terminal of type screen (whose
+ * description names Left, Esc O D, but not Ctrl+Left, Esc [ 1 ; 5 D), the keys that come out. */
+static int g_in = -1;
+
+static int keys_of(const char *bytes, int *out, int max)
+{
+    if (write(g_in, bytes, strlen(bytes)) != (ssize_t)strlen(bytes))
+        return -1;
+    int n = 0;
+    for (;;) {
+        wint_t c;
+        wtimeout(stdscr, 150);
+        int r = wget_wch(stdscr, &c);
+        if (r == ERR)
+            break;
+        if (r == OK && c == 27 && Keys_dropSequence(stdscr, 25))
+            continue;
+        if (n < max)
+            out[n] = r == KEY_CODE_YES ? KC((int)c) : (int)c;
+        n++;
+    }
+    return n;
+}
+
+#define KEYS_ARE(bytes, ...) do { \
+    const int want_[] = {__VA_ARGS__}; int got_[16]; \
+    int n_ = keys_of(bytes, got_, 16), m_ = (int)(sizeof want_ / sizeof want_[0]) - 1; \
+    int same_ = n_ == m_; \
+    for (int i_ = 0; same_ && i_ < m_; i_++) same_ = got_[i_] == want_[i_]; \
+    TL_CHECK_MSG(same_, "%s: %d keys, first %#x", #bytes, n_, n_ > 0 ? got_[0] : 0); \
+} while (0)
+
+static void check_sequences(void)
+{
+    setlocale(LC_ALL, "C.UTF-8");   /* as the TUI does: keys are UTF-8 */
+    int p[2];
+    FILE *out = fopen("/dev/null", "w"), *in = NULL;
+    if (pipe(p) == 0)
+        in = fdopen(p[0], "r");
+    SCREEN *scr = in && out ? newterm("screen", out, in) : NULL;
+    if (!scr) {
+        printf("tui_keys: no terminal of type screen: the sequence checks skipped\n");
+        return;
+    }
+    g_in = p[1];
+    set_term(scr);
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    /* each list ends with 0 (not a key) */
+    KEYS_ARE("\x1b[1;5D" "x", 'x', 0);                  /* Ctrl+Left: no D (random weights) */
+    KEYS_ARE("\x1b[1;3A\x1b[1;5Cq", 'q', 0);           /* Alt+Up, Ctrl+Right */
+    KEYS_ARE("\x1bOD", KC(KEY_LEFT), 0);                 /* a named key is the key */
+    KEYS_ARE("\x1b", 27, 0);                             /* Esc alone stays Esc */
+    KEYS_ARE("\x1bx", 27, 'x', 0);                       /* Alt+x: Esc, then x */
+    KEYS_ARE("\x1b\xe1\xba\xbf", 27, 0x1ebf, 0);           /* Esc, then a Vietnamese letter */
+    KEYS_ARE("\x1b[1;5", 0);                             /* cut short: dropped */
+    KEYS_ARE("y", 'y', 0);                                /* and the next key is itself */
+    KEYS_ARE("\x1b[\x1bOD", KC(KEY_LEFT), 0);            /* a key ends a broken sequence */
+    KEYS_ARE("\x1b[200~hi", 'h', 'i', 0);                /* a paste's bracket, had it been on */
+    endwin();
+    delscreen(scr);
+    fclose(in);
+    fclose(out);
+    close(p[1]);
+}
+
 int main(void)
 {
+    check_sequences();
     TL_CHECK(Keys_count >= 20);
     int help_lines = 0, foot = 0, pinned_seen = 0;
     for (int i = 0; i < Keys_count; i++) {
