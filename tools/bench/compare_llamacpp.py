@@ -490,7 +490,12 @@ def main_llama_bench(ap, a):
     if a.out:
         open(a.out, "w").write(text)
     if a.doc:
-        doc_section(a.doc, f"llama-bench, tokenloop's {a.kernels_seen} kernels", text)
+        # the avx2 kernels on a CPU without AVX-512 are a machine kind of their own, apart from
+        # the same kernels forced (--isa avx2) on an AVX-512 one
+        key = f"llama-bench, tokenloop's {a.kernels_seen} kernels"
+        if a.isa == "native" and a.kernels_seen == "avx2":
+            key += " on a CPU without AVX-512"
+        doc_section(a.doc, key, text)
     return 0
 
 
