@@ -15,8 +15,14 @@
  * one process, avx2): a row 4 KiB and 1 KiB 1.00-1.04x the read, 2 KiB 1.12-1.15x, 3 KiB
  * 1.04-1.08x; a tile's streams 2 KiB 1.11x, 1 KiB 1.12x, 512 B 1.18x. One 256-bit load widened in
  * registers (vpermq + unpack) instead of two 128-bit ones was slower (1.21x against 1.15x), and
- * so were two rows at a time (1.28x). */
-#define MV_PF_ROW 4096            /* lead of a one-row stream */
+ * so were two rows at a time (1.28x). On an AVX2-only EPYC (no AVX-512, about 25 GB/s with 2
+ * threads) a 4 KiB lead left the 2048-wide products at 1.14-1.25x the read and 1 KiB at 0.98-1.05x
+ * (`build/decode_vs_read 15` with the lead from the environment, 4096/1024/512/1536/2048 bytes
+ * alternated twice: 512 B 1.04-1.09x, 1.5 KiB 1.05-1.13x, 2 KiB 1.14-1.25x); a whole step's TPOT
+ * over its floor went from 1.14-1.22x to 1.01-1.03x (`TL_CPU_ISA` unset, `tokenloop bench
+ * --synthetic llama-3.2-1b --prompt-tokens 16`, the two builds alternated 3 times: 98.6-127 ms ->
+ * 92.5-98.9 ms). 1 KiB was as good as 4 on the Zen 4 above, so it is the lead for both. */
+#define MV_PF_ROW 1024            /* lead of a one-row stream */
 #define MV_PF_TILE 2048           /* lead of each of a tile's streams */
 #define MV_TILE 4
 #define MV_WIDE_X_BYTES (16 << 10)
