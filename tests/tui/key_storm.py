@@ -13,7 +13,9 @@ the like, which the UI must drop whole. Never sent: q and Q (they quit), D (it f
 random weights, seconds in Release and minutes under ASan, where the storm would spend its
 time waiting; tui_random_weights checks it, and this test that the title never names random
 weights), Ctrl-C, Ctrl-Z and Ctrl-\\ (signals the test would have to tell apart from a crash),
-Ctrl-S and Ctrl-Q (XON/XOFF would freeze the pane's output). Then it closes whatever is open
+Ctrl-S and Ctrl-Q (XON/XOFF would freeze the pane's output). ctest gives it the lessons the
+other TUI tests play (TOKENLOOP_LESSONS, TOKENLOOP_LESSON_SHAPE=small), passed on to the UI, for
+the same reason as D: lesson 3's pace steps measure the 1B shape for minutes under ASan. Then it closes whatever is open
 with Esc and quits with q, and passes when
 
   - the UI lived through the storm and exited with status 0;
@@ -95,7 +97,8 @@ def main():
     status, stty, errf = (os.path.join(tmp, n) for n in ("status", "stty", "stderr"))
     env = ["LANG=C.UTF-8", "LC_ALL=C.UTF-8"]
     # the sanitizers' settings as ctest gave them, and the suppression of ncurses' known leak
-    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+    # and the lessons' folder and shape as ctest gave them (the quick ones: see CMakeLists.txt)
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TOKENLOOP_LESSONS", "TOKENLOOP_LESSON_SHAPE"):
         if os.environ.get(k):
             env.append("%s=%s" % (k, os.environ[k]))
     env.append("LSAN_OPTIONS=print_suppressions=0:suppressions=" + os.path.join(HERE, "lsan.supp"))
